@@ -1,0 +1,260 @@
+//! What every agent shares: how it acts ([`ActMode`]), its episode log, its per-epoch stats,
+//! checkpoint files, and the small [`Agent`] trait that `cargo xtask train` drives.
+
+use std::path::{Path, PathBuf};
+
+use burn::module::Module;
+use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder, Record, Recorder};
+use burn::tensor::backend::Backend;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::error::AgentError;
+
+/// How an agent picks an action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ActMode {
+    /// Sample from the policy (or ε-greedy for DQN): what training does.
+    Stochastic,
+    /// The most likely action (arg max of the logits or Q-values): what evaluation does.
+    Greedy,
+}
+
+/// Returns and lengths of finished episodes, with the environment step at which each ended.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EpisodeLog {
+    /// Undiscounted return of each finished episode, in order.
+    pub returns: Vec<f64>,
+    /// Length of each finished episode.
+    pub lengths: Vec<usize>,
+    /// Total environment steps (over all workers) when each episode ended.
+    pub end_steps: Vec<u64>,
+    /// Environment steps taken so far.
+    pub env_steps: u64,
+}
+
+impl EpisodeLog {
+    /// Records one finished episode ending at the current step count.
+    pub fn record(&mut self, episode_return: f64, length: usize) {
+        self.returns.push(episode_return);
+        self.lengths.push(length);
+        self.end_steps.push(self.env_steps);
+    }
+
+    /// Number of finished episodes.
+    pub fn episodes(&self) -> usize {
+        self.returns.len()
+    }
+
+    /// Mean return of the last `window` episodes (fewer if fewer have finished); `None` before
+    /// the first episode ends.
+    pub fn mean_recent_return(&self, window: usize) -> Option<f64> {
+        let n = self.returns.len().min(window);
+        (n > 0).then(|| self.returns[self.returns.len() - n..].iter().sum::<f64>() / n as f64)
+    }
+
+    /// The first episode count `k ≥ window` at which the mean return of episodes `k−window..k`
+    /// reaches `threshold`, with the environment steps taken by then: the "solved at" point.
+    pub fn first_solved(&self, window: usize, threshold: f64) -> Option<(usize, u64)> {
+        if window == 0 || self.returns.len() < window {
+            return None;
+        }
+        let mut sum: f64 = self.returns[..window].iter().sum();
+        for k in window..=self.returns.len() {
+            if k > window {
+                sum += self.returns[k - 1] - self.returns[k - 1 - window];
+            }
+            if sum / window as f64 >= threshold {
+                return Some((k, self.end_steps[k - 1]));
+            }
+        }
+        None
+    }
+}
+
+/// What an agent reports after one epoch: progress counters, recent returns, and the
+/// algorithm's own statistics (losses, KL, ε, ...).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EpochStats {
+    /// Epochs finished, starting at 1.
+    pub epoch: u64,
+    /// Environment steps so far.
+    pub env_steps: u64,
+    /// Finished episodes so far.
+    pub episodes: u64,
+    /// Gradient updates applied so far.
+    pub updates: u64,
+    /// Mean return of the last 100 episodes (NaN before the first one ends).
+    pub mean_return_100: f64,
+    /// Mean return of the episodes that ended in this epoch (NaN if none).
+    pub epoch_return: f64,
+    /// Algorithm-specific values, in a fixed order per algorithm.
+    pub extra: Vec<(&'static str, f64)>,
+}
+
+impl EpochStats {
+    /// Builds the common part from an episode log; `first_episode` is the number of episodes
+    /// that had finished when the epoch began.
+    pub fn from_log(log: &EpisodeLog, epoch: u64, updates: u64, first_episode: usize) -> Self {
+        let recent = &log.returns[first_episode.min(log.returns.len())..];
+        Self {
+            epoch,
+            env_steps: log.env_steps,
+            episodes: log.episodes() as u64,
+            updates,
+            mean_return_100: log.mean_recent_return(100).unwrap_or(f64::NAN),
+            epoch_return: if recent.is_empty() {
+                f64::NAN
+            } else {
+                recent.iter().sum::<f64>() / recent.len() as f64
+            },
+            extra: Vec::new(),
+        }
+    }
+
+    /// The stats as `(column, value)` pairs, common columns first: one `metrics.csv` row.
+    pub fn row(&self) -> Vec<(&'static str, f64)> {
+        let mut row = vec![
+            ("epoch", self.epoch as f64),
+            ("env_steps", self.env_steps as f64),
+            ("episodes", self.episodes as f64),
+            ("updates", self.updates as f64),
+            ("mean_return_100", self.mean_return_100),
+            ("epoch_return", self.epoch_return),
+        ];
+        row.extend(self.extra.iter().copied());
+        row
+    }
+}
+
+/// The loop-level interface of an agent: enough for `cargo xtask train` to run any algorithm.
+///
+/// Each algorithm also has its own `update(batch)` and `gradient(batch)` with its own batch
+/// type; they are inherent methods, because the batches differ.
+pub trait Agent {
+    /// Short algorithm name (`ppo`, `dqn`, `reinforce`, `a3c`).
+    fn algorithm(&self) -> &'static str;
+
+    /// Picks an action for one flat observation.
+    fn act(&mut self, obs: &[f32], mode: ActMode) -> usize;
+
+    /// Interacts with the environment for one epoch and updates; see each algorithm for what
+    /// an epoch is.
+    fn train_epoch(&mut self) -> Result<EpochStats, AgentError>;
+
+    /// Every finished training episode.
+    fn episode_log(&self) -> &EpisodeLog;
+
+    /// Writes the networks, optimizer states and generator state under `dir`.
+    fn save_checkpoint(&self, dir: &Path) -> Result<(), AgentError>;
+
+    /// Restores what [`Agent::save_checkpoint`] wrote; the agent must have been built with the
+    /// same configuration.
+    fn load_checkpoint(&mut self, dir: &Path) -> Result<(), AgentError>;
+}
+
+/// The recorder for every checkpoint file: named MessagePack at full precision.
+pub type CheckpointRecorder = NamedMpkFileRecorder<FullPrecisionSettings>;
+
+fn checkpoint_error(path: &Path, error: impl std::fmt::Display) -> AgentError {
+    AgentError::Checkpoint {
+        path: path.to_path_buf(),
+        message: error.to_string(),
+    }
+}
+
+/// Saves `module` to `dir/name.mpk`.
+pub fn save_module<B: Backend, M: Module<B>>(module: &M, dir: &Path, name: &str) -> Result<(), AgentError> {
+    std::fs::create_dir_all(dir).map_err(|e| checkpoint_error(dir, e))?;
+    let path = dir.join(name);
+    module
+        .clone()
+        .save_file(path.clone(), &CheckpointRecorder::new())
+        .map_err(|e| checkpoint_error(&path, e))
+}
+
+/// Loads `dir/name.mpk` into `module`.
+pub fn load_module<B: Backend, M: Module<B>>(
+    module: M,
+    dir: &Path,
+    name: &str,
+    device: &B::Device,
+) -> Result<M, AgentError> {
+    let path = dir.join(name);
+    module
+        .load_file(path.clone(), &CheckpointRecorder::new(), device)
+        .map_err(|e| checkpoint_error(&path, e))
+}
+
+/// Saves any Burn record (an optimizer state) to `dir/name.mpk`.
+pub fn save_record<B: Backend, R: Record<B>>(record: R, dir: &Path, name: &str) -> Result<(), AgentError> {
+    std::fs::create_dir_all(dir).map_err(|e| checkpoint_error(dir, e))?;
+    let path = dir.join(name);
+    Recorder::<B>::record(&CheckpointRecorder::new(), record, path.clone())
+        .map_err(|e| checkpoint_error(&path, e))
+}
+
+/// Loads a record written by [`save_record`].
+pub fn load_record<B: Backend, R: Record<B>>(dir: &Path, name: &str, device: &B::Device) -> Result<R, AgentError> {
+    let path = dir.join(name);
+    Recorder::<B>::load(&CheckpointRecorder::new(), path.clone(), device).map_err(|e| checkpoint_error(&path, e))
+}
+
+/// The state of an agent besides its networks: generator position, counters, episode log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentState {
+    /// Seed of the agent's ChaCha8 generator.
+    pub rng_seed: [u8; 32],
+    /// Stream of the generator.
+    pub rng_stream: u64,
+    /// Word position of the generator (where the next number comes from).
+    pub rng_word_pos: u128,
+    /// Epochs finished.
+    pub epoch: u64,
+    /// Updates applied.
+    pub updates: u64,
+    /// Finished episodes.
+    pub log: EpisodeLog,
+}
+
+impl AgentState {
+    /// Captures the generator and the counters.
+    pub fn capture(rng: &ChaCha8Rng, epoch: u64, updates: u64, log: &EpisodeLog) -> Self {
+        Self {
+            rng_seed: rng.get_seed(),
+            rng_stream: rng.get_stream(),
+            rng_word_pos: rng.get_word_pos(),
+            epoch,
+            updates,
+            log: log.clone(),
+        }
+    }
+
+    /// The generator, positioned where it was captured.
+    pub fn rng(&self) -> ChaCha8Rng {
+        use rand::SeedableRng;
+        let mut rng = ChaCha8Rng::from_seed(self.rng_seed);
+        rng.set_stream(self.rng_stream);
+        rng.set_word_pos(self.rng_word_pos);
+        rng
+    }
+
+    /// Writes `dir/state.json`.
+    pub fn save(&self, dir: &Path) -> Result<(), AgentError> {
+        std::fs::create_dir_all(dir).map_err(|e| checkpoint_error(dir, e))?;
+        let path = state_path(dir);
+        let text = serde_json::to_string(self).map_err(|e| checkpoint_error(&path, e))?;
+        std::fs::write(&path, text).map_err(|e| checkpoint_error(&path, e))
+    }
+
+    /// Reads `dir/state.json`.
+    pub fn load(dir: &Path) -> Result<Self, AgentError> {
+        let path = state_path(dir);
+        let text = std::fs::read_to_string(&path).map_err(|e| checkpoint_error(&path, e))?;
+        serde_json::from_str(&text).map_err(|e| checkpoint_error(&path, e))
+    }
+}
+
+fn state_path(dir: &Path) -> PathBuf {
+    dir.join("state.json")
+}

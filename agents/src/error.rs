@@ -1,0 +1,177 @@
+//! Typed errors of the agents. Every message says what would have been valid.
+
+use std::path::PathBuf;
+
+use privrl_envs::EnvError;
+use thiserror::Error;
+
+/// Everything that can go wrong when building, running or checkpointing an agent.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// A configuration value outside its range, caught when the agent is built.
+    #[error("invalid parameter `{name}` = {value}; expected {expected}")]
+    InvalidParameter {
+        /// Parameter name, as spelled in the config struct.
+        name: &'static str,
+        /// The value that was given.
+        value: f64,
+        /// The accepted range.
+        expected: &'static str,
+    },
+    /// The environment does not fit the agent (for example a non-discrete action space).
+    #[error("environment `{env}` cannot be used: {reason}")]
+    UnsupportedEnv {
+        /// Environment id.
+        env: String,
+        /// What is wrong and what would work.
+        reason: String,
+    },
+    /// A network whose input or output width does not match the environment or the batch.
+    #[error("shape mismatch in {what}: expected {expected}, got {got}")]
+    ShapeMismatch {
+        /// What was being matched, e.g. `observation width`.
+        what: &'static str,
+        /// The width the agent needs.
+        expected: usize,
+        /// The width it was given.
+        got: usize,
+    },
+    /// A batch with no samples.
+    #[error("empty batch passed to {0}; it needs at least one sample")]
+    EmptyBatch(&'static str),
+    /// The environment refused a step or a reset.
+    #[error(transparent)]
+    Env(#[from] EnvError),
+    /// A gradient record that does not fit the module it is applied to.
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    /// Saving or loading a checkpoint failed.
+    #[error("checkpoint {path}: {message}")]
+    Checkpoint {
+        /// File or directory involved.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// A loss became NaN or infinite (reported instead of training on it).
+    #[error("non-finite {what} ({value}) at update {update}; lower the learning rate or check the rewards")]
+    NonFinite {
+        /// Which quantity.
+        what: &'static str,
+        /// Its value.
+        value: f64,
+        /// Update counter at which it happened.
+        update: u64,
+    },
+}
+
+/// Errors of [`crate::GradientRecord`] conversions.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[non_exhaustive]
+pub enum RecordError {
+    /// The record names a parameter that the module does not have.
+    #[error("gradient for `{name}` has no matching parameter in the module (module parameters: {known})")]
+    UnknownParameter {
+        /// The parameter path in the record.
+        name: String,
+        /// The module's parameter paths, comma-separated.
+        known: String,
+    },
+    /// A parameter whose gradient has the wrong shape.
+    #[error("gradient for `{name}` has shape {got:?}; the parameter has shape {expected:?}")]
+    ShapeMismatch {
+        /// Parameter path.
+        name: String,
+        /// Shape of the parameter.
+        expected: Vec<usize>,
+        /// Shape in the record.
+        got: Vec<usize>,
+    },
+    /// A flat vector or a second record whose length does not match.
+    #[error("expected {expected} gradient values, got {got}")]
+    LengthMismatch {
+        /// Values the record holds.
+        expected: usize,
+        /// Values given.
+        got: usize,
+    },
+    /// Two records whose parameter names or order differ.
+    #[error("records differ at parameter {index}: `{left}` vs `{right}`")]
+    LayoutMismatch {
+        /// Index of the first differing parameter.
+        index: usize,
+        /// Name in the first record.
+        left: String,
+        /// Name in the second record.
+        right: String,
+    },
+    /// Averaging an empty list of records.
+    #[error("cannot average zero gradient records")]
+    Empty,
+}
+
+/// Checks that `value` is finite and strictly positive.
+pub(crate) fn check_positive(name: &'static str, value: f64) -> Result<(), AgentError> {
+    if value.is_finite() && value > 0.0 {
+        Ok(())
+    } else {
+        Err(AgentError::InvalidParameter {
+            name,
+            value,
+            expected: "> 0 and finite",
+        })
+    }
+}
+
+/// Checks that `value` lies in `[0, 1]`.
+pub(crate) fn check_unit_interval(name: &'static str, value: f64) -> Result<(), AgentError> {
+    if (0.0..=1.0).contains(&value) {
+        Ok(())
+    } else {
+        Err(AgentError::InvalidParameter {
+            name,
+            value,
+            expected: "in [0, 1]",
+        })
+    }
+}
+
+/// Checks that `value` lies in `[0, 1)`.
+pub(crate) fn check_probability_below_one(name: &'static str, value: f64) -> Result<(), AgentError> {
+    if (0.0..1.0).contains(&value) {
+        Ok(())
+    } else {
+        Err(AgentError::InvalidParameter {
+            name,
+            value,
+            expected: "in [0, 1)",
+        })
+    }
+}
+
+/// Checks that `value` is finite and not negative.
+pub(crate) fn check_non_negative(name: &'static str, value: f64) -> Result<(), AgentError> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(())
+    } else {
+        Err(AgentError::InvalidParameter {
+            name,
+            value,
+            expected: ">= 0 and finite",
+        })
+    }
+}
+
+/// Checks that a count is at least one.
+pub(crate) fn check_count(name: &'static str, value: usize) -> Result<(), AgentError> {
+    if value >= 1 {
+        Ok(())
+    } else {
+        Err(AgentError::InvalidParameter {
+            name,
+            value: value as f64,
+            expected: ">= 1",
+        })
+    }
+}

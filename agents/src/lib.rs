@@ -1,0 +1,47 @@
+//! Reinforcement-learning agents for privrl, generic over the Burn backend.
+//!
+//! The networks in [`nn`] are shared with `privrl-attacks`, so an attack inverts exactly the
+//! model that an agent trains.
+//!
+//! - [`ppo`]: PPO-Clip as in Spinning Up, with an [`AuxiliaryPolicyLoss`] hook.
+//! - [`dqn`]: DQN with replay, a target network, ε-greedy and MSE loss; optional Double DQN.
+//! - [`reinforce`]: REINFORCE with an entropy bonus, one episode per gradient.
+//! - [`a3c`]: A3C with worker threads submitting per-episode gradients to shared parameters.
+//!
+//! Every agent exposes `act`, `update(batch)`, `gradient(batch) -> GradientRecord` and
+//! checkpoints; the [`Agent`] trait is the loop-level part that `cargo xtask train` uses.
+//! Randomness comes from a `ChaCha8Rng` seeded by the caller, never from Burn's global
+//! generator, so the same seed gives the same numbers on the same backend.
+
+pub mod a3c;
+pub mod agent;
+pub mod buffer;
+pub mod dqn;
+pub mod env;
+pub mod error;
+pub mod gradient;
+pub mod heads;
+pub mod network;
+pub mod nn;
+pub mod optim;
+pub mod ppo;
+pub mod record;
+pub mod reinforce;
+
+pub use a3c::{A3c, A3cConfig, A3cStats, Exploration, GradientHook};
+pub use agent::{ActMode, Agent, AgentState, EpisodeLog, EpochStats};
+pub use buffer::{discount_cumsum, ReplayBuffer, RolloutBatch, RolloutBuffer, TransitionBatch};
+pub use dqn::{Dqn, DqnConfig, DqnStats};
+pub use env::{discrete_env_dims, RolloutEnv};
+pub use error::{AgentError, RecordError};
+pub use gradient::{param_gradients, ParamGradient};
+pub use heads::{ActorCritic, ActorCriticConfig, Categorical};
+pub use network::{HostMlp, Network, TrainableNetwork};
+pub use nn::{
+    Activation, Conv2dLayer, Conv2dLayerConfig, ConvEncoder, ConvEncoderConfig, Dense,
+    DenseConfig, ImageShape, LinearInputs, Mlp, MlpConfig, MultimodalNet, MultimodalNetConfig,
+};
+pub use optim::{AgentOptimizer, OptimizerKind};
+pub use ppo::{AuxiliaryPolicyLoss, Ppo, PpoConfig, PpoStats};
+pub use record::{GradientRecord, NamedGradient};
+pub use reinforce::{EpisodeBatch, Reinforce, ReinforceConfig, ReinforceStats};

@@ -1,0 +1,235 @@
+//! The [`Network`] trait: what an agent needs from a network, so that PPO, DQN, REINFORCE and
+//! A3C run unchanged on an [`Mlp`] (CartPole) or a [`MultimodalNet`] (the attack victims).
+//!
+//! Agents feed networks flat observations, `[batch, obs_len]`, laid out as
+//! `privrl_envs::Obs::write_flat` writes them (RGB, then depth, then the vector); a multimodal
+//! network splits them itself.
+//!
+//! For acting on one observation at a time an agent asks for a [`HostMlp`], a plain-Rust copy
+//! of the weights, once per policy change, instead of building a tensor per step: a
+//! `(64, 64)` policy then costs a few microseconds per action.
+
+use burn::module::{AutodiffModule, Module};
+use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::{Tensor, TensorData};
+use rand::Rng;
+
+use crate::nn::{Activation, Mlp, MultimodalNet};
+
+/// A network that maps flat observations to one output row per observation (logits,
+/// Q-values or a value).
+pub trait Network<B: Backend>: Module<B> {
+    /// Values per flattened observation.
+    fn obs_len(&self) -> usize;
+
+    /// Output features.
+    fn d_output(&self) -> usize;
+
+    /// `[batch, obs_len] -> [batch, d_output]`, without dropout.
+    fn forward_flat(&self, obs: Tensor<B, 2>) -> Tensor<B, 2>;
+
+    /// Dropout probability and the widths of the layers it follows; `None` without dropout.
+    fn dropout(&self) -> Option<(f64, Vec<usize>)> {
+        None
+    }
+
+    /// Like [`Network::forward_flat`], with one dropout mask per entry of
+    /// [`Network::dropout`]'s widths (`[batch, width]`, entries 0 or 1/(1−p)).
+    fn forward_flat_masked(&self, obs: Tensor<B, 2>, masks: &[Tensor<B, 2>]) -> Tensor<B, 2> {
+        let _ = masks;
+        self.forward_flat(obs)
+    }
+
+    /// A host copy for fast single-observation inference, if this network has one.
+    fn host_copy(&self) -> Option<HostMlp> {
+        None
+    }
+}
+
+/// A [`Network`] that an agent can train: an autodiff module whose inner (no-autodiff) module
+/// is a network too, so that rollouts run without building a graph.
+pub trait TrainableNetwork<B: AutodiffBackend>:
+    Network<B> + AutodiffModule<B, InnerModule: Network<B::InnerBackend>>
+{
+}
+
+impl<B, N> TrainableNetwork<B> for N
+where
+    B: AutodiffBackend,
+    N: Network<B> + AutodiffModule<B>,
+    N::InnerModule: Network<B::InnerBackend>,
+{
+}
+
+impl<B: Backend> Network<B> for Mlp<B> {
+    fn obs_len(&self) -> usize {
+        self.d_input()
+    }
+
+    fn d_output(&self) -> usize {
+        Mlp::d_output(self)
+    }
+
+    fn forward_flat(&self, obs: Tensor<B, 2>) -> Tensor<B, 2> {
+        self.forward_with_masks(obs, &[])
+    }
+
+    fn dropout(&self) -> Option<(f64, Vec<usize>)> {
+        let p = self.dropout_probability();
+        (p > 0.0).then(|| (p, self.hidden_widths()))
+    }
+
+    fn forward_flat_masked(&self, obs: Tensor<B, 2>, masks: &[Tensor<B, 2>]) -> Tensor<B, 2> {
+        self.forward_with_masks(obs, masks)
+    }
+
+    fn host_copy(&self) -> Option<HostMlp> {
+        Some(HostMlp::from_mlp(self))
+    }
+}
+
+impl<B: Backend> Network<B> for MultimodalNet<B> {
+    fn obs_len(&self) -> usize {
+        self.flat_obs_len()
+    }
+
+    fn d_output(&self) -> usize {
+        MultimodalNet::d_output(self)
+    }
+
+    fn forward_flat(&self, obs: Tensor<B, 2>) -> Tensor<B, 2> {
+        let (rgb, depth, vector) = self.split_flat(obs);
+        self.forward(rgb, depth, vector)
+    }
+}
+
+/// A plain-Rust copy of an [`Mlp`]'s weights for single-observation inference.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostMlp {
+    /// `(weight [d_in × d_out] row-major, bias or empty, d_in, d_out)` per layer.
+    layers: Vec<(Vec<f32>, Vec<f32>, usize, usize)>,
+    activation: Activation,
+}
+
+fn host_values<B: Backend, const D: usize>(tensor: Tensor<B, D>) -> Vec<f32> {
+    tensor
+        .into_data()
+        .convert::<f32>()
+        .into_vec::<f32>()
+        .expect("float tensor data")
+}
+
+impl HostMlp {
+    /// Copies the weights of `mlp` to the host (one transfer per parameter).
+    pub fn from_mlp<B: Backend>(mlp: &Mlp<B>) -> Self {
+        let layers = mlp
+            .layers
+            .iter()
+            .map(|layer| {
+                let (d_in, d_out) = layer.dims();
+                let weight = host_values(layer.weight.val());
+                let bias = layer
+                    .bias
+                    .as_ref()
+                    .map_or_else(Vec::new, |b| host_values(b.val()));
+                (weight, bias, d_in, d_out)
+            })
+            .collect();
+        Self {
+            layers,
+            activation: mlp.activation,
+        }
+    }
+
+    /// Input features.
+    pub fn d_input(&self) -> usize {
+        self.layers.first().map_or(0, |l| l.2)
+    }
+
+    /// Output features.
+    pub fn d_output(&self) -> usize {
+        self.layers.last().map_or(0, |l| l.3)
+    }
+
+    /// Forward pass for one observation into `out` (resized to `d_output`); `masks[i]`, if
+    /// given, multiplies hidden activation `i` (the dropout masks of [`Network::dropout`]).
+    pub fn forward_into(&self, x: &[f32], masks: &[Vec<f32>], out: &mut Vec<f32>) {
+        let mut input: Vec<f32> = x.to_vec();
+        let last = self.layers.len().saturating_sub(1);
+        for (i, (weight, bias, d_in, d_out)) in self.layers.iter().enumerate() {
+            let mut y = if bias.is_empty() {
+                vec![0.0f32; *d_out]
+            } else {
+                bias.clone()
+            };
+            for (k, &xk) in input.iter().enumerate().take(*d_in) {
+                let row = &weight[k * d_out..(k + 1) * d_out];
+                for (yj, &w) in y.iter_mut().zip(row) {
+                    *yj += xk * w;
+                }
+            }
+            if i < last {
+                match self.activation {
+                    Activation::Tanh => y.iter_mut().for_each(|v| *v = v.tanh()),
+                    Activation::Relu => y.iter_mut().for_each(|v| *v = v.max(0.0)),
+                }
+                if let Some(mask) = masks.get(i) {
+                    y.iter_mut().zip(mask).for_each(|(v, m)| *v *= m);
+                }
+            }
+            input = y;
+        }
+        *out = input;
+    }
+
+    /// Forward pass for one observation.
+    pub fn forward(&self, x: &[f32]) -> Vec<f32> {
+        let mut out = Vec::new();
+        self.forward_into(x, &[], &mut out);
+        out
+    }
+}
+
+/// Draws one inverted-dropout mask: each entry is 0 with probability `p`, else 1/(1−p).
+pub fn draw_dropout_mask(rng: &mut impl Rng, width: usize, p: f64) -> Vec<f32> {
+    let keep = 1.0 - p;
+    let scale = (1.0 / keep) as f32;
+    (0..width)
+        .map(|_| if rng.random::<f64>() < keep { scale } else { 0.0 })
+        .collect()
+}
+
+/// Runs `net` on one flat observation: through a [`HostMlp`] if one is given, else through
+/// the network on its own backend.
+pub fn forward_one<B: Backend, N: Network<B>>(
+    net: &N,
+    host: Option<&HostMlp>,
+    obs: &[f32],
+    masks: &[Vec<f32>],
+    device: &B::Device,
+) -> Vec<f32> {
+    if let Some(host) = host {
+        let mut out = Vec::new();
+        host.forward_into(obs, masks, &mut out);
+        return out;
+    }
+    let x = Tensor::<B, 2>::from_data(
+        TensorData::new(obs.to_vec(), [1, obs.len()]).convert::<B::FloatElem>(),
+        device,
+    );
+    let y = if masks.is_empty() {
+        net.forward_flat(x)
+    } else {
+        let masks: Vec<Tensor<B, 2>> = masks
+            .iter()
+            .map(|m| {
+                Tensor::from_data(
+                    TensorData::new(m.clone(), [1, m.len()]).convert::<B::FloatElem>(),
+                    device,
+                )
+            })
+            .collect();
+        net.forward_flat_masked(x, &masks)
+    };
+    host_values(y)
+}

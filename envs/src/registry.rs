@@ -1,0 +1,154 @@
+//! Environments by name, for configs and command lines (`xtask env list`).
+
+use serde::Serialize;
+
+use crate::{Acrobot, CartPole, Env, EnvError, MountainCar, Space};
+
+/// What `xtask env list` prints about one registered environment.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EnvSpec {
+    /// Name that [`make`] takes, e.g. `cartpole-v1`.
+    pub name: &'static str,
+    /// Gymnasium's id for the same environment, e.g. `CartPole-v1` (also accepted by `make`).
+    pub gymnasium_id: &'static str,
+    /// Observation space.
+    pub observation_space: Space,
+    /// Action space.
+    pub action_space: Space,
+    /// Time limit after which episodes are truncated.
+    pub max_episode_steps: Option<usize>,
+    /// Gymnasium's `reward_threshold`: the average return at which the task counts as solved.
+    pub reward_threshold: Option<f64>,
+}
+
+/// One registered environment: our name, Gymnasium's id, Gymnasium's reward threshold, and
+/// how to build it.
+struct Registration {
+    name: &'static str,
+    gymnasium_id: &'static str,
+    reward_threshold: f64,
+    build: fn() -> Box<dyn Env>,
+}
+
+/// Every environment [`make`] knows, with Gymnasium's registration values
+/// (`gymnasium/envs/__init__.py`).
+const REGISTERED: [Registration; 4] = [
+    Registration {
+        name: "cartpole-v1",
+        gymnasium_id: "CartPole-v1",
+        reward_threshold: 475.0,
+        build: || Box::new(CartPole::v1()),
+    },
+    Registration {
+        name: "cartpole-v0",
+        gymnasium_id: "CartPole-v0",
+        reward_threshold: 195.0,
+        build: || Box::new(CartPole::v0()),
+    },
+    Registration {
+        name: "acrobot-v1",
+        gymnasium_id: "Acrobot-v1",
+        reward_threshold: -100.0,
+        build: || Box::new(Acrobot::new()),
+    },
+    Registration {
+        name: "mountaincar-v0",
+        gymnasium_id: "MountainCar-v0",
+        reward_threshold: -110.0,
+        build: || Box::new(MountainCar::new()),
+    },
+];
+
+/// Builds an environment by name: `cartpole-v1`, `cartpole-v0`, `acrobot-v1` or
+/// `mountaincar-v0`. Names match case-insensitively, so Gymnasium's spelling (`CartPole-v1`,
+/// `MountainCar-v0`) works too. An unknown name gives [`EnvError::UnknownEnv`] listing the valid
+/// ones.
+pub fn make(name: &str) -> Result<Box<dyn Env>, EnvError> {
+    let wanted = name.trim().to_ascii_lowercase();
+    REGISTERED
+        .iter()
+        .find(|registration| registration.name == wanted)
+        .map(|registration| (registration.build)())
+        .ok_or_else(|| EnvError::UnknownEnv {
+            name: name.to_string(),
+            valid: env_names().iter().map(|n| n.to_string()).collect(),
+        })
+}
+
+/// The names [`make`] accepts, in registry order.
+pub fn env_names() -> Vec<&'static str> {
+    REGISTERED
+        .iter()
+        .map(|registration| registration.name)
+        .collect()
+}
+
+/// Every registered environment with its spaces, time limit and reward threshold.
+pub fn registry() -> Vec<EnvSpec> {
+    REGISTERED
+        .iter()
+        .map(|registration| {
+            let env = (registration.build)();
+            EnvSpec {
+                name: registration.name,
+                gymnasium_id: registration.gymnasium_id,
+                observation_space: env.observation_space(),
+                action_space: env.action_space(),
+                max_episode_steps: env.max_episode_steps(),
+                reward_threshold: Some(registration.reward_threshold),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn make_accepts_our_names_and_gymnasium_spelling() {
+        for spec in registry() {
+            assert_eq!(make(spec.name).unwrap().id(), spec.name);
+            assert_eq!(make(spec.gymnasium_id).unwrap().id(), spec.name);
+        }
+        assert_eq!(make("MOUNTAINCAR-V0").unwrap().id(), "mountaincar-v0");
+    }
+
+    #[test]
+    fn unknown_name_lists_valid_names() {
+        let err = make("Pendulum-v1").err().unwrap();
+        assert_eq!(
+            err,
+            EnvError::UnknownEnv {
+                name: "Pendulum-v1".into(),
+                valid: vec![
+                    "cartpole-v1".into(),
+                    "cartpole-v0".into(),
+                    "acrobot-v1".into(),
+                    "mountaincar-v0".into()
+                ],
+            }
+        );
+        let message = err.to_string();
+        assert!(message.contains("Pendulum-v1"), "{message}");
+        assert!(
+            message.contains("cartpole-v1, cartpole-v0, acrobot-v1, mountaincar-v0"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn registry_matches_gymnasium_registration() {
+        let specs = registry();
+        let limits: Vec<_> = specs.iter().map(|s| s.max_episode_steps).collect();
+        assert_eq!(limits, [Some(500), Some(200), Some(500), Some(200)]);
+        let dims: Vec<_> = specs
+            .iter()
+            .map(|s| (s.observation_space.flat_dim(), s.action_space.discrete_n()))
+            .collect();
+        assert_eq!(
+            dims,
+            [(4, Some(2)), (4, Some(2)), (6, Some(3)), (2, Some(3))]
+        );
+    }
+}

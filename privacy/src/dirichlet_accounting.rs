@@ -1,0 +1,386 @@
+//! Theorem 1 of paper 000: the (ε, δ) of the Dirichlet mechanism composed with an L-Lipschitz
+//! policy network f: ℝ^d → Δ_{m,η}, under b-adjacency of observations (Definition 1).
+//!
+//! * ε by eq. 12, with ln Γ from `libm`;
+//! * δ = 1 − P(Dir_k(p*) ∈ Δ_{m,τ}) by eq. 6, where p* = [η, …, η, 1 − (m−1)η] is a vertex of
+//!   Δ_{m,η}, estimated by Monte Carlo as in eq. 13, or exactly for m = 2 through the
+//!   regularized incomplete Beta function;
+//! * the k that meets a target ε, by bisection on eq. 12.
+
+use rand::Rng;
+
+use crate::dirichlet::DirichletMechanism;
+use crate::error::{non_negative, open_unit, positive};
+use crate::randomness::LogGammaSampler;
+use crate::special::{beta_reg, ln_gamma};
+use crate::PrivacyError;
+
+/// Parameters of Theorem 1.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DirichletConfig {
+    /// Number of actions m ≥ 2 (the policy lives in Δ_m).
+    pub actions: usize,
+    /// Concentration k ≥ 0 of Dir(kπ). k = 0 means "share a uniformly random policy", (0, 0)-DP.
+    pub concentration: f64,
+    /// η ∈ (0, 1/m): the policy lies in the restricted simplex Δ_{m,η} (eq. 1).
+    pub eta: f64,
+    /// τ ∈ (0, 1/m): outputs outside Δ_{m,τ} are the δ event (eq. 6). For τ ≥ 1/m, Δ_{m,τ} has
+    /// no interior, so δ = 1 and the guarantee is void; such τ are refused.
+    pub tau: f64,
+    /// Lipschitz constant L > 0 of the policy network in ‖·‖₂ (see [`crate::lipschitz`]).
+    pub lipschitz: f64,
+    /// Adjacency radius b > 0: observations x, x' with ‖x − x'‖₂ ≤ b are neighbours
+    /// (Definition 1).
+    pub adjacency: f64,
+}
+
+impl DirichletConfig {
+    /// Validates the parameters.
+    pub fn build(self) -> Result<DirichletPrivacy, PrivacyError> {
+        if self.actions < 2 {
+            return Err(PrivacyError::OutOfRange {
+                name: "actions",
+                value: self.actions as f64,
+                expected: ">= 2",
+            });
+        }
+        let m = self.actions as f64;
+        non_negative("concentration", self.concentration)?;
+        if !(self.eta > 0.0 && self.eta * m < 1.0) {
+            return Err(PrivacyError::OutOfRange {
+                name: "eta",
+                value: self.eta,
+                expected: "in (0, 1/m)",
+            });
+        }
+        if !(self.tau > 0.0 && self.tau * m < 1.0) {
+            return Err(PrivacyError::OutOfRange {
+                name: "tau",
+                value: self.tau,
+                expected: "in (0, 1/m) (for tau >= 1/m, delta = 1)",
+            });
+        }
+        positive("lipschitz", self.lipschitz)?;
+        positive("adjacency", self.adjacency)?;
+        if self.concentration > 0.0 && self.concentration * self.eta < 1e-300 {
+            return Err(PrivacyError::OutOfRange {
+                name: "concentration",
+                value: self.concentration,
+                expected: "0, or large enough that k * eta >= 1e-300",
+            });
+        }
+        let privacy = DirichletPrivacy { config: self };
+        if !privacy.epsilon().is_finite() {
+            return Err(PrivacyError::OutOfRange {
+                name: "concentration",
+                value: self.concentration,
+                expected: "small enough that eq. 12 is finite (with this lipschitz and adjacency)",
+            });
+        }
+        Ok(privacy)
+    }
+}
+
+/// Validated Theorem 1 parameters; computes ε and δ.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct DirichletPrivacy {
+    config: DirichletConfig,
+}
+
+/// How a δ was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum DeltaMethod {
+    /// Closed form (m = 2, regularized incomplete Beta function), or k = 0.
+    Exact,
+    /// Monte Carlo estimate of eq. 6 as in eq. 13.
+    MonteCarlo,
+}
+
+/// δ of Theorem 1 with its statistical uncertainty.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DeltaEstimate {
+    /// The estimate (exact value for [`DeltaMethod::Exact`]).
+    pub delta: f64,
+    /// With probability at least `confidence`, |delta − δ| < half_width (0 when exact).
+    pub half_width: f64,
+    /// Confidence level of the half-width.
+    pub confidence: f64,
+    /// Monte Carlo draws (0 when exact).
+    pub samples: usize,
+    /// Exact or Monte Carlo.
+    pub method: DeltaMethod,
+    /// The Theorem 1 parameters this δ was computed for.
+    pub config: DirichletConfig,
+}
+
+impl DeltaEstimate {
+    /// The upper confidence bound min(δ̂ + half-width, 1): the δ to account with.
+    pub fn upper(&self) -> f64 {
+        (self.delta + self.half_width).min(1.0)
+    }
+}
+
+/// Half-width t of a two-sided interval for the mean of N Bernoulli draws at `confidence`.
+///
+/// Eq. 13 of paper 000 is Chebyshev's inequality; as printed its bound σ²/(t²N²) has N² where the
+/// variance of a mean of N draws gives N: P(|Z̄ − E Z| ≥ t) ≤ σ²/(t² N), σ² ≤ 1/4, so
+/// t = 1/(2√(N(1 − c))). Hoeffding gives t = √(ln(2/(1 − c)) / (2N)), which is smaller at every
+/// confidence above ~0.86. Both hold for every N, so the smaller of the two is a valid half-width.
+pub fn bernoulli_half_width(samples: usize, confidence: f64) -> f64 {
+    let n = samples as f64;
+    let miss = 1.0 - confidence;
+    let chebyshev = 1.0 / (2.0 * (n * miss).sqrt());
+    let hoeffding = ((2.0 / miss).ln() / (2.0 * n)).sqrt();
+    chebyshev.min(hoeffding)
+}
+
+impl DirichletPrivacy {
+    /// The validated parameters.
+    pub fn config(&self) -> DirichletConfig {
+        self.config
+    }
+
+    /// The same parameters with another concentration k ≥ 0.
+    pub fn with_concentration(&self, concentration: f64) -> Result<Self, PrivacyError> {
+        DirichletConfig {
+            concentration,
+            ..self.config
+        }
+        .build()
+    }
+
+    /// ε of Theorem 1 by eq. 12:
+    ///
+    /// ε = √m·L·b·k·log(1/τ) + (m−1)·lnΓ(kη) + lnΓ(k(1 − (m−1)η)) − m·lnΓ(k/m).
+    ///
+    /// The first term bounds Σ_i k(π_i − π'_i) ln z_i by Cauchy–Schwarz with ‖π − π'‖₂ ≤ L·b and
+    /// |ln z_i| ≤ ln(1/τ) on Δ_{m,τ} (appendix eq. 19, whose "√(mbk)" is typeset from √m·b·k).
+    /// The Gamma terms are the largest difference of Σ lnΓ(kπ_i) over Δ_{m,η}: its maximum at a
+    /// vertex and its minimum at the uniform policy (appendix eq. 20). They are ≥ 0 by Jensen, so
+    /// ε > 0 for k > 0. For k = 0 the mechanism shares a uniformly random policy and ε = 0.
+    pub fn epsilon(&self) -> f64 {
+        let c = &self.config;
+        if c.concentration == 0.0 {
+            return 0.0;
+        }
+        epsilon_eq12(
+            c.actions,
+            c.concentration,
+            c.eta,
+            c.tau,
+            c.lipschitz,
+            c.adjacency,
+        )
+    }
+
+    /// lim_{k→0+} of eq. 12: −(m−1)·ln η − ln(1 − (m−1)η) − m·ln m (from lnΓ(x) = −ln x + O(x)).
+    /// Eq. 12 exceeds this for every k > 0, so no k > 0 meets a smaller target ε.
+    pub fn epsilon_small_concentration_limit(&self) -> f64 {
+        let c = &self.config;
+        let m = c.actions as f64;
+        -(m - 1.0) * c.eta.ln() - (-(m - 1.0) * c.eta).ln_1p() - m * m.ln()
+    }
+
+    /// The vertex p* = [η, …, η, 1 − (m−1)η] of Δ_{m,η} at which eq. 6 is evaluated.
+    pub fn extreme_policy(&self) -> Vec<f64> {
+        let c = &self.config;
+        let mut p = vec![c.eta; c.actions];
+        p[c.actions - 1] = 1.0 - (c.actions as f64 - 1.0) * c.eta;
+        p
+    }
+
+    /// δ exactly, for m = 2: Dir_k(p*)₁ ~ Beta(kη, k(1−η)) and
+    /// δ = P(x₁ < τ) + P(x₂ < τ) = I_τ(kη, k(1−η)) + I_τ(k(1−η), kη).
+    ///
+    /// [`PrivacyError::Numerical`] if the continued fraction of I_x does not converge, which
+    /// happens only for huge shapes (k ≳ 1e9).
+    pub fn delta_exact(&self) -> Result<f64, PrivacyError> {
+        let c = &self.config;
+        if c.actions != 2 {
+            return Err(PrivacyError::OutOfRange {
+                name: "actions",
+                value: c.actions as f64,
+                expected: "2 for the exact delta (use delta_monte_carlo)",
+            });
+        }
+        if c.concentration == 0.0 {
+            return Ok(0.0);
+        }
+        let a = c.concentration * c.eta;
+        let b = c.concentration * (1.0 - c.eta);
+        let lower = beta_reg(a, b, c.tau).ok_or(PrivacyError::Numerical("incomplete beta"))?;
+        let upper = beta_reg(b, a, c.tau).ok_or(PrivacyError::Numerical("incomplete beta"))?;
+        Ok((lower + upper).min(1.0))
+    }
+
+    /// δ by Monte Carlo (eq. 13): the fraction of `samples` draws of Dir_k(p*) outside Δ_{m,τ},
+    /// with the half-width of [`bernoulli_half_width`] at `confidence` ∈ (0, 1).
+    ///
+    /// The loop draws m log-Gamma variates per sample and tests min_i ln g_i − logsumexp(ln g)
+    /// ≥ ln τ, without leaving log space: it never divides 0 by 0 for tiny kη.
+    pub fn delta_monte_carlo(
+        &self,
+        samples: usize,
+        confidence: f64,
+        rng: &mut impl Rng,
+    ) -> Result<DeltaEstimate, PrivacyError> {
+        if samples == 0 {
+            return Err(PrivacyError::Empty { name: "samples" });
+        }
+        open_unit("confidence", confidence)?;
+        let c = &self.config;
+        if c.concentration == 0.0 {
+            return Ok(exact_estimate(0.0, confidence, self.config));
+        }
+        let m = c.actions;
+        let small = LogGammaSampler::new(c.concentration * c.eta);
+        let large = LogGammaSampler::new(c.concentration * (1.0 - (m as f64 - 1.0) * c.eta));
+        let ln_tau = c.tau.ln();
+        let mut log_g = vec![0.0; m];
+        let mut outside = 0usize;
+        for _ in 0..samples {
+            for l in log_g[..m - 1].iter_mut() {
+                *l = small.sample(rng);
+            }
+            log_g[m - 1] = large.sample(rng);
+            let mut max = f64::NEG_INFINITY;
+            let mut min = f64::INFINITY;
+            for &l in &log_g {
+                max = max.max(l);
+                min = min.min(l);
+            }
+            let inside = if max.is_finite() {
+                let sum: f64 = log_g.iter().map(|&l| (l - max).exp()).sum();
+                min - max - sum.ln() >= ln_tau
+            } else {
+                false // a vertex of the simplex, outside Δ_{m,τ}
+            };
+            outside += usize::from(!inside);
+        }
+        Ok(DeltaEstimate {
+            delta: outside as f64 / samples as f64,
+            half_width: bernoulli_half_width(samples, confidence),
+            confidence,
+            samples,
+            method: DeltaMethod::MonteCarlo,
+            config: self.config,
+        })
+    }
+
+    /// δ exactly for m = 2 (or k = 0), else by Monte Carlo with `samples` draws. For m = 2 with
+    /// shapes so large (k ≳ 1e9) that the Beta continued fraction does not converge, it falls
+    /// back to Monte Carlo too.
+    pub fn delta(
+        &self,
+        samples: usize,
+        confidence: f64,
+        rng: &mut impl Rng,
+    ) -> Result<DeltaEstimate, PrivacyError> {
+        open_unit("confidence", confidence)?;
+        if self.config.concentration == 0.0 {
+            return Ok(exact_estimate(0.0, confidence, self.config));
+        }
+        if self.config.actions == 2 {
+            if let Ok(delta) = self.delta_exact() {
+                return Ok(exact_estimate(delta, confidence, self.config));
+            }
+        }
+        self.delta_monte_carlo(samples, confidence, rng)
+    }
+
+    /// The mechanism with cost (ε, δ̂ + half-width): δ is accounted at its upper confidence
+    /// bound. `delta` must have been computed for these parameters
+    /// ([`PrivacyError::Inconsistent`] otherwise), and its upper bound must be below 1.
+    pub fn mechanism(&self, delta: &DeltaEstimate) -> Result<DirichletMechanism, PrivacyError> {
+        if delta.config != self.config {
+            return Err(PrivacyError::Inconsistent(
+                "the delta estimate was computed for other parameters",
+            ));
+        }
+        DirichletMechanism::from_accounting(self, delta)
+    }
+
+    /// The largest k whose eq. 12 ε is at most `target_epsilon`, the other parameters fixed.
+    ///
+    /// Eq. 12 is strictly increasing in k: the first term is linear with positive slope, and the
+    /// derivative of the Gamma terms, Σ_i p*_i ψ(k p*_i) − ψ(k/m), is ≥ 0 by Jensen's inequality
+    /// for the convex map x ↦ x ψ(x) (checked numerically in the tests). It decreases to
+    /// [`Self::epsilon_small_concentration_limit`] as k → 0, so targets at or below that limit
+    /// are unreachable with k > 0 (k = 0, the uniform policy, is then the only option). The
+    /// solver brackets by doubling, checks that ε grew at each doubling, then bisects to a
+    /// relative width of 1e-12 and returns the lower end, so ε(k) ≤ target.
+    pub fn solve_concentration(&self, target_epsilon: f64) -> Result<f64, PrivacyError> {
+        positive("target_epsilon", target_epsilon)?;
+        let floor = self.epsilon_small_concentration_limit();
+        if target_epsilon <= floor {
+            return Err(PrivacyError::Unreachable {
+                name: "target_epsilon",
+                target: target_epsilon,
+                reason: format!(
+                    "eq. 12 exceeds {floor} for every k > 0 (its k -> 0 limit); use k = 0 \
+                     (uniform policy, (0,0)-DP) or a larger eta"
+                ),
+            });
+        }
+        let c = self.config;
+        let eps = |k: f64| epsilon_eq12(c.actions, k, c.eta, c.tau, c.lipschitz, c.adjacency);
+        let mut lo = 0.0;
+        let mut hi = 1.0;
+        let mut previous = floor;
+        loop {
+            let e = eps(hi);
+            if e <= previous {
+                return Err(PrivacyError::Numerical("eq. 12 is not increasing in k"));
+            }
+            if e > target_epsilon {
+                break;
+            }
+            previous = e;
+            lo = hi;
+            hi *= 2.0;
+            if hi > 1e15 {
+                return Err(PrivacyError::Unreachable {
+                    name: "target_epsilon",
+                    target: target_epsilon,
+                    reason: "needs k > 1e15".into(),
+                });
+            }
+        }
+        for _ in 0..200 {
+            if hi - lo <= 1e-12 * hi {
+                break;
+            }
+            let mid = 0.5 * (lo + hi);
+            if eps(mid) <= target_epsilon {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        if lo > 0.0 {
+            Ok(lo)
+        } else {
+            Err(PrivacyError::Numerical("concentration bisection"))
+        }
+    }
+}
+
+fn exact_estimate(delta: f64, confidence: f64, config: DirichletConfig) -> DeltaEstimate {
+    DeltaEstimate {
+        delta,
+        half_width: 0.0,
+        confidence,
+        samples: 0,
+        method: DeltaMethod::Exact,
+        config,
+    }
+}
+
+/// Eq. 12 for k > 0 (unchecked).
+fn epsilon_eq12(actions: usize, k: f64, eta: f64, tau: f64, lipschitz: f64, adjacency: f64) -> f64 {
+    let m = actions as f64;
+    m.sqrt() * lipschitz * adjacency * k * (1.0 / tau).ln()
+        + (m - 1.0) * ln_gamma(k * eta)
+        + ln_gamma(k * (1.0 - (m - 1.0) * eta))
+        - m * ln_gamma(k / m)
+}

@@ -1,0 +1,69 @@
+//! Differential privacy for deep RL: mechanisms, accountants, a budget ledger and Lipschitz
+//! bounds. Pure Rust, no burn dependency; gradients and observations are plain slices.
+//!
+//! | module | what | source |
+//! |---|---|---|
+//! | [`dirichlet`] | Dirichlet mechanism Dir(kπ), maps onto Δ_{m,η}, Lemma 1 radius | paper 000, eq. 1, 5, 14, 15 |
+//! | [`dirichlet_accounting`] | Theorem 1: ε (eq. 12), δ (eq. 6, 13; exact for m = 2), k for a target ε | paper 000 |
+//! | [`lipschitz`] | certified Lipschitz upper bound of an MLP policy | paper 000, Section 3 |
+//! | [`laplace`] | Laplace gradient mechanism with L1 clipping | paper 003, eq. 19–21 |
+//! | [`projected_random_sign`] | projected random sign, bit flip | paper 003, Algorithm 3, eq. 4, 5, 23, 24 |
+//! | [`gaussian`] | Gaussian mechanism, classic and analytic calibration | Dwork & Roth; Balle & Wang 2018 |
+//! | [`dpsgd`] | DP-SGD clipping (flat, per layer), noise, averaging, Poisson sampling | paper 004, Figure 7 |
+//! | [`rdp`] | RDP accountant of the subsampled Gaussian, (ε, δ) conversion, σ for a target ε | Mironov et al. 2019; Balle et al. 2020; Opacus |
+//! | [`composition`] | basic and advanced composition, the `Accountant` trait | DRV 2010; Kairouz et al. 2015 |
+//! | [`ledger`] | record of every release; spent so far; budget checks | |
+//! | [`observation_noise`] | σ·IQR Gaussian noise on observations | paper 004, local DP |
+//! | [`randomness`] | seeded or OS randomness, samplers; the floating-point caveat | Mironov 2012 |
+//!
+//! Configs are validated once, by `XConfig::build(self) -> Result<X, PrivacyError>`; the built
+//! value's hot path does not check its parameters again. Every mechanism takes `&mut impl Rng`.
+
+pub mod composition;
+pub mod dirichlet;
+pub mod dirichlet_accounting;
+pub mod dpsgd;
+mod error;
+pub mod gaussian;
+pub mod laplace;
+pub mod ledger;
+pub mod lipschitz;
+mod mechanism;
+pub mod observation_noise;
+pub mod projected_random_sign;
+pub mod randomness;
+pub mod rdp;
+pub mod special;
+
+pub use composition::{
+    advanced_composition, basic_composition, drv_advanced_composition, Accountant,
+    AdvancedAccountant, BasicAccountant, Composition,
+};
+pub use dirichlet::{
+    certified_l2_radius, check_restricted_simplex, concentration_radius, penalty_radius,
+    restrict_to_simplex, sample_dirichlet, DirichletMechanism, DirichletSampler, SimplexMap,
+};
+pub use dirichlet_accounting::{
+    bernoulli_half_width, DeltaEstimate, DeltaMethod, DirichletConfig, DirichletPrivacy,
+};
+pub use dpsgd::{clip_l2, poisson_sample, Clipping, DpSgd, DpSgdConfig};
+pub use error::PrivacyError;
+pub use gaussian::{
+    analytic_gaussian_delta, analytic_gaussian_sigma, classic_gaussian_sigma, GaussianCalibration,
+    GaussianConfig, GaussianMechanism,
+};
+pub use laplace::{clip_l1, LaplaceConfig, LaplaceGradient};
+pub use ledger::{Budget, Ledger, LedgerEntry};
+pub use lipschitz::{
+    mlp_lipschitz_bound, spectral_norm, Activation, LipschitzBound, Matrix, OutputMap, SpectralNorm,
+};
+pub use mechanism::{Mechanism, PrivacyCost};
+pub use observation_noise::{interquartile_range, ObservationNoise, ObservationNoiseConfig};
+pub use projected_random_sign::{
+    default_reduced_dimension, BitFlip, ProjectedRandomSign, ProjectionMatrix, PrsConfig,
+};
+pub use randomness::{MechanismRng, RandomnessSource, SecureRng};
+pub use rdp::{
+    compute_rdp, default_orders, dp_sgd_epsilon, noise_multiplier_for, rdp_subsampled_gaussian,
+    rdp_to_dp, RdpAccountant, SubsampledGaussianSteps,
+};

@@ -1,0 +1,318 @@
+//! Randomness for the mechanisms: a seeded or an operating-system source, and the samplers the
+//! mechanisms are built from.
+//!
+//! Every mechanism takes `&mut impl Rng`, so tests and reproducible runs pass a seeded
+//! [`ChaCha20Rng`] and a deployment that must resist an adversary who knows the seed passes
+//! [`SecureRng`] (the operating system's CSPRNG, read on every draw) or
+//! [`MechanismRng::new`]`(`[`RandomnessSource::Secure`]`)`.
+//!
+//! # Floating-point caveat (Mironov 2012)
+//!
+//! The Laplace and Gaussian samplers here are the textbook ones: they transform uniform doubles
+//! (inverse CDF for Laplace, the ziggurat of `rand_distr` for the normal). The privacy proofs
+//! assume real-valued noise. With IEEE doubles the set of reachable outputs depends on the
+//! secret input, and Mironov (*On significance of the least significant bits for differential
+//! privacy*, CCS 2012) showed that an attacker who sees the exact bits of the output can
+//! distinguish neighbouring inputs, breaking the guarantee outright. The fixes are the snapping
+//! mechanism (Mironov 2012) or exact discrete Laplace / Gaussian sampling (Canonne, Kamath &
+//! Steinke 2020) followed by rounding to a grid. This crate does **not** implement them: its
+//! guarantees are those of the idealised real-valued mechanisms, which is the standard of the
+//! RL-privacy literature it reproduces (and of Opacus). Do not rely on these samplers where an
+//! adversary sees the raw output bits of a single release.
+
+use rand::{CryptoRng, Rng, RngCore, SeedableRng, TryRngCore};
+use rand_chacha::ChaCha20Rng;
+use rand_distr::{Distribution, StandardNormal};
+
+use crate::PrivacyError;
+
+/// The operating system's CSPRNG (`getrandom`), read on every draw.
+///
+/// Construct with [`SecureRng::new`], which checks once that the OS source works.
+///
+/// # Panics
+///
+/// If the OS source fails *after* construction, a draw panics: the mechanism fails closed rather
+/// than release a value with predictable noise.
+#[derive(Debug, Clone, Copy)]
+pub struct SecureRng(rand::rngs::OsRng);
+
+impl SecureRng {
+    /// Checks that the operating system's random source can be read.
+    pub fn new() -> Result<Self, PrivacyError> {
+        let mut os = rand::rngs::OsRng;
+        os.try_next_u64()
+            .map_err(|e| PrivacyError::Randomness(e.to_string()))?;
+        Ok(Self(os))
+    }
+}
+
+impl RngCore for SecureRng {
+    fn next_u32(&mut self) -> u32 {
+        self.0
+            .try_next_u32()
+            .expect("operating-system randomness failed")
+    }
+    fn next_u64(&mut self) -> u64 {
+        self.0
+            .try_next_u64()
+            .expect("operating-system randomness failed")
+    }
+    fn fill_bytes(&mut self, dst: &mut [u8]) {
+        self.0
+            .try_fill_bytes(dst)
+            .expect("operating-system randomness failed")
+    }
+}
+
+impl CryptoRng for SecureRng {}
+
+/// Where a run's mechanism noise comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum RandomnessSource {
+    /// ChaCha20 seeded from the run's seed: reproducible, for experiments and tests.
+    Seeded(u64),
+    /// The operating system's CSPRNG: for deployments.
+    Secure,
+}
+
+/// A generator built from a [`RandomnessSource`].
+#[derive(Debug, Clone)]
+pub enum MechanismRng {
+    /// Reproducible ChaCha20 stream (boxed: it is 320 bytes).
+    Seeded(Box<ChaCha20Rng>),
+    /// Operating-system CSPRNG.
+    Secure(SecureRng),
+}
+
+impl MechanismRng {
+    /// Opens the source (fails only if the OS source is unavailable).
+    pub fn new(source: RandomnessSource) -> Result<Self, PrivacyError> {
+        Ok(match source {
+            RandomnessSource::Seeded(seed) => {
+                Self::Seeded(Box::new(ChaCha20Rng::seed_from_u64(seed)))
+            }
+            RandomnessSource::Secure => Self::Secure(SecureRng::new()?),
+        })
+    }
+}
+
+impl RngCore for MechanismRng {
+    fn next_u32(&mut self) -> u32 {
+        match self {
+            Self::Seeded(r) => r.next_u32(),
+            Self::Secure(r) => r.next_u32(),
+        }
+    }
+    fn next_u64(&mut self) -> u64 {
+        match self {
+            Self::Seeded(r) => r.next_u64(),
+            Self::Secure(r) => r.next_u64(),
+        }
+    }
+    fn fill_bytes(&mut self, dst: &mut [u8]) {
+        match self {
+            Self::Seeded(r) => r.fill_bytes(dst),
+            Self::Secure(r) => r.fill_bytes(dst),
+        }
+    }
+}
+
+/// A uniform double in the open interval (0, 1): 53 random bits, offset by half a step, so that
+/// `ln` of it is always finite.
+#[inline]
+pub fn open01<R: Rng + ?Sized>(rng: &mut R) -> f64 {
+    ((rng.next_u64() >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64)
+}
+
+/// A standard normal draw.
+#[inline]
+pub fn standard_normal<R: Rng + ?Sized>(rng: &mut R) -> f64 {
+    StandardNormal.sample(rng)
+}
+
+/// A Laplace(0, scale) draw by the inverse CDF: −scale · sgn(u) · ln(1 − 2|u|), u ∈ (−½, ½).
+/// See the module's floating-point caveat.
+#[inline]
+pub fn laplace<R: Rng + ?Sized>(rng: &mut R, scale: f64) -> f64 {
+    let u = open01(rng) - 0.5;
+    // 1 − 2|u| ∈ (0, 1]: finite logarithm.
+    -scale * u.signum() * (1.0 - 2.0 * u.abs()).ln()
+}
+
+/// Draws ln G for G ~ Gamma(shape, 1), in log space so that tiny shapes do not underflow.
+///
+/// Marsaglia & Tsang (2000) for shape ≥ 1, returning ln(d·v) instead of d·v. For shape a < 1 the
+/// boost Gamma(a) = Gamma(a + 1) · U^{1/a} becomes, in logs, ln G = ln G' + ln(U)/a, which is
+/// finite for every a ≥ 1e-300 and keeps the ratios of tiny Gamma variates exact, where the
+/// linear-space sampler of `rand_distr` returns 0 (and a Dirichlet built on it 0/0 = NaN).
+#[derive(Debug, Clone, Copy)]
+pub struct LogGammaSampler {
+    /// Marsaglia–Tsang d = a' − 1/3 with a' = max(a, a + 1 if a < 1).
+    d: f64,
+    /// c = 1/√(9d).
+    c: f64,
+    /// ln d.
+    ln_d: f64,
+    /// 1/a when the boost is used, else 0.
+    inv_shape_boost: Option<f64>,
+}
+
+impl LogGammaSampler {
+    /// Prepares a sampler for `shape` > 0 (callers validate).
+    #[inline]
+    pub fn new(shape: f64) -> Self {
+        let (base, boost) = if shape < 1.0 {
+            (shape + 1.0, Some(1.0 / shape))
+        } else {
+            (shape, None)
+        };
+        let d = base - 1.0 / 3.0;
+        Self {
+            d,
+            c: 1.0 / (9.0 * d).sqrt(),
+            ln_d: d.ln(),
+            inv_shape_boost: boost,
+        }
+    }
+
+    /// One draw of ln G.
+    #[inline]
+    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> f64 {
+        self.sample_with_magnitude(rng).0
+    }
+
+    /// One draw of ln G together with ln(−ln U) − ln a, the log-magnitude of the boost term
+    /// ln(U)/a (−∞ when no boost is used). When ln G itself overflows to −∞ for a vanishing
+    /// shape, the magnitude still orders the draws: a smaller magnitude means a larger G.
+    #[inline]
+    pub fn sample_with_magnitude<R: Rng + ?Sized>(&self, rng: &mut R) -> (f64, f64) {
+        let base = loop {
+            let x = standard_normal(rng);
+            let t = 1.0 + self.c * x;
+            if t <= 0.0 {
+                continue;
+            }
+            let v = t * t * t;
+            let u = open01(rng);
+            let x2 = x * x;
+            // Squeeze, then the exact test; both from Marsaglia & Tsang (2000).
+            if u < 1.0 - 0.0331 * x2 * x2 {
+                break self.ln_d + v.ln();
+            }
+            let ln_v = v.ln();
+            if u.ln() < 0.5 * x2 + self.d * (1.0 - v + ln_v) {
+                break self.ln_d + ln_v;
+            }
+        };
+        match self.inv_shape_boost {
+            Some(inv) => {
+                let ln_u = open01(rng).ln();
+                (base + ln_u * inv, (-ln_u).ln() + inv.ln())
+            }
+            None => (base, f64::NEG_INFINITY),
+        }
+    }
+}
+
+/// Fills `out` with x_i = exp(ln g_i − logsumexp(ln g)), given `max` = max_i ln g_i, which must
+/// be finite. The result is on the simplex (entries ≥ 0, sum 1 up to rounding), never NaN.
+#[inline]
+pub(crate) fn normalize_log_weights(log_g: &[f64], max: f64, out: &mut [f64]) {
+    let mut sum = 0.0;
+    for (o, &l) in out.iter_mut().zip(log_g) {
+        *o = (l - max).exp();
+        sum += *o;
+    }
+    // sum ≥ 1 because the maximum contributes exp(0) = 1.
+    let inv = 1.0 / sum;
+    for o in out.iter_mut() {
+        *o *= inv;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open01_is_open() {
+        let mut rng = ChaCha20Rng::seed_from_u64(1);
+        for _ in 0..10_000 {
+            let u = open01(&mut rng);
+            assert!(u > 0.0 && u < 1.0);
+        }
+        struct Zeros;
+        impl RngCore for Zeros {
+            fn next_u32(&mut self) -> u32 {
+                0
+            }
+            fn next_u64(&mut self) -> u64 {
+                0
+            }
+            fn fill_bytes(&mut self, d: &mut [u8]) {
+                d.fill(0)
+            }
+        }
+        assert!(open01(&mut Zeros) > 0.0);
+        assert!(open01(&mut Zeros).ln().is_finite());
+    }
+
+    #[test]
+    fn log_gamma_sampler_moments() {
+        // E[G] = a and Var[G] = a for G ~ Gamma(a, 1).
+        let mut rng = ChaCha20Rng::seed_from_u64(7);
+        for &a in &[0.3, 1.0, 4.5] {
+            let s = LogGammaSampler::new(a);
+            let n = 200_000;
+            let (mut m1, mut m2) = (0.0, 0.0);
+            for _ in 0..n {
+                let g = s.sample(&mut rng).exp();
+                m1 += g;
+                m2 += g * g;
+            }
+            let mean = m1 / n as f64;
+            let var = m2 / n as f64 - mean * mean;
+            assert!(
+                (mean - a).abs() < 5.0 * (a / n as f64).sqrt(),
+                "a = {a}: mean {mean}"
+            );
+            assert!((var - a).abs() < 0.05 * a, "a = {a}: var {var}");
+        }
+    }
+
+    #[test]
+    fn log_gamma_sampler_tiny_shape_is_finite() {
+        // E[ln G] = ψ(a) ≈ −1/a for tiny a: the log stays finite where G itself underflows.
+        let mut rng = ChaCha20Rng::seed_from_u64(3);
+        let s = LogGammaSampler::new(1e-6);
+        let n = 20_000;
+        let mut mean = 0.0;
+        for _ in 0..n {
+            let l = s.sample(&mut rng);
+            assert!(l.is_finite());
+            mean += l / n as f64;
+        }
+        assert!((mean + 1e6).abs() < 0.05e6, "mean ln G = {mean}");
+    }
+
+    #[test]
+    fn laplace_scale() {
+        // E|Z| = scale.
+        let mut rng = ChaCha20Rng::seed_from_u64(11);
+        let n = 200_000;
+        let m: f64 = (0..n).map(|_| laplace(&mut rng, 2.0).abs()).sum::<f64>() / n as f64;
+        assert!((m - 2.0).abs() < 0.02, "{m}");
+    }
+
+    #[test]
+    fn secure_rng_draws() {
+        let mut rng = MechanismRng::new(RandomnessSource::Secure).unwrap();
+        let a = rng.next_u64();
+        let b = rng.next_u64();
+        assert_ne!(a, b);
+        let mut s1 = MechanismRng::new(RandomnessSource::Seeded(5)).unwrap();
+        let mut s2 = MechanismRng::new(RandomnessSource::Seeded(5)).unwrap();
+        assert_eq!(s1.next_u64(), s2.next_u64());
+    }
+}

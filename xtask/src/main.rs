@@ -1,0 +1,91 @@
+//! `cargo xtask`: privrl's experiment suites, sweeps, reports and plots.
+//!
+//! This is the only crate (besides `bench`) that names a concrete Burn backend; see
+//! [`backend`].
+
+mod backend;
+mod bench_cmd;
+mod doctor;
+mod env_cmd;
+mod plot;
+mod privacy_cli;
+mod quickstart;
+mod report;
+mod run;
+mod sweep;
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+use backend::BackendChoice;
+
+/// privrl experiment runner.
+///
+/// Every command that draws random numbers takes `--seed`; results go to `runs/<suite>/`
+/// (override the root with the PRIVRL_RUNS_DIR environment variable).
+#[derive(Parser, Debug)]
+#[command(name = "cargo xtask", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run every quick experiment that exists and write runs/quickstart/report.md
+    /// (the README's main command; under 15 minutes on 2 cores).
+    Quickstart(quickstart::QuickstartArgs),
+    /// Measure throughput and write a markdown table to runs/bench/.
+    Bench(bench_cmd::BenchArgs),
+    /// Inspect environments and replay their dynamics.
+    #[command(subcommand)]
+    Env(env_cmd::EnvCommand),
+    /// Privacy accounting: Dirichlet mechanism (Theorem 1) and DP-SGD (RDP accountant).
+    #[command(subcommand)]
+    Privacy(privacy_cli::PrivacyCommand),
+    /// Join the shards of a sweep that ran with `--shard i/n` on several machines.
+    Merge {
+        /// The suite's directory, e.g. runs/quickstart.
+        suite_dir: PathBuf,
+    },
+    /// Check that the chosen backend runs and computes second-order gradients.
+    Doctor {
+        /// Backend to check.
+        #[arg(long, value_enum, default_value_t = BackendChoice::default())]
+        backend: BackendChoice,
+    },
+}
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    if let Err(error) = run(Cli::parse()) {
+        eprintln!("error: {error:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Quickstart(args) => quickstart::run(args),
+        Command::Bench(args) => bench_cmd::run(args),
+        Command::Env(cmd) => env_cmd::run(cmd),
+        Command::Privacy(cmd) => privacy_cli::run(cmd),
+        Command::Merge { suite_dir } => {
+            let merged = sweep::merge_shards(&suite_dir)?;
+            println!("merged {}", merged.display());
+            Ok(())
+        }
+        Command::Doctor { backend } => {
+            println!("{}", backend::dispatch(backend, doctor::Doctor)?);
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! `cargo xtask privacy ...`: privacy accounting from the command line.
+//!
+//! * `privacy dirichlet`: ε (eq. 12) and δ (eq. 6, Monte Carlo as eq. 13, exact for m = 2) of the
+//!   Dirichlet mechanism composed with an L-Lipschitz policy (Theorem 1 of Gohari et al.), and
+//!   the concentration k that meets a target ε.
+//! * `privacy dpsgd`: ε of DP-SGD (Poisson-subsampled Gaussian, RDP accountant with Opacus'
+//!   orders and the Balle et al. 2020 conversion), or the noise multiplier for a target ε.
+
+use anyhow::{bail, Context};
+use clap::{Args, Subcommand};
+use privrl_privacy::{
+    dp_sgd_epsilon, noise_multiplier_for, DeltaMethod, DirichletConfig, MechanismRng,
+    RandomnessSource,
+};
+
+/// Privacy accounting commands.
+#[derive(Debug, Subcommand)]
+pub enum PrivacyCommand {
+    /// (ε, δ) of the Dirichlet mechanism on an L-Lipschitz policy (Theorem 1), or the k for a
+    /// target ε.
+    Dirichlet(DirichletArgs),
+    /// ε of DP-SGD under the RDP accountant, or the noise multiplier for a target ε.
+    Dpsgd(DpsgdArgs),
+}
+
+/// Arguments of `privacy dirichlet`.
+#[derive(Debug, Args)]
+pub struct DirichletArgs {
+    /// Number of actions m (>= 2): the policy is a probability vector over m actions.
+    #[arg(long)]
+    pub m: usize,
+    /// Lipschitz constant L (> 0) of the policy network in the 2-norm, e.g. from
+    /// privrl_privacy::mlp_lipschitz_bound.
+    #[arg(long)]
+    pub lipschitz: f64,
+    /// Adjacency radius b (> 0): observations within 2-norm distance b are neighbours.
+    #[arg(long)]
+    pub b: f64,
+    /// Concentration k (>= 0) of Dir(k·π); larger k is more accurate and less private; 0 shares
+    /// a uniformly random policy. Optional when --target-eps is given.
+    #[arg(long)]
+    pub k: Option<f64>,
+    /// τ in (0, 1/m): outputs with an entry below τ count towards δ (eq. 6).
+    #[arg(long)]
+    pub tau: f64,
+    /// η in (0, 1/m): every entry of the policy is at least η (the restricted simplex).
+    #[arg(long)]
+    pub eta: f64,
+    /// Monte Carlo draws for δ when m > 2 (eq. 13).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub samples: usize,
+    /// Confidence level in (0, 1) of the δ half-width.
+    #[arg(long, default_value_t = 0.95)]
+    pub confidence: f64,
+    /// Solve for the largest k whose ε (eq. 12) is at most this value (> 0), and report δ there.
+    #[arg(long)]
+    pub target_eps: Option<f64>,
+    /// Seed of the Monte Carlo draws (ignored with --secure).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Draw the Monte Carlo samples from the operating system's CSPRNG instead of the seed.
+    #[arg(long)]
+    pub secure: bool,
+}
+
+/// Arguments of `privacy dpsgd`.
+#[derive(Debug, Args)]
+pub struct DpsgdArgs {
+    /// Poisson sampling rate q in (0, 1]: batch size / dataset size.
+    #[arg(long)]
+    pub q: f64,
+    /// Noise multiplier σ (> 0): noise std / clipping norm. Optional when --target-eps is given.
+    #[arg(long)]
+    pub sigma: Option<f64>,
+    /// Number of noisy gradient steps (>= 1).
+    #[arg(long)]
+    pub steps: u64,
+    /// δ in (0, 1) of the reported (ε, δ) guarantee, typically below 1/dataset size.
+    #[arg(long)]
+    pub delta: f64,
+    /// Report the smallest noise multiplier whose ε is at most this value (> 0) instead.
+    #[arg(long)]
+    pub target_eps: Option<f64>,
+}
+
+/// Runs a privacy command and prints its result.
+pub fn run(cmd: PrivacyCommand) -> anyhow::Result<()> {
+    match cmd {
+        PrivacyCommand::Dirichlet(args) => dirichlet(args),
+        PrivacyCommand::Dpsgd(args) => dpsgd(args),
+    }
+}
+
+fn dirichlet(args: DirichletArgs) -> anyhow::Result<()> {
+    if args.k.is_none() && args.target_eps.is_none() {
+        bail!("give --k, --target-eps, or both");
+    }
+    let base = DirichletConfig {
+        actions: args.m,
+        concentration: args.k.unwrap_or(1.0),
+        eta: args.eta,
+        tau: args.tau,
+        lipschitz: args.lipschitz,
+        adjacency: args.b,
+    }
+    .build()
+    .context("invalid Dirichlet mechanism parameters")?;
+    let source = if args.secure {
+        RandomnessSource::Secure
+    } else {
+        RandomnessSource::Seeded(args.seed)
+    };
+    let mut rng = MechanismRng::new(source)?;
+
+    let mut ks = Vec::new();
+    if let Some(k) = args.k {
+        ks.push(("k", k));
+    }
+    if let Some(target) = args.target_eps {
+        let k = base
+            .solve_concentration(target)
+            .context("solving eq. 12 for k")?;
+        println!("target epsilon {target}: largest k = {k:.6}");
+        ks.push(("solved k", k));
+    }
+    for (label, k) in ks {
+        let privacy = base.with_concentration(k)?;
+        let delta = privacy.delta(args.samples, args.confidence, &mut rng)?;
+        let how = match delta.method {
+            DeltaMethod::Exact => "exact".to_string(),
+            DeltaMethod::MonteCarlo => {
+                format!(
+                    "Monte Carlo, {} draws, {:.0}% confidence",
+                    delta.samples,
+                    100.0 * delta.confidence
+                )
+            }
+        };
+        println!(
+            "{label} = {k:.6}: epsilon = {:.6} (eq. 12)",
+            privacy.epsilon()
+        );
+        println!(
+            "{label} = {k:.6}: delta = {:.6} ± {:.6} ({how}); account with delta <= {:.6}",
+            delta.delta,
+            delta.half_width,
+            delta.upper()
+        );
+        if delta.upper() >= 1.0 {
+            println!("{label} = {k:.6}: delta >= 1 means no guarantee: raise k or lower tau");
+        }
+    }
+    Ok(())
+}
+
+fn dpsgd(args: DpsgdArgs) -> anyhow::Result<()> {
+    if args.sigma.is_none() && args.target_eps.is_none() {
+        bail!("give --sigma, --target-eps, or both");
+    }
+    if let Some(target) = args.target_eps {
+        let sigma = noise_multiplier_for(target, args.delta, args.q, args.steps)
+            .context("solving for the noise multiplier")?;
+        let eps = dp_sgd_epsilon(args.q, sigma, args.steps, args.delta)?;
+        println!("target epsilon {target}: noise multiplier sigma = {sigma:.6} (epsilon = {eps:.6} at delta = {})", args.delta);
+    }
+    if let Some(sigma) = args.sigma {
+        let eps =
+            dp_sgd_epsilon(args.q, sigma, args.steps, args.delta).context("RDP accounting")?;
+        println!(
+            "q = {}, sigma = {sigma}, steps = {}: epsilon = {eps:.6} at delta = {}",
+            args.q, args.steps, args.delta
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,211 @@
+//! `cargo xtask quickstart`: the README's main command. It runs a quick version of everything
+//! that exists and writes `runs/quickstart/report.md`; every suite adds its quick mode here.
+
+use std::time::Instant;
+
+use anyhow::Result;
+use clap::Args;
+use privrl_bench::RandomActions;
+use privrl_envs::{make, registry};
+use serde::Serialize;
+
+use crate::backend::{dispatch, BackendChoice};
+use crate::bench_cmd::{env_throughput, env_throughput_table};
+use crate::doctor::Doctor;
+use crate::plot::LearningCurves;
+use crate::report::{format_mean_std, Cell, Report};
+use crate::run::{suite_dir, RunDir, RunName};
+use crate::sweep::{run_parallel, Job, Seeds};
+
+/// Arguments of `quickstart`.
+#[derive(Args, Debug, Clone, Serialize)]
+pub struct QuickstartArgs {
+    /// Seeds of the random-policy baselines, e.g. `0..5` or `0,3,7`.
+    #[arg(long, default_value = "0..5")]
+    #[serde(skip)]
+    pub seeds: Seeds,
+    /// Episodes per seed in the random-policy baselines.
+    #[arg(long, default_value_t = 100)]
+    pub episodes: usize,
+    /// Environment steps per throughput measurement.
+    #[arg(long, default_value_t = 2_000_000)]
+    pub env_steps: u64,
+    /// Backend of the backend check.
+    #[arg(long, value_enum, default_value_t = BackendChoice::default())]
+    pub backend: BackendChoice,
+    /// Worker threads for seed sweeps (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+}
+
+/// Episode returns of a uniformly random policy.
+#[derive(Debug, Serialize)]
+struct RandomBaselineSummary {
+    env: String,
+    seed: u64,
+    episodes: usize,
+    mean_return: f64,
+    mean_length: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct RandomBaselineConfig<'a> {
+    env: &'a str,
+    seed: u64,
+    episodes: usize,
+    policy: &'static str,
+}
+
+/// Runs `episodes` episodes of a uniformly random policy and records each one's return.
+/// Returns the learning-curve points (cumulative steps, episode return).
+fn random_baseline(env_name: &str, seed: u64, episodes: usize) -> Result<Vec<(f64, f64)>> {
+    let run = RunDir::create(
+        "quickstart",
+        RunName::new("random").part(env_name).seed(seed),
+    )?;
+    run.write_config(&RandomBaselineConfig {
+        env: env_name,
+        seed,
+        episodes,
+        policy: "uniform random",
+    })?;
+    let mut metrics = run.metrics()?;
+    let mut env = make(env_name)?;
+    let n = env
+        .action_space()
+        .discrete_n()
+        .expect("registered envs have discrete actions");
+    let mut actions = RandomActions::new(n, seed);
+    let mut curve = Vec::with_capacity(episodes);
+    let mut total_steps = 0u64;
+    let mut lengths = 0u64;
+    env.reset(Some(seed));
+    for episode in 0..episodes {
+        let (mut episode_return, mut length) = (0.0, 0u64);
+        loop {
+            let step = env.step(actions.sample())?;
+            episode_return += step.reward;
+            length += 1;
+            if step.done() {
+                break;
+            }
+        }
+        env.reset(None);
+        total_steps += length;
+        lengths += length;
+        metrics.write_row(&[
+            ("episode", episode as f64),
+            ("steps", total_steps as f64),
+            ("return", episode_return),
+            ("length", length as f64),
+        ])?;
+        curve.push((total_steps as f64, episode_return));
+    }
+    let mean_return = curve.iter().map(|p| p.1).sum::<f64>() / episodes.max(1) as f64;
+    run.write_summary(&RandomBaselineSummary {
+        env: env_name.to_string(),
+        seed,
+        episodes,
+        mean_return,
+        mean_length: lengths as f64 / episodes.max(1) as f64,
+    })?;
+    Ok(curve)
+}
+
+/// Runs the quickstart and writes its report.
+pub fn run(args: QuickstartArgs) -> Result<()> {
+    let start = Instant::now();
+    let dir = suite_dir("quickstart")?;
+    let mut report = Report::new(&dir, "privrl quickstart");
+    report.paragraph(
+        "A quick run of everything privrl has so far, on the default CPU backend. \
+         Each section links to its run directories under `runs/quickstart/`.",
+    );
+
+    // 1. Backend: first- and second-order gradients on the chosen backend.
+    let doctor = dispatch(args.backend, Doctor)?;
+    report
+        .heading("Backend check")
+        .paragraph(&format!(
+            "Backend `{}` ({}). Second-order autodiff (`Autodiff<Autodiff<B>>`), which the \
+             gradient inversion attacks need, returned a finite input gradient.",
+            doctor.backend, args.backend
+        ))
+        .table(
+            &["measurement", "ms"],
+            vec![
+                vec![
+                    Cell::from("(64,64) MLP forward + backward, batch 32"),
+                    Cell::from(doctor.first_order_ms),
+                ],
+                vec![
+                    Cell::from("second-order gradient w.r.t. the input"),
+                    Cell::from(doctor.second_order_ms),
+                ],
+            ],
+        );
+
+    // 2. Environment throughput.
+    let envs = env_throughput(args.env_steps, 16)?;
+    report.heading("Environment throughput").paragraph(&format!(
+        "Single thread, random actions, {} steps each (`cargo xtask bench` for more).",
+        args.env_steps
+    ));
+    env_throughput_table(&mut report, &envs, 16);
+
+    // 3. Random-policy baselines: the floor every learning curve is read against.
+    let names: Vec<&'static str> = registry().iter().map(|spec| spec.name).collect();
+    let jobs = names
+        .iter()
+        .flat_map(|&env| {
+            args.seeds
+                .iter()
+                .map(move |&seed| Job::new(format!("random {env} seed {seed}"), (env, seed)))
+        })
+        .collect();
+    let outcomes = run_parallel(jobs, args.threads, |(env, seed), _| {
+        Ok((env, random_baseline(env, seed, args.episodes)?))
+    })?
+    .into_ok()?;
+
+    report.heading("Random-policy baselines").paragraph(&format!(
+        "A uniformly random policy, {} episodes per seed, seeds {:?}. Mean episode return \
+         per seed, then mean ± standard deviation over seeds.",
+        args.episodes, args.seeds.0
+    ));
+    let mut rows = Vec::new();
+    for &env in &names {
+        let curves: Vec<Vec<(f64, f64)>> = outcomes
+            .iter()
+            .filter(|(_, (e, _))| *e == env)
+            .map(|(_, (_, curve))| curve.clone())
+            .collect();
+        let means: Vec<f64> = curves
+            .iter()
+            .map(|c| c.iter().map(|p| p.1).sum::<f64>() / c.len().max(1) as f64)
+            .collect();
+        let threshold = registry()
+            .into_iter()
+            .find(|s| s.name == env)
+            .and_then(|s| s.reward_threshold);
+        rows.push(vec![
+            Cell::from(env),
+            Cell::from(format_mean_std(&means)),
+            Cell::from(threshold.map_or("-".to_string(), |t| t.to_string())),
+        ]);
+        let files = LearningCurves::new(format!("{env}: uniformly random policy"))
+            .series("random", curves)
+            .save(&dir.join(format!("random-{env}")))?;
+        report.plot(&format!("{env}: episode return of a random policy"), &files);
+    }
+    report.table(&["environment", "mean return", "solved at"], rows);
+
+    report.paragraph(&format!(
+        "Quickstart took {:.0} s.",
+        start.elapsed().as_secs_f64()
+    ));
+    report.reproduce(["cargo xtask quickstart"]);
+    let path = report.write()?;
+    println!("wrote {}", path.display());
+    Ok(())
+}
