@@ -13,8 +13,7 @@ use burn::tensor::activation::{log_softmax, softmax};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
 use privrl_agents::{
-    param_gradients, Activation, ConvEncoder, ConvEncoderConfig, Dense, DenseConfig, Mlp,
-    MlpConfig,
+    param_gradients, Activation, ConvEncoder, ConvEncoderConfig, Dense, DenseConfig, Mlp, MlpConfig,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -86,7 +85,10 @@ impl Victim {
                 param_gradients(&victim, &cross_entropy(logits, targets).backward())
             }
         };
-        assert!(!grads.is_empty(), "{self:?}: no parameter received a gradient");
+        assert!(
+            !grads.is_empty(),
+            "{self:?}: no parameter received a gradient"
+        );
         Tensor::cat(grads.into_iter().map(|g| g.gradient).collect(), 0)
     }
 
@@ -170,7 +172,10 @@ fn check_against_finite_differences<B: Backend>(
     let (_, analytic) = victim.gradient_matching_loss::<B>(&x, &target, true, device);
     let analytic = analytic.unwrap();
     let scale = analytic.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    assert!(scale > 1e-6, "{victim:?}: the input gradient vanished ({scale})");
+    assert!(
+        scale > 1e-6,
+        "{victim:?}: the input gradient vanished ({scale})"
+    );
     let checked: Vec<usize> = match coordinates {
         None => (0..len).collect(),
         Some(count) => (0..count).map(|_| rng.random_range(0..len)).collect(),

@@ -1,1 +1,49 @@
-//! placeholder
+//! Gradient inversion attacks on reinforcement-learning agents: QGI and RGI (Li, Ding & Zhao,
+//! "Your Room is not Private: Gradient Inversion Attack on Reinforcement Learning") and the
+//! DLG and Inverting-Gradients baselines of its Table II.
+//!
+//! An attacker who sees the gradient g = ∇_w J(F(x; w), u) (eq. 1) that a learner shares, and
+//! knows the network F and the objective J (white box, honest but curious), reconstructs the
+//! state x, the action and the supervision signal u by minimising a gradient matching loss
+//! L(g_rec, g) (eq. 2).
+//!
+//! - [`victim`]: the attacked [`privrl_agents::MultimodalNet`] and its shared gradient for a
+//!   batch of [`Sample`]s, under DQN's or REINFORCE's loss.
+//! - [`parts`]: the named, swappable parts (gradient source, matching loss, prior, stages,
+//!   action rules, schedule); [`adam`]: Adam over raw tensors.
+//! - [`attack`](mod@attack): the one optimisation loop and the attack pipeline;
+//!   [`AttackConfig::qgi`], [`AttackConfig::rgi`], [`AttackConfig::dlg`] and
+//!   [`AttackConfig::inverting_gradients`] are configurations of it.
+//! - [`recovery`]: the rule-based action and signal reconstruction (eq. 7–9, Section IV-C2).
+//! - [`metrics`]: PSNR, SSIM, IoU, action accuracy, percentage and absolute errors.
+//! - [`suite`]: per-sample evaluation rows for Tables I and II.
+//!
+//! Second-order gradients use `Autodiff<Autodiff<B>>` (see `ARCHITECTURE.md`); every layer of
+//! the victim is twice differentiable.
+
+pub mod adam;
+pub mod attack;
+pub mod error;
+pub mod metrics;
+pub mod parts;
+pub mod recovery;
+pub mod suite;
+pub mod victim;
+
+pub use adam::{TensorAdam, TensorAdamConfig};
+pub use attack::{attack, AttackConfig, LossRecord, Reconstruction, Stage};
+pub use error::AttackError;
+pub use metrics::{
+    absolute_error, action_accuracy, bbox_iou, luma_bt601, percentage_error, psnr, ssim, ImageNormalisation,
+    ImageScores,
+};
+pub use parts::{
+    gaussian_noise, total_variation, ActionRecovery, ActionRule, GradientMatchingLoss, GradientSource, ImagePrior,
+    LrSchedule, SignalRule, StateOptimisation,
+};
+pub use recovery::{
+    action_from_bias_gradient, odd_sign_action, policy_gradient_recovery, q_value_from_error_magnitude,
+    PolicyGradientRecovery, QValueRecovery,
+};
+pub use suite::{evaluate_inversion, score_reconstruction, InversionRow};
+pub use victim::{linear_part_forward, Inner, LinearPartInput, LinearPartOutput, Outer, Sample, Victim, VictimKind};

@@ -8,6 +8,9 @@
 //!   (checked against recorded Gymnasium trajectories in `tests/gymnasium_parity.rs`).
 //! - [`make`] and [`registry`]: environments by name.
 //! - [`VecEnv`]: N environments in lockstep with auto-reset, `final_obs` and episode returns.
+//! - [`room`]: the active-perception room task ([`RoomEnv`], registered as `room-s1` and
+//!   `room-s2`): 120 procedural rooms rendered by a ray caster into RGB, depth and the
+//!   target's bounding box, a pure-Rust stand-in for the paper's AI2THOR task.
 //!
 //! Nothing here panics on bad input: stepping a finished episode, an out-of-range action or an
 //! unknown name returns an [`EnvError`] that lists what is valid. Reset distributions are
@@ -45,6 +48,7 @@ mod error;
 mod mountain_car;
 mod obs;
 mod registry;
+pub mod room;
 mod space;
 mod vec_env;
 
@@ -54,6 +58,7 @@ pub use env::{Env, Step, StepInfo};
 pub use error::{EnvError, EpisodeEnd};
 pub use mountain_car::MountainCar;
 pub use obs::{Image, MultimodalObs, Obs};
-pub use registry::{env_names, make, registry, EnvSpec};
+pub use registry::{env_names, make, registry, rendered_env_names, EnvSpec};
+pub use room::{RoomConfig, RoomEnv, RoomSetting, RoomType};
 pub use space::Space;
 pub use vec_env::{EpisodeStats, FlatVecStep, VecEnv, VecStep};

@@ -1,8 +1,12 @@
 //! Environments by name, for configs and command lines (`xtask env list`).
+//!
+//! Two lists: the classic-control environments (Gymnasium ports with flat vector observations,
+//! described by [`registry`]) and the rendered environments (image observations, named by
+//! [`rendered_env_names`]). [`make`] builds either.
 
 use serde::Serialize;
 
-use crate::{Acrobot, CartPole, Env, EnvError, MountainCar, Space};
+use crate::{Acrobot, CartPole, Env, EnvError, MountainCar, RoomEnv, Space};
 
 /// What `xtask env list` prints about one registered environment.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -59,31 +63,56 @@ const REGISTERED: [Registration; 4] = [
     },
 ];
 
-/// Builds an environment by name: `cartpole-v1`, `cartpole-v0`, `acrobot-v1` or
-/// `mountaincar-v0`. Names match case-insensitively, so Gymnasium's spelling (`CartPole-v1`,
-/// `MountainCar-v0`) works too. An unknown name gives [`EnvError::UnknownEnv`] listing the valid
-/// ones.
+/// Environments with image observations: the active-perception room task in the paper's two
+/// settings (150 × 150 images; see [`crate::room`]). They have no Gymnasium counterpart or
+/// reward threshold, and their observations are multimodal, so [`registry`] (whose users
+/// tabulate throughput and random baselines over flat vectors) leaves them out.
+const RENDERED: [(&str, fn() -> Box<dyn Env>); 2] = [
+    ("room-s1", || Box::new(RoomEnv::s1())),
+    ("room-s2", || Box::new(RoomEnv::s2())),
+];
+
+/// Builds an environment by name: `cartpole-v1`, `cartpole-v0`, `acrobot-v1`,
+/// `mountaincar-v0`, `room-s1` or `room-s2`. Names match case-insensitively, so Gymnasium's
+/// spelling (`CartPole-v1`, `MountainCar-v0`) works too. An unknown name gives
+/// [`EnvError::UnknownEnv`] listing the valid ones.
 pub fn make(name: &str) -> Result<Box<dyn Env>, EnvError> {
     let wanted = name.trim().to_ascii_lowercase();
     REGISTERED
         .iter()
         .find(|registration| registration.name == wanted)
         .map(|registration| (registration.build)())
+        .or_else(|| {
+            RENDERED
+                .iter()
+                .find(|(rendered, _)| *rendered == wanted)
+                .map(|(_, build)| build())
+        })
         .ok_or_else(|| EnvError::UnknownEnv {
             name: name.to_string(),
             valid: env_names().iter().map(|n| n.to_string()).collect(),
         })
 }
 
-/// The names [`make`] accepts, in registry order.
+/// The names [`make`] accepts: the classic-control ones in registry order, then the rendered
+/// ones ([`rendered_env_names`]).
 pub fn env_names() -> Vec<&'static str> {
     REGISTERED
         .iter()
         .map(|registration| registration.name)
+        .chain(rendered_env_names())
         .collect()
 }
 
-/// Every registered environment with its spaces, time limit and reward threshold.
+/// The rendered environments [`make`] builds (`room-s1`, `room-s2`), which [`registry`] does
+/// not list.
+pub fn rendered_env_names() -> Vec<&'static str> {
+    RENDERED.iter().map(|(name, _)| *name).collect()
+}
+
+/// Every registered classic-control environment (flat vector observations) with its spaces,
+/// time limit and reward threshold. The rendered environments are listed by
+/// [`rendered_env_names`].
 pub fn registry() -> Vec<EnvSpec> {
     REGISTERED
         .iter()
@@ -125,7 +154,9 @@ mod tests {
                     "cartpole-v1".into(),
                     "cartpole-v0".into(),
                     "acrobot-v1".into(),
-                    "mountaincar-v0".into()
+                    "mountaincar-v0".into(),
+                    "room-s1".into(),
+                    "room-s2".into()
                 ],
             }
         );
@@ -150,5 +181,18 @@ mod tests {
             dims,
             [(4, Some(2)), (4, Some(2)), (6, Some(3)), (2, Some(3))]
         );
+    }
+
+    #[test]
+    fn make_builds_the_rendered_environments() {
+        assert_eq!(rendered_env_names(), ["room-s1", "room-s2"]);
+        for (name, obs_len) in [("room-s1", 4 * 150 * 150 + 4), ("ROOM-S2", 150 * 150 + 4)] {
+            let env = make(name).unwrap();
+            assert_eq!(env.id(), name.to_ascii_lowercase());
+            assert_eq!(env.observation_space().flat_dim(), obs_len);
+            assert_eq!(env.action_space(), Space::Discrete { n: 7 });
+            assert_eq!(env.max_episode_steps(), Some(100));
+        }
+        assert!(registry().iter().all(|spec| !spec.name.starts_with("room")));
     }
 }

@@ -57,9 +57,7 @@ pub fn dispatch<T: BackendTask>(choice: BackendChoice, task: T) -> Result<T::Out
         }
         BackendChoice::Wgpu => {
             #[cfg(feature = "wgpu")]
-            return task.run::<burn::backend::Wgpu>(
-                burn::backend::wgpu::WgpuDevice::default(),
-            );
+            return task.run::<burn::backend::Wgpu>(burn::backend::wgpu::WgpuDevice::default());
             #[cfg(not(feature = "wgpu"))]
             {
                 let _ = task;

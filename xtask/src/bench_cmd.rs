@@ -2,7 +2,9 @@
 
 use anyhow::Result;
 use clap::Args;
-use privrl_bench::{env_steps_per_second, env_steps_per_second_allocating, vec_env_steps_per_second};
+use privrl_bench::{
+    env_steps_per_second, env_steps_per_second_allocating, vec_env_steps_per_second,
+};
 use privrl_envs::registry;
 use serde::Serialize;
 
@@ -60,7 +62,12 @@ pub fn env_throughput(steps: u64, num_envs: usize) -> Result<Vec<EnvThroughput>>
 pub fn env_throughput_table(report: &mut Report, rows: &[EnvThroughput], num_envs: usize) {
     let vec_header = format!("VecEnv ×{num_envs} (steps/s)");
     report.table(
-        &["environment", "step_into (steps/s)", "step (steps/s)", &vec_header],
+        &[
+            "environment",
+            "step_into (steps/s)",
+            "step (steps/s)",
+            &vec_header,
+        ],
         rows.iter()
             .map(|r| {
                 vec![

@@ -53,7 +53,8 @@ impl BackendTask for Doctor {
 
     fn run<B: Backend>(self, device: B::Device) -> Result<DoctorReport> {
         let mut rng = ChaCha8Rng::seed_from_u64(0);
-        let mlp = MlpConfig::new(16, vec![64, 64], 4).init::<Autodiff<Autodiff<B>>>(&device, &mut rng);
+        let mlp =
+            MlpConfig::new(16, vec![64, 64], 4).init::<Autodiff<Autodiff<B>>>(&device, &mut rng);
         let x = Tensor::<Autodiff<B>, 2>::random([32, 16], Distribution::Normal(0.0, 1.0), &device)
             .require_grad();
 

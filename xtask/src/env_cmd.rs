@@ -23,7 +23,12 @@ pub struct ReplayArgs {
     pub env: String,
     /// Physical start state as a comma list, in Gymnasium's `env.unwrapped.state` order
     /// (CartPole: x,x_dot,theta,theta_dot).
-    #[arg(long, value_delimiter = ',', allow_hyphen_values = true, required = true)]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        allow_hyphen_values = true,
+        required = true
+    )]
     pub state: Vec<f64>,
     /// Discrete actions to apply, as a comma list, e.g. `0,1,1,0`.
     #[arg(long, value_delimiter = ',', required = true)]

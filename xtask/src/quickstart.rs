@@ -127,7 +127,7 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
     report
         .heading("Backend check")
         .paragraph(&format!(
-            "Backend `{}` ({}). Second-order autodiff (`Autodiff<Autodiff<B>>`), which the \
+            "Backend `{}` (`--backend {}`). Second-order autodiff (`Autodiff<Autodiff<B>>`), which the \
              gradient inversion attacks need, returned a finite input gradient.",
             doctor.backend, args.backend
         ))
@@ -168,12 +168,15 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
     })?
     .into_ok()?;
 
-    report.heading("Random-policy baselines").paragraph(&format!(
-        "A uniformly random policy, {} episodes per seed, seeds {:?}. Mean episode return \
+    report
+        .heading("Random-policy baselines")
+        .paragraph(&format!(
+            "A uniformly random policy, {} episodes per seed, seeds {:?}. Mean episode return \
          per seed, then mean ± standard deviation over seeds.",
-        args.episodes, args.seeds.0
-    ));
+            args.episodes, args.seeds.0
+        ));
     let mut rows = Vec::new();
+    let mut plots = Vec::new();
     for &env in &names {
         let curves: Vec<Vec<(f64, f64)>> = outcomes
             .iter()
@@ -196,9 +199,12 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
         let files = LearningCurves::new(format!("{env}: uniformly random policy"))
             .series("random", curves)
             .save(&dir.join(format!("random-{env}")))?;
-        report.plot(&format!("{env}: episode return of a random policy"), &files);
+        plots.push((format!("{env}: episode return of a random policy"), files));
     }
     report.table(&["environment", "mean return", "solved at"], rows);
+    for (caption, files) in &plots {
+        report.plot(caption, files);
+    }
 
     report.paragraph(&format!(
         "Quickstart took {:.0} s.",

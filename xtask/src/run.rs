@@ -38,10 +38,12 @@ fn root_from(var: Option<std::ffi::OsString>) -> PathBuf {
     }
 }
 
-/// Directory of one suite under [`runs_root`]: `<root>/<suite>`.
+/// Directory of one suite under [`runs_root`], `<root>/<suite>`, created if missing.
 pub fn suite_dir(suite: &str) -> Result<PathBuf> {
     check_component("suite", suite)?;
-    Ok(runs_root().join(suite))
+    let dir = runs_root().join(suite);
+    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
 }
 
 /// A deterministic run name built from its parameters, e.g. `ppo-cartpole-v1-eps0.5-seed3`.

@@ -397,7 +397,7 @@ where
                 let elapsed = start.elapsed();
                 if result.is_ok() {
                     multi.suspend(
-                        || tracing::info!(job = %progress.name, "finished in {elapsed:.1?}"),
+                        || tracing::debug!(job = %progress.name, "finished in {elapsed:.1?}"),
                     );
                 }
                 overall.inc(1);

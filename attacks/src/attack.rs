@@ -1,0 +1,648 @@
+//! The gradient inversion loop shared by QGI, RGI, DLG and IG (eq. 2), and the attack that
+//! strings its stages together with the rule-based parts (Fig. 2).
+//!
+//! One iteration, on `Autodiff<Autodiff<B>>`:
+//! 1. lift the free variables θ (a flat tensor on `B`) to the inner autodiff and split them
+//!    into the state parts (and, for DLG/IG, the action logits and the signal);
+//! 2. forward the victim, build J̃ (eq. 6) or J (eq. 1), outer `backward()`: the weight
+//!    gradients g_rec come back as inner-tracked tensors;
+//! 3. L = L(g_rec, g) (eq. 5 or L2) + λ TV (stage 2), inner `backward()`: ∂L/∂θ;
+//! 4. one Adam step on θ, on device.
+//!
+//! The victim module is built once and reused; the shared gradient is uploaded once.
+
+use std::collections::HashMap;
+
+use burn::config::Config;
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::tensor::activation::softmax;
+use burn::tensor::backend::Backend;
+use burn::tensor::Tensor;
+use privrl_agents::heads::one_hot;
+use privrl_agents::{param_gradients, GradientRecord};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::adam::TensorAdamConfig;
+use crate::error::{check_non_negative, check_positive, AttackError};
+use crate::parts::{
+    gaussian_noise, ActionRecovery, ActionRule, GradientMatchingLoss, GradientSource, ImagePrior, LrSchedule,
+    SignalRule, StateOptimisation,
+};
+use crate::recovery::{action_before_reconstruction, policy_gradient_recovery, q_value_from_error_magnitude};
+use crate::victim::{host, linear_part_forward, tensor1, Inner, LinearPartInput, Outer, Victim, VictimKind};
+
+/// An attack: the parts it combines and the optimiser's settings.
+#[derive(Config, Debug)]
+pub struct AttackConfig {
+    /// How g_rec is computed: eq. 6's error direction (QGI, RGI) or the objective (DLG, IG).
+    #[config(default = "GradientSource::ErrorDirection")]
+    pub source: GradientSource,
+    /// The gradient matching loss L(g_rec, g).
+    #[config(default = "GradientMatchingLoss::Cosine")]
+    pub matching: GradientMatchingLoss,
+    /// Prior on the reconstructed images (stage 2 and the joint ablation only).
+    #[config(default = "Some(ImagePrior::TotalVariation { weight: 0.1 })")]
+    pub prior: Option<ImagePrior>,
+    /// Two stages (linear part, then images) or the joint ablation.
+    #[config(default = "StateOptimisation::TwoStage")]
+    pub state: StateOptimisation,
+    /// The rule that reads the action off the gradient (where a rule is used).
+    #[config(default = "ActionRecovery::LargestBiasGradient")]
+    pub action_recovery: ActionRecovery,
+    /// Optimisation steps per stage (the paper runs 2×10⁴).
+    #[config(default = 500)]
+    pub iterations_per_stage: usize,
+    /// Adam on the free variables.
+    #[config(default = "TensorAdamConfig::new()")]
+    pub optimizer: TensorAdamConfig,
+    /// Learning-rate schedule within each stage.
+    #[config(default = "LrSchedule::StepDecay")]
+    pub schedule: LrSchedule,
+    /// Standard deviation σ of the Gaussian initialisation N(0, σ²) of every free variable.
+    #[config(default = 1.0)]
+    pub init_std: f64,
+    /// Seed of the Gaussian initialisation.
+    #[config(default = 0)]
+    pub seed: u64,
+    /// Record the loss every this many iterations (and at the last one); each record is one
+    /// device-to-host read.
+    #[config(default = 10)]
+    pub log_every: usize,
+}
+
+impl AttackConfig {
+    /// QGI (Fig. 2 left): error-direction gradients, cosine + TV(λ = 0.1), two stages, action
+    /// by eq. 7, target Q by the error-magnitude rule.
+    pub fn qgi() -> Self {
+        Self::new()
+    }
+
+    /// RGI (Fig. 2 right): as QGI, with action and reward by eq. 8–9.
+    pub fn rgi() -> Self {
+        Self::new().with_action_recovery(ActionRecovery::PolicyGradientDirection)
+    }
+
+    /// DLG (Zhu et al.), Table II row 1: objective gradients with the action and the signal
+    /// optimised jointly, squared-L2 matching, no prior.
+    pub fn dlg() -> Self {
+        Self::new()
+            .with_source(GradientSource::Objective {
+                action: ActionRule::Joint,
+                signal: SignalRule::Joint,
+            })
+            .with_matching(GradientMatchingLoss::SquaredL2)
+            .with_prior(None)
+    }
+
+    /// Inverting Gradients (Geiping et al.), Table II row 3: objective gradients, the action
+    /// by iDLG's rule read off ∇_{b_last} (eq. 7 for an MSE victim), the signal optimised
+    /// jointly, cosine + TV.
+    pub fn inverting_gradients() -> Self {
+        Self::new().with_source(GradientSource::Objective {
+            action: ActionRule::FromBias,
+            signal: SignalRule::Joint,
+        })
+    }
+
+    /// Checks every parameter; the error names the first one out of range.
+    pub fn validate(&self) -> Result<(), AttackError> {
+        if self.iterations_per_stage == 0 {
+            return Err(AttackError::OutOfRange {
+                name: "iterations_per_stage",
+                value: 0.0,
+                expected: ">= 1",
+            });
+        }
+        if self.log_every == 0 {
+            return Err(AttackError::OutOfRange {
+                name: "log_every",
+                value: 0.0,
+                expected: ">= 1",
+            });
+        }
+        check_positive("init_std", self.init_std)?;
+        if let Some(prior) = &self.prior {
+            check_non_negative("prior weight", prior.weight())?;
+        }
+        self.optimizer.validate()
+    }
+
+    /// Checks that the parts fit together and fit the victim.
+    pub fn check_compatible(&self, kind: VictimKind) -> Result<(), AttackError> {
+        if self.action_recovery == ActionRecovery::PolicyGradientDirection {
+            if kind == VictimKind::Dqn {
+                return Err(AttackError::Incompatible(
+                    "action_recovery PolicyGradientDirection (eq. 8) needs a REINFORCE victim".into(),
+                ));
+            }
+            if let GradientSource::Objective {
+                action: ActionRule::FromBias,
+                ..
+            } = self.source
+            {
+                return Err(AttackError::Incompatible(
+                    "ActionRule::FromBias needs the action before the optimisation, but PolicyGradientDirection \
+                     needs the stage-1 reconstruction; use LargestBiasGradient or OddSignBiasGradient"
+                        .into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Which optimisation a loss record belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Stage {
+    /// Stage 1: the input of the linear part (vector state and conv features).
+    LinearPart,
+    /// Stage 2: the images, with the vector fixed.
+    Images,
+    /// The joint ablation: images and vector together.
+    Joint,
+}
+
+/// One recorded value of the attack's loss.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LossRecord {
+    /// The stage.
+    pub stage: Stage,
+    /// Iteration within the stage (before its Adam step).
+    pub iteration: usize,
+    /// Total loss: matching loss plus prior.
+    pub loss: f64,
+}
+
+/// What an attack reconstructs from one shared gradient.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reconstruction {
+    /// RGB image, `3 × H × W`, unclamped.
+    pub rgb: Option<Vec<f32>>,
+    /// Depth image, `1 × H × W`, unclamped.
+    pub depth: Option<Vec<f32>>,
+    /// Vector state s_c.
+    pub vector: Vec<f32>,
+    /// Action a_rec.
+    pub action: usize,
+    /// Supervision signal: Q_rec (DQN) or r_rec (REINFORCE).
+    pub signal: f64,
+    /// Q̂_rec(s, a_rec), DQN victims only.
+    pub predicted_q: Option<f64>,
+    /// p_rec = π(·|s_rec), REINFORCE victims only.
+    pub probabilities: Option<Vec<f32>>,
+    /// The reconstructed input of the linear part from which Q̂_rec, p_rec and the signal are
+    /// computed (stage 1's result; for the joint ablation, the encoders applied to the images).
+    pub linear_part: LinearPartInput,
+    /// The loss every `log_every` iterations.
+    pub loss_history: Vec<LossRecord>,
+}
+
+/// Reconstructs the sample behind `record` (a gradient of one sample, as in the paper) by the
+/// attack that `config` describes. Deterministic given `config.seed` and the backend.
+pub fn attack<B: Backend>(
+    victim: &Victim<B>,
+    record: &GradientRecord,
+    config: &AttackConfig,
+) -> Result<Reconstruction, AttackError> {
+    config.validate()?;
+    config.check_compatible(victim.kind())?;
+    let problem = Problem::new(victim, record, config)?;
+    let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
+    let mut history = Vec::new();
+    let net = victim.net();
+    let num_actions = victim.num_actions();
+    let joint_action = matches!(
+        config.source,
+        GradientSource::Objective {
+            action: ActionRule::Joint,
+            ..
+        }
+    );
+    let joint_signal = matches!(config.source, GradientSource::Objective { .. });
+    let rgb_len = net.rgb_shape.map(|s| s.len());
+    let depth_len = net.depth_shape.map(|s| s.len());
+
+    // Free supervision (DLG/IG): action logits and signal, carried from stage to stage.
+    let mut supervision = Vec::new();
+    let mut supervision_layout = Layout::default();
+    if joint_action {
+        supervision_layout.push(Block::ActionLogits, num_actions);
+        supervision.extend(gaussian_noise(num_actions, config.init_std, &mut rng));
+    }
+    if joint_signal {
+        supervision_layout.push(Block::Signal, 1);
+        supervision.extend(gaussian_noise(1, config.init_std, &mut rng));
+    }
+
+    let (linear_part, rgb, depth) = match config.state {
+        StateOptimisation::TwoStage => {
+            // Stage 1: conv features and s_c from the Dense layers' gradients.
+            let mut layout = Layout::default();
+            if let Some(e) = &net.rgb {
+                layout.push(Block::RgbFeatures, e.d_output);
+            }
+            if let Some(e) = &net.depth {
+                layout.push(Block::DepthFeatures, e.d_output);
+            }
+            layout.push(Block::Vector, net.d_vector);
+            let mut theta = gaussian_noise(layout.len, config.init_std, &mut rng);
+            layout.append(&supervision_layout);
+            theta.extend_from_slice(&supervision);
+            let theta = problem.run_stage(Stage::LinearPart, &layout, theta, None, &mut history);
+            let linear_part = LinearPartInput {
+                rgb_features: layout.read(Block::RgbFeatures, &theta),
+                depth_features: layout.read(Block::DepthFeatures, &theta),
+                vector: layout.read(Block::Vector, &theta).unwrap_or_default(),
+            };
+            supervision = layout.read_all(&supervision_layout, &theta);
+
+            // Stage 2: the images from all gradients, s_c fixed.
+            let (mut rgb, mut depth) = (None, None);
+            if rgb_len.is_some() || depth_len.is_some() {
+                let mut layout = Layout::default();
+                if let Some(len) = rgb_len {
+                    layout.push(Block::Rgb, len);
+                }
+                if let Some(len) = depth_len {
+                    layout.push(Block::Depth, len);
+                }
+                let mut theta = gaussian_noise(layout.len, config.init_std, &mut rng);
+                layout.append(&supervision_layout);
+                theta.extend_from_slice(&supervision);
+                let vector = crate::victim::tensor2::<Inner<B>>(&linear_part.vector, net.d_vector, victim.device());
+                let theta = problem.run_stage(Stage::Images, &layout, theta, Some(vector), &mut history);
+                rgb = layout.read(Block::Rgb, &theta);
+                depth = layout.read(Block::Depth, &theta);
+                supervision = layout.read_all(&supervision_layout, &theta);
+            }
+            (linear_part, rgb, depth)
+        }
+        StateOptimisation::Joint => {
+            let mut layout = Layout::default();
+            if let Some(len) = rgb_len {
+                layout.push(Block::Rgb, len);
+            }
+            if let Some(len) = depth_len {
+                layout.push(Block::Depth, len);
+            }
+            layout.push(Block::Vector, net.d_vector);
+            let mut theta = gaussian_noise(layout.len, config.init_std, &mut rng);
+            layout.append(&supervision_layout);
+            theta.extend_from_slice(&supervision);
+            let theta = problem.run_stage(Stage::Joint, &layout, theta, None, &mut history);
+            let rgb = layout.read(Block::Rgb, &theta);
+            let depth = layout.read(Block::Depth, &theta);
+            let vector = layout.read(Block::Vector, &theta).unwrap_or_default();
+            supervision = layout.read_all(&supervision_layout, &theta);
+            let linear_part = victim.linear_part_input_of(rgb.as_deref(), depth.as_deref(), &vector)?;
+            (linear_part, rgb, depth)
+        }
+    };
+
+    // Rule-based parts on the reconstruction of the linear part.
+    let output = victim.linear_part_output(&linear_part)?.output;
+    let bias_gradient = problem.bias_gradient.as_deref();
+    let joint_action_value = joint_action.then(|| argmax(&supervision[..num_actions]));
+    let joint_signal_value = joint_signal.then(|| f64::from(*supervision.last().expect("signal variable")));
+    let rule_action = bias_gradient.and_then(|g| action_before_reconstruction(config.action_recovery, g));
+    let (action, signal, predicted_q, probabilities) = match victim.kind() {
+        VictimKind::Dqn => {
+            let action = joint_action_value.or(rule_action).unwrap_or(0);
+            let signal = match joint_signal_value {
+                Some(signal) => signal,
+                None => q_value_from_error_magnitude(victim, record, &linear_part, action)?.target_q,
+            };
+            (action, signal, Some(f64::from(output[action])), None)
+        }
+        VictimKind::Reinforce { entropy_weight } => {
+            let fixed_action = joint_action_value.or(rule_action);
+            let bias_gradient = bias_gradient.ok_or(AttackError::NoLastBias {
+                needed_by: "the reward rule (eq. 9)",
+            });
+            match joint_signal_value {
+                Some(signal) => {
+                    let action = fixed_action.unwrap_or(0);
+                    (action, signal, None, Some(host(softmax(crate::victim::tensor2::<B>(&output, num_actions, victim.device()), 1))))
+                }
+                None => {
+                    let rec = policy_gradient_recovery::<B>(
+                        &output,
+                        bias_gradient?,
+                        entropy_weight,
+                        fixed_action,
+                        victim.device(),
+                    )?;
+                    (rec.action, rec.reward, None, Some(rec.probabilities))
+                }
+            }
+        }
+    };
+    Ok(Reconstruction {
+        rgb,
+        depth,
+        vector: linear_part.vector.clone(),
+        action,
+        signal,
+        predicted_q,
+        probabilities,
+        linear_part,
+        loss_history: history,
+    })
+}
+
+fn argmax(values: &[f32]) -> usize {
+    let mut best = 0;
+    for (k, v) in values.iter().enumerate() {
+        if *v > values[best] {
+            best = k;
+        }
+    }
+    best
+}
+
+/// A named block of the flat variable vector θ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Block {
+    Rgb,
+    Depth,
+    Vector,
+    RgbFeatures,
+    DepthFeatures,
+    ActionLogits,
+    Signal,
+}
+
+/// Where each block lies in θ.
+#[derive(Debug, Clone, Default)]
+struct Layout {
+    blocks: Vec<(Block, usize, usize)>,
+    len: usize,
+}
+
+impl Layout {
+    fn push(&mut self, block: Block, len: usize) {
+        self.blocks.push((block, self.len, len));
+        self.len += len;
+    }
+
+    fn append(&mut self, other: &Layout) {
+        for &(block, _, len) in &other.blocks {
+            self.push(block, len);
+        }
+    }
+
+    fn range(&self, block: Block) -> Option<(usize, usize)> {
+        self.blocks
+            .iter()
+            .find(|(b, _, _)| *b == block)
+            .map(|&(_, offset, len)| (offset, len))
+    }
+
+    fn read(&self, block: Block, theta: &[f32]) -> Option<Vec<f32>> {
+        self.range(block).map(|(offset, len)| theta[offset..offset + len].to_vec())
+    }
+
+    /// The values of `other`'s blocks, in `other`'s order.
+    fn read_all(&self, other: &Layout, theta: &[f32]) -> Vec<f32> {
+        other
+            .blocks
+            .iter()
+            .flat_map(|&(block, _, _)| self.read(block, theta).unwrap_or_default())
+            .collect()
+    }
+
+    fn slice<BB: Backend>(&self, block: Block, theta: &Tensor<BB, 1>) -> Option<Tensor<BB, 1>> {
+        self.range(block).map(|(offset, len)| theta.clone().narrow(0, offset, len))
+    }
+}
+
+/// The free variables of one iteration, on the inner autodiff.
+struct Vars<BB: Backend> {
+    rgb: Option<Tensor<BB, 4>>,
+    depth: Option<Tensor<BB, 4>>,
+    vector: Option<Tensor<BB, 2>>,
+    rgb_features: Option<Tensor<BB, 2>>,
+    depth_features: Option<Tensor<BB, 2>>,
+    action_logits: Option<Tensor<BB, 2>>,
+    signal: Option<Tensor<BB, 1>>,
+}
+
+/// Everything an iteration needs that does not change between iterations.
+struct Problem<'a, B: Backend> {
+    victim: &'a Victim<B>,
+    config: &'a AttackConfig,
+    /// The shared gradient per parameter, on device.
+    targets: HashMap<String, Tensor<Inner<B>, 1>>,
+    /// ∇_{b_last} on the host (eq. 6–9).
+    bias_gradient: Option<Vec<f32>>,
+    /// Eq. 6's error direction as a `[1, actions]` outer constant.
+    error_direction: Option<Tensor<Outer<B>, 2>>,
+    /// The action of the objective when a rule fixes it before the optimisation.
+    fixed_action: Option<Tensor<Outer<B>, 2>>,
+}
+
+impl<'a, B: Backend> Problem<'a, B> {
+    fn new(victim: &'a Victim<B>, record: &GradientRecord, config: &'a AttackConfig) -> Result<Self, AttackError> {
+        let device = victim.device();
+        let mut sizes = ParamSizes::default();
+        victim.net().visit(&mut sizes);
+        let mut targets = HashMap::new();
+        for entry in &record.params {
+            let expected = sizes
+                .sizes
+                .iter()
+                .find(|(name, _)| *name == entry.name)
+                .map(|(_, n)| *n)
+                .ok_or(AttackError::MissingGradient {
+                    name: format!("{} (named by the record, not a parameter of the victim)", entry.name),
+                })?;
+            if expected != entry.values.len() {
+                return Err(AttackError::GradientShape {
+                    name: entry.name.clone(),
+                    expected,
+                    got: entry.values.len(),
+                });
+            }
+            targets.insert(entry.name.clone(), tensor1::<Inner<B>>(&entry.values, device));
+        }
+        let bias_name = victim.last_bias_name();
+        let bias_gradient = record.get(&bias_name).map(|g| g.values.clone());
+        if bias_gradient.is_none() && victim.net().last_layer().bias.is_some() {
+            return Err(AttackError::MissingGradient { name: bias_name });
+        }
+        let needs_bias = |what: &'static str| AttackError::NoLastBias { needed_by: what };
+        let error_direction = match config.source {
+            GradientSource::ErrorDirection => {
+                let g = bias_gradient.as_ref().ok_or_else(|| needs_bias("the error-direction surrogate (eq. 6)"))?;
+                Some(crate::victim::tensor2::<Outer<B>>(g, g.len(), device))
+            }
+            GradientSource::Objective { .. } => None,
+        };
+        let fixed_action = match config.source {
+            GradientSource::Objective {
+                action: ActionRule::FromBias,
+                ..
+            } => {
+                let g = bias_gradient.as_ref().ok_or_else(|| needs_bias("ActionRule::FromBias"))?;
+                let action = action_before_reconstruction(config.action_recovery, g).expect("checked compatible");
+                Some(one_hot::<Outer<B>>(&[action], victim.num_actions(), device))
+            }
+            _ => None,
+        };
+        if config.source == GradientSource::ErrorDirection || victim.kind() != VictimKind::Dqn {
+            bias_gradient.as_ref().ok_or_else(|| needs_bias("the action and signal rules (eq. 7–9)"))?;
+        }
+        Ok(Self {
+            victim,
+            config,
+            targets,
+            bias_gradient,
+            error_direction,
+            fixed_action,
+        })
+    }
+
+    fn split(&self, layout: &Layout, theta: &Tensor<Inner<B>, 1>) -> Vars<Inner<B>> {
+        let net = self.victim.net();
+        let image = |block, shape: Option<privrl_agents::ImageShape>| {
+            layout.slice(block, theta).zip(shape).map(|(t, s)| t.reshape([1, s.channels, s.size, s.size]))
+        };
+        let row = |block| layout.slice(block, theta).map(|t| t.unsqueeze_dim::<2>(0));
+        Vars {
+            rgb: image(Block::Rgb, net.rgb_shape),
+            depth: image(Block::Depth, net.depth_shape),
+            vector: row(Block::Vector),
+            rgb_features: row(Block::RgbFeatures),
+            depth_features: row(Block::DepthFeatures),
+            action_logits: row(Block::ActionLogits),
+            signal: layout.slice(Block::Signal, theta),
+        }
+    }
+
+    /// The loss of one iteration: L(g_rec, g) (+ the prior on images).
+    fn loss(
+        &self,
+        stage: Stage,
+        vars: Vars<Inner<B>>,
+        fixed_vector: Option<&Tensor<Inner<B>, 2>>,
+        target_cache: &mut Option<(usize, Tensor<Inner<B>, 1>)>,
+    ) -> Tensor<Inner<B>, 1> {
+        let net = self.victim.net();
+        let lift2 = |t: Tensor<Inner<B>, 2>| Tensor::<Outer<B>, 2>::from_inner(t);
+        let lift4 = |t: Tensor<Inner<B>, 4>| Tensor::<Outer<B>, 4>::from_inner(t);
+        let output = match stage {
+            Stage::LinearPart => {
+                linear_part_forward(
+                    net,
+                    vars.rgb_features.map(lift2),
+                    vars.depth_features.map(lift2),
+                    lift2(vars.vector.expect("stage 1 reconstructs the vector")),
+                )
+                .0
+            }
+            Stage::Images => net.forward(
+                vars.rgb.clone().map(lift4),
+                vars.depth.clone().map(lift4),
+                lift2(fixed_vector.expect("stage 2 fixes the vector").clone()),
+            ),
+            Stage::Joint => net.forward(
+                vars.rgb.clone().map(lift4),
+                vars.depth.clone().map(lift4),
+                lift2(vars.vector.expect("the joint stage reconstructs the vector")),
+            ),
+        };
+        let objective = match &self.error_direction {
+            // eq. 6: J̃ = (∇_{b_last} J)ᵀ F(x_rec)
+            Some(direction) => (output * direction.clone()).sum(),
+            // eq. 1 with the reconstructed (or rule-based) supervision
+            None => {
+                let action = match (&self.fixed_action, vars.action_logits) {
+                    (Some(a), _) => a.clone(),
+                    (None, Some(logits)) => Tensor::from_inner(softmax(logits, 1)),
+                    (None, None) => unreachable!("an objective without an action"),
+                };
+                let signal = Tensor::from_inner(vars.signal.expect("an objective without a signal"));
+                self.victim.kind().objective(output, action, signal)
+            }
+        };
+        let gradients = param_gradients(net, &objective.backward());
+        let (names, reconstructed): (Vec<String>, Vec<Tensor<Inner<B>, 1>>) = gradients
+            .into_iter()
+            .filter(|g| stage != Stage::LinearPart || Victim::<B>::is_linear_parameter(&g.name))
+            .filter(|g| self.targets.contains_key(&g.name))
+            .map(|g| (g.name, g.gradient))
+            .unzip();
+        let target = match target_cache {
+            Some((count, target)) if *count == names.len() => target.clone(),
+            _ => {
+                let target = Tensor::cat(names.iter().map(|n| self.targets[n].clone()).collect(), 0);
+                *target_cache = Some((names.len(), target.clone()));
+                target
+            }
+        };
+        let mut loss = self.config.matching.loss(Tensor::cat(reconstructed, 0), target);
+        if let Some(prior) = &self.config.prior {
+            for images in [vars.rgb, vars.depth].into_iter().flatten() {
+                loss = loss + prior.penalty(images);
+            }
+        }
+        loss
+    }
+
+    /// Runs one stage from the initial values `theta` and returns the final values.
+    fn run_stage(
+        &self,
+        stage: Stage,
+        layout: &Layout,
+        theta: Vec<f32>,
+        fixed_vector: Option<Tensor<Inner<B>, 2>>,
+        history: &mut Vec<LossRecord>,
+    ) -> Vec<f32> {
+        let device = self.victim.device();
+        let iterations = self.config.iterations_per_stage;
+        let mut theta = tensor1::<B>(&theta, device);
+        let mut adam = self.config.optimizer.init::<B>(layout.len, device);
+        let mut target_cache = None;
+        for iteration in 0..iterations {
+            let tracked = Tensor::<Inner<B>, 1>::from_inner(theta.clone()).require_grad();
+            let vars = self.split(layout, &tracked);
+            let loss = self.loss(stage, vars, fixed_vector.as_ref(), &mut target_cache);
+            if iteration % self.config.log_every == 0 || iteration + 1 == iterations {
+                history.push(LossRecord {
+                    stage,
+                    iteration,
+                    loss: f64::from(host(loss.clone().inner())[0]),
+                });
+            }
+            let gradient = tracked
+                .grad(&loss.backward())
+                .unwrap_or_else(|| Tensor::zeros([layout.len], device));
+            let lr = self.config.schedule.lr(self.config.optimizer.lr, iteration, iterations);
+            theta = adam.step(theta, gradient, lr);
+        }
+        host(theta)
+    }
+}
+
+/// Name and size of every float parameter, in visiting order.
+#[derive(Default)]
+struct ParamSizes {
+    path: Vec<String>,
+    sizes: Vec<(String, usize)>,
+}
+
+impl<BB: Backend> ModuleVisitor<BB> for ParamSizes {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.path.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.path.pop();
+    }
+
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<BB, D>>) {
+        self.sizes.push((self.path.join("."), param.shape().num_elements()));
+    }
+}

@@ -1,0 +1,126 @@
+//! Typed errors of the attacks and metrics. Each names the parameter or the shape at fault.
+
+use thiserror::Error;
+
+/// Why an attack, a victim gradient or a metric could not be computed.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum AttackError {
+    /// A parameter outside its allowed range.
+    #[error("`{name}` = {value} is out of range: expected {expected}")]
+    OutOfRange {
+        /// Parameter name.
+        name: &'static str,
+        /// Value given.
+        value: f64,
+        /// The accepted range, in words.
+        expected: &'static str,
+    },
+    /// An input whose size does not match the victim network.
+    #[error("{what}: expected {expected} values, got {got}")]
+    ShapeMismatch {
+        /// What was checked.
+        what: &'static str,
+        /// Size the network expects.
+        expected: usize,
+        /// Size given.
+        got: usize,
+    },
+    /// A sample carries an image that the network has no branch for, or lacks one it needs.
+    #[error("sample {index}: the network {expectation} a {image} image")]
+    ImagePresence {
+        /// Index of the sample in its batch.
+        index: usize,
+        /// `"rgb"` or `"depth"`.
+        image: &'static str,
+        /// `"needs"` or `"has no branch for"`.
+        expectation: &'static str,
+    },
+    /// An action index outside the action space.
+    #[error("sample {index}: action {action} is outside the {num_actions} actions")]
+    ActionOutOfRange {
+        /// Index of the sample in its batch.
+        index: usize,
+        /// Action given.
+        action: usize,
+        /// Size of the action space.
+        num_actions: usize,
+    },
+    /// An empty batch of samples.
+    #[error("the batch of samples is empty")]
+    EmptyBatch,
+    /// The shared gradient lacks a parameter that the attack needs.
+    #[error("the shared gradient has no entry `{name}`")]
+    MissingGradient {
+        /// Parameter path.
+        name: String,
+    },
+    /// A shared gradient entry whose length differs from the parameter.
+    #[error("the shared gradient of `{name}` has {got} values; the parameter has {expected}")]
+    GradientShape {
+        /// Parameter path.
+        name: String,
+        /// Values of the parameter.
+        expected: usize,
+        /// Values in the record.
+        got: usize,
+    },
+    /// The victim's output layer has no bias, which the error-direction surrogate (eq. 6) and
+    /// the action rules (eq. 7, eq. 8) read.
+    #[error("the victim's last layer has no bias; {needed_by} needs ∇b_last")]
+    NoLastBias {
+        /// The part of the attack that needs the bias.
+        needed_by: &'static str,
+    },
+    /// Two attack parts that cannot be combined.
+    #[error("incompatible attack configuration: {0}")]
+    Incompatible(String),
+    /// Two lists that must have the same length.
+    #[error("{what}: {left} vs {right} entries")]
+    LengthMismatch {
+        /// What was compared.
+        what: &'static str,
+        /// Length of the first list.
+        left: usize,
+        /// Length of the second list.
+        right: usize,
+    },
+}
+
+/// Checks `value > 0` and finite.
+pub(crate) fn check_positive(name: &'static str, value: f64) -> Result<(), AttackError> {
+    if value.is_finite() && value > 0.0 {
+        Ok(())
+    } else {
+        Err(AttackError::OutOfRange {
+            name,
+            value,
+            expected: "> 0 and finite",
+        })
+    }
+}
+
+/// Checks `value >= 0` and finite.
+pub(crate) fn check_non_negative(name: &'static str, value: f64) -> Result<(), AttackError> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(())
+    } else {
+        Err(AttackError::OutOfRange {
+            name,
+            value,
+            expected: ">= 0 and finite",
+        })
+    }
+}
+
+/// Checks `0 <= value < 1`.
+pub(crate) fn check_unit_interval_open(name: &'static str, value: f64) -> Result<(), AttackError> {
+    if (0.0..1.0).contains(&value) {
+        Ok(())
+    } else {
+        Err(AttackError::OutOfRange {
+            name,
+            value,
+            expected: "in [0, 1)",
+        })
+    }
+}

@@ -1,0 +1,187 @@
+//! The named, swappable parts that an [`crate::AttackConfig`] combines (breaching's pattern):
+//! how the reconstruction's gradient is computed, how it is compared with the shared one, the
+//! image prior, how the state is split into stages, and the rules that read the action off
+//! the gradient. QGI, RGI, DLG and IG differ only in which parts they pick.
+
+use burn::config::Config;
+use burn::tensor::backend::Backend;
+use burn::tensor::Tensor;
+use rand::Rng;
+
+/// How the reconstruction's weight gradient g_rec is computed.
+#[derive(Config, Debug, Copy, PartialEq, Eq)]
+pub enum GradientSource {
+    /// The error-direction surrogate of eq. 6, J̃(F(x_rec)) = (∇_{b_last} J(F(x), u))ᵀ F(x_rec):
+    /// for a batch of one, ∇_{b_last} J = ∂J/∂y, so g_rec = ∇_w J̃ equals the true gradient when
+    /// x_rec = x, and needs neither the action nor the signal (QGI, RGI).
+    ErrorDirection,
+    /// The objective itself, g_rec = ∇_w J(F(x_rec), u_rec) (eq. 1–2), with the action and the
+    /// signal reconstructed as configured (the DLG and IG baselines of Table II).
+    Objective {
+        /// Where the action in J comes from.
+        action: ActionRule,
+        /// Where the signal in J comes from.
+        signal: SignalRule,
+    },
+}
+
+/// Where the action in the objective comes from.
+#[derive(Config, Debug, Copy, PartialEq, Eq)]
+pub enum ActionRule {
+    /// Read from ∇_{b_last} before the optimisation by the config's [`ActionRecovery`] rule
+    /// (iDLG's label rule, as in Inverting Gradients).
+    FromBias,
+    /// Optimised jointly with the state as free logits z, entering J as the soft one-hot
+    /// softmax(z) (DLG's dummy label); the reconstructed action is argmax z.
+    Joint,
+}
+
+/// Where the supervision signal (target Q or reward) in the objective comes from.
+#[derive(Config, Debug, Copy, PartialEq, Eq)]
+pub enum SignalRule {
+    /// Optimised jointly with the state as one free scalar, Gaussian-initialised.
+    Joint,
+}
+
+/// The gradient matching loss L(g_rec, g) of eq. 2.
+#[derive(Config, Debug, Copy, PartialEq, Eq)]
+pub enum GradientMatchingLoss {
+    /// Eq. 5 (Geiping et al.): L = 1 − ⟨g_rec, g⟩ / (‖g_rec‖₂ ‖g‖₂), blind to the magnitude.
+    Cosine,
+    /// DLG (Zhu et al.): L = ‖g_rec − g‖₂².
+    SquaredL2,
+}
+
+impl GradientMatchingLoss {
+    /// L(g_rec, g) for two flat gradients of the same length.
+    pub fn loss<BB: Backend>(&self, reconstructed: Tensor<BB, 1>, target: Tensor<BB, 1>) -> Tensor<BB, 1> {
+        match self {
+            GradientMatchingLoss::Cosine => {
+                // eq. 5; the ε inside the square roots keeps the derivative finite at g_rec = 0.
+                let dot = (reconstructed.clone() * target.clone()).sum();
+                let norm_rec = (reconstructed.powi_scalar(2).sum() + 1e-20).sqrt();
+                let norm_target = (target.powi_scalar(2).sum() + 1e-20).sqrt();
+                (dot / (norm_rec * norm_target)).neg() + 1.0
+            }
+            GradientMatchingLoss::SquaredL2 => (reconstructed - target).powi_scalar(2).sum(),
+        }
+    }
+}
+
+/// A prior on the reconstructed images, added to the matching loss of the image stage.
+#[derive(Config, Debug, Copy, PartialEq)]
+pub enum ImagePrior {
+    /// λ·TV(x) (Rudin et al.), summed over the RGB and the depth image:
+    /// L_img = L(g_rec, g) + λ(TV(s_i) + TV(s_d)) (Section IV-A; the paper uses λ = 0.1).
+    TotalVariation {
+        /// Weight λ.
+        weight: f64,
+    },
+}
+
+impl ImagePrior {
+    /// The paper's prior: total variation with λ = 0.1.
+    pub fn paper() -> Self {
+        ImagePrior::TotalVariation { weight: 0.1 }
+    }
+
+    /// The weighted penalty of one image batch `[batch, channels, h, w]`.
+    pub fn penalty<BB: Backend>(&self, images: Tensor<BB, 4>) -> Tensor<BB, 1> {
+        match self {
+            ImagePrior::TotalVariation { weight } => total_variation(images) * *weight,
+        }
+    }
+
+    /// The weight λ.
+    pub fn weight(&self) -> f64 {
+        match self {
+            ImagePrior::TotalVariation { weight } => *weight,
+        }
+    }
+}
+
+/// Anisotropic total variation as Geiping et al. implement it:
+/// TV(x) = mean |x[…, i+1, j] − x[…, i, j]| + mean |x[…, i, j+1] − x[…, i, j]|.
+/// A dimension of size 1 contributes nothing.
+pub fn total_variation<BB: Backend>(images: Tensor<BB, 4>) -> Tensor<BB, 1> {
+    let [_, _, h, w] = images.dims();
+    let device = images.device();
+    let mut tv = Tensor::<BB, 1>::zeros([1], &device);
+    if h > 1 {
+        let dy = images.clone().narrow(2, 1, h - 1) - images.clone().narrow(2, 0, h - 1);
+        tv = tv + dy.abs().mean();
+    }
+    if w > 1 {
+        let dx = images.clone().narrow(3, 1, w - 1) - images.narrow(3, 0, w - 1);
+        tv = tv + dx.abs().mean();
+    }
+    tv
+}
+
+/// How the multimodal state is optimised.
+#[derive(Config, Debug, Copy, PartialEq, Eq)]
+pub enum StateOptimisation {
+    /// Section IV-A and Fig. 2: stage 1 reconstructs the input of the linear part (the vector
+    /// state s_c and the conv features, as free variables) from the Dense layers' gradients;
+    /// stage 2 reconstructs the images from all gradients with s_c fixed at stage 1's result.
+    TwoStage,
+    /// The ablation of Fig. 4: images and vector optimised together against all gradients.
+    Joint,
+}
+
+/// Rules that read the action off the shared gradient.
+#[derive(Config, Debug, Copy, PartialEq, Eq)]
+pub enum ActionRecovery {
+    /// Eq. 7 (QGI): with an MSE objective only Q̂(s, a) receives an error, so ∇_{b_last} has
+    /// one non-zero entry; the action is argmax_k |∇_{b_last}[k]|.
+    LargestBiasGradient,
+    /// iDLG's rule (Zhao et al.) for cross-entropy-like objectives: ∇_{b_last} = R(p − e_a)
+    /// has one entry whose sign differs from all others; the action is that entry (the
+    /// largest in magnitude among the minority sign).
+    OddSignBiasGradient,
+    /// Eq. 8 (RGI): remove the entropy term's bias gradient at p_rec, then pick the action
+    /// whose policy-gradient bias gradient (at r = 1) is best aligned, |cos|, with the rest.
+    /// Needs the stage-1 reconstruction (p_rec) and a REINFORCE victim.
+    PolicyGradientDirection,
+}
+
+/// Learning-rate schedule of the reconstruction's optimiser.
+#[derive(Config, Debug, Copy, PartialEq, Eq)]
+pub enum LrSchedule {
+    /// The same rate throughout.
+    Constant,
+    /// Geiping et al.'s MultiStepLR: ×0.1 after 3/8, 5/8 and 7/8 of the iterations.
+    StepDecay,
+}
+
+impl LrSchedule {
+    /// The rate at `iteration` of `iterations`.
+    pub fn lr(&self, base: f64, iteration: usize, iterations: usize) -> f64 {
+        match self {
+            LrSchedule::Constant => base,
+            LrSchedule::StepDecay => {
+                let passed = [3, 5, 7]
+                    .iter()
+                    .filter(|&&eighths| iteration * 8 >= iterations * eighths)
+                    .count();
+                base * 0.1f64.powi(passed as i32)
+            }
+        }
+    }
+}
+
+/// `len` draws from N(0, std²) (Box–Muller), the Gaussian initialisation of every free
+/// variable.
+pub fn gaussian_noise(len: usize, std: f64, rng: &mut impl Rng) -> Vec<f32> {
+    let mut out = Vec::with_capacity(len + 1);
+    while out.len() < len {
+        let u1: f64 = 1.0 - rng.random::<f64>();
+        let u2: f64 = rng.random::<f64>();
+        let radius = (-2.0 * u1.ln()).sqrt() * std;
+        let angle = 2.0 * std::f64::consts::PI * u2;
+        out.push((radius * angle.cos()) as f32);
+        out.push((radius * angle.sin()) as f32);
+    }
+    out.truncate(len);
+    out
+}

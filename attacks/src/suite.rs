@@ -1,0 +1,107 @@
+//! Per-sample evaluation of an attack: the rows behind Table I (PSNR and SSIM of the images)
+//! and Table II (IoU, ε(Q̂), ε(Q)), plus action accuracy and the reward's absolute error.
+//! The lead's `cargo xtask suite inversion` aggregates these rows into the tables.
+
+use std::time::Instant;
+
+use burn::tensor::backend::Backend;
+use serde::{Deserialize, Serialize};
+
+use crate::attack::{attack, AttackConfig, Reconstruction};
+use crate::error::AttackError;
+use crate::metrics::{
+    absolute_error, bbox_iou, percentage_error, score_rgb, score_single_channel, ImageNormalisation, ImageScores,
+};
+use crate::victim::{Sample, Victim, VictimKind};
+
+/// The scores of one attacked sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InversionRow {
+    /// Index of the sample in the evaluated list.
+    pub sample: usize,
+    /// PSNR/SSIM of the RGB image (luma), if the state has one.
+    pub rgb: Option<ImageScores>,
+    /// PSNR/SSIM of the depth image, if the state has one.
+    pub depth: Option<ImageScores>,
+    /// IoU of the bounding-box vector (`None` unless the vector has 4 entries).
+    pub vector_iou: Option<f64>,
+    /// Whether the action was recovered.
+    pub action_correct: bool,
+    /// ε(Q̂) in % (DQN).
+    pub predicted_q_error_pct: Option<f64>,
+    /// ε(Q) in % (DQN).
+    pub target_q_error_pct: Option<f64>,
+    /// |r_rec − r| (REINFORCE).
+    pub reward_abs_error: Option<f64>,
+    /// The attack's last recorded loss.
+    pub final_loss: Option<f64>,
+    /// Wall-clock time of the attack.
+    pub attack_ms: f64,
+}
+
+/// Attacks the single-sample gradient of every sample and scores each reconstruction.
+pub fn evaluate_inversion<B: Backend>(
+    victim: &Victim<B>,
+    samples: &[Sample],
+    config: &AttackConfig,
+    normalisation: ImageNormalisation,
+) -> Result<Vec<InversionRow>, AttackError> {
+    samples
+        .iter()
+        .enumerate()
+        .map(|(index, sample)| {
+            let record = victim.shared_gradient(std::slice::from_ref(sample))?;
+            let start = Instant::now();
+            let reconstruction = attack(victim, &record, config)?;
+            let attack_ms = start.elapsed().as_secs_f64() * 1e3;
+            score_reconstruction(victim, sample, &reconstruction, normalisation, index, attack_ms)
+        })
+        .collect()
+}
+
+/// Scores one reconstruction against its sample.
+pub fn score_reconstruction<B: Backend>(
+    victim: &Victim<B>,
+    sample: &Sample,
+    reconstruction: &Reconstruction,
+    normalisation: ImageNormalisation,
+    index: usize,
+    attack_ms: f64,
+) -> Result<InversionRow, AttackError> {
+    let net = victim.net();
+    let (rgb, depth) = normalisation.apply(reconstruction.rgb.as_deref(), reconstruction.depth.as_deref());
+    let rgb = match (&sample.rgb, rgb, net.rgb_shape) {
+        (Some(truth), Some(rec), Some(shape)) => Some(score_rgb(truth, &rec, shape.size)?),
+        _ => None,
+    };
+    let depth = match (&sample.depth, depth, net.depth_shape) {
+        (Some(truth), Some(rec), Some(shape)) => Some(score_single_channel(truth, &rec, shape.size)?),
+        _ => None,
+    };
+    let vector_iou = (sample.vector.len() == 4)
+        .then(|| bbox_iou(&sample.vector, &reconstruction.vector))
+        .transpose()?;
+    let (mut predicted_q_error_pct, mut target_q_error_pct, mut reward_abs_error) = (None, None, None);
+    match victim.kind() {
+        VictimKind::Dqn => {
+            let predicted = f64::from(victim.output(sample)?[sample.action]);
+            predicted_q_error_pct = reconstruction.predicted_q.map(|q| percentage_error(q, predicted));
+            target_q_error_pct = Some(percentage_error(reconstruction.signal, sample.signal));
+        }
+        VictimKind::Reinforce { .. } => {
+            reward_abs_error = Some(absolute_error(reconstruction.signal, sample.signal));
+        }
+    }
+    Ok(InversionRow {
+        sample: index,
+        rgb,
+        depth,
+        vector_iou,
+        action_correct: reconstruction.action == sample.action,
+        predicted_q_error_pct,
+        target_q_error_pct,
+        reward_abs_error,
+        final_loss: reconstruction.loss_history.last().map(|r| r.loss),
+        attack_ms,
+    })
+}

@@ -1,0 +1,455 @@
+//! The victim of the attacks: a [`MultimodalNet`] that a DQN or REINFORCE learner trains, and
+//! the gradient that the learner shares for a batch of samples (eq. 1).
+//!
+//! The network lives on `Autodiff<Autodiff<B>>` ([`Outer`]): the outer autodiff tracks its
+//! weights, and the inner one ([`Inner`]) tracks whatever the attacker reconstructs, so that a
+//! weight gradient can be differentiated again with respect to the reconstruction
+//! (`ARCHITECTURE.md`, "Rules for second-order gradients"). The victim's own gradient is
+//! computed on the same module with constant inputs; it is numerically the gradient that
+//! `privrl_agents::Dqn::gradient` or `privrl_agents::Reinforce::gradient` shares.
+//!
+//! The losses are the agents' own: [`td_loss`] for DQN and [`reinforce_loss`] for REINFORCE.
+
+use burn::backend::Autodiff;
+use burn::config::Config;
+use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
+use burn::tensor::backend::Backend;
+use burn::tensor::{Tensor, TensorData};
+use privrl_agents::dqn::td_loss;
+use privrl_agents::heads::one_hot;
+use privrl_agents::reinforce::reinforce_loss;
+use privrl_agents::{GradientRecord, MultimodalNet, MultimodalNetConfig};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{check_non_negative, AttackError};
+
+/// The backend that tracks the reconstruction (the attacker's free variables).
+pub type Inner<B> = Autodiff<B>;
+/// The backend that tracks the victim's weights; its gradients are [`Inner`] tensors.
+pub type Outer<B> = Autodiff<Autodiff<B>>;
+
+/// One private training sample: the state, the action taken and the supervision signal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// RGB image s_i, `3 × H × W` row-major, values in `[0, 1]`; `None` without a colour camera.
+    pub rgb: Option<Vec<f32>>,
+    /// Depth image s_d, `1 × H × W` row-major, values in `[0, 1]`; `None` without a depth camera.
+    pub depth: Option<Vec<f32>>,
+    /// Vector state s_c (the target's bounding box `(x_min, y_min, x_max, y_max)` in `[−1, 1]`).
+    pub vector: Vec<f32>,
+    /// Action a taken in the state.
+    pub action: usize,
+    /// Supervision signal: the target Q-value Q(s, a) for DQN, the return (reward) R for
+    /// REINFORCE.
+    pub signal: f64,
+}
+
+/// Which learner trains the victim, i.e. which objective J the shared gradient comes from.
+#[derive(Config, Debug, Copy, PartialEq)]
+pub enum VictimKind {
+    /// DQN: J = (1/|B|) Σ (Q̂(s, a) − Q)², the mean squared TD error ([`td_loss`]).
+    Dqn,
+    /// REINFORCE with an entropy bonus: eq. 4 as a loss to minimise,
+    /// J = −Σ [log π(a|s) R + α H(π(·|s))] ([`reinforce_loss`]).
+    Reinforce {
+        /// Weight α of the entropy term.
+        entropy_weight: f64,
+    },
+}
+
+impl VictimKind {
+    /// Checks the entropy weight.
+    pub fn validate(&self) -> Result<(), AttackError> {
+        match self {
+            VictimKind::Dqn => Ok(()),
+            VictimKind::Reinforce { entropy_weight } => check_non_negative("entropy_weight", *entropy_weight),
+        }
+    }
+
+    /// The objective J from the network outputs `[batch, actions]` (Q-values or logits), the
+    /// actions as (possibly soft) one-hot rows and the signals `[batch]`. The signals are held
+    /// constant by the outer autodiff but stay tracked by the inner one, so an attack can
+    /// optimise them jointly (DLG).
+    pub fn objective<BB: Backend>(
+        &self,
+        output: Tensor<BB, 2>,
+        actions_one_hot: Tensor<BB, 2>,
+        signals: Tensor<BB, 1>,
+    ) -> Tensor<BB, 1> {
+        match self {
+            VictimKind::Dqn => td_loss(output, actions_one_hot, signals),
+            VictimKind::Reinforce { entropy_weight } => {
+                reinforce_loss(output, actions_one_hot, signals, *entropy_weight)
+            }
+        }
+    }
+}
+
+/// The input of the victim's linear part (its Dense layers): the conv features that feed the
+/// concatenation and the vector state s_c. This is what stage 1 of QGI and RGI reconstructs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinearPartInput {
+    /// Flattened output of the RGB encoder (`None` without an RGB branch).
+    pub rgb_features: Option<Vec<f32>>,
+    /// Flattened output of the depth encoder (`None` without a depth branch).
+    pub depth_features: Option<Vec<f32>>,
+    /// Vector state s_c.
+    pub vector: Vec<f32>,
+}
+
+/// The output of the victim's linear part for one input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinearPartOutput {
+    /// Network output: Q̂(s, ·) for DQN, logits for REINFORCE.
+    pub output: Vec<f32>,
+    /// Input of the last Dense layer.
+    pub last_layer_input: Vec<f32>,
+}
+
+/// A victim network together with the objective it is trained on.
+#[derive(Debug, Clone)]
+pub struct Victim<B: Backend> {
+    net: MultimodalNet<Outer<B>>,
+    kind: VictimKind,
+    device: B::Device,
+}
+
+impl<B: Backend> Victim<B> {
+    /// A freshly initialised network (the paper attacks gradients "fed into an initialized
+    /// network"), drawn from `seed` exactly as an agent would draw it.
+    pub fn from_seed(
+        config: &MultimodalNetConfig,
+        kind: VictimKind,
+        seed: u64,
+        device: &B::Device,
+    ) -> Result<Self, AttackError> {
+        kind.validate()?;
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let net = config.init::<Outer<B>>(device, &mut rng);
+        Ok(Self {
+            net,
+            kind,
+            device: device.clone(),
+        })
+    }
+
+    /// A victim with the parameters of `module` (e.g. a trained agent's network, on any
+    /// backend); `config` must describe `module`'s architecture.
+    pub fn from_module<B2: Backend>(
+        config: &MultimodalNetConfig,
+        module: &MultimodalNet<B2>,
+        kind: VictimKind,
+        device: &B::Device,
+    ) -> Result<Self, AttackError> {
+        let mut victim = Self::from_seed(config, kind, 0, device)?;
+        let mut collector = ParamCollector { values: Vec::new() };
+        module.visit(&mut collector);
+        let mut counter = ParamCounter { count: 0 };
+        victim.net.visit(&mut counter);
+        if counter.count != collector.values.len() {
+            return Err(AttackError::LengthMismatch {
+                what: "parameters of the module vs the config's architecture",
+                left: collector.values.len(),
+                right: counter.count,
+            });
+        }
+        let mut copier = ParamCopier {
+            values: collector.values.into_iter(),
+            device: device.clone(),
+            error: None,
+        };
+        victim.net = victim.net.map(&mut copier);
+        match copier.error {
+            Some(error) => Err(error),
+            None => Ok(victim),
+        }
+    }
+
+    /// The network, on the nested autodiff backend.
+    pub fn net(&self) -> &MultimodalNet<Outer<B>> {
+        &self.net
+    }
+
+    /// The objective the victim is trained on.
+    pub fn kind(&self) -> VictimKind {
+        self.kind
+    }
+
+    /// The device the network lives on.
+    pub fn device(&self) -> &B::Device {
+        &self.device
+    }
+
+    /// Number of actions (outputs).
+    pub fn num_actions(&self) -> usize {
+        self.net.d_output()
+    }
+
+    /// Path of the last layer's bias in a [`GradientRecord`] of this network.
+    pub fn last_bias_name(&self) -> String {
+        format!("head.layers.{}.bias", self.net.head.layers.len() - 1)
+    }
+
+    /// Whether a parameter path belongs to a Dense layer (the linear part that stage 1
+    /// matches) rather than to a convolution.
+    pub fn is_linear_parameter(name: &str) -> bool {
+        name.starts_with("vector_layers.") || name.starts_with("head.")
+    }
+
+    /// The gradient ∇_w J that the learner shares for `samples` (one batch, eq. 1), named per
+    /// parameter. The batch size is `samples.len()`; the paper attacks batches of one.
+    pub fn shared_gradient(&self, samples: &[Sample]) -> Result<GradientRecord, AttackError> {
+        let (rgb, depth, vector) = self.state_tensors::<Outer<B>>(samples)?;
+        let actions: Vec<usize> = samples.iter().map(|s| s.action).collect();
+        let signals: Vec<f32> = samples.iter().map(|s| s.signal as f32).collect();
+        let output = self.net.forward(rgb, depth, vector);
+        let loss = self.kind.objective(
+            output,
+            one_hot::<Outer<B>>(&actions, self.num_actions(), &self.device),
+            tensor1::<Outer<B>>(&signals, &self.device),
+        );
+        Ok(GradientRecord::from_grads(&self.net, &loss.backward()))
+    }
+
+    /// The network output for one sample: Q̂(s, ·) for DQN, the logits for REINFORCE.
+    pub fn output(&self, sample: &Sample) -> Result<Vec<f32>, AttackError> {
+        let (rgb, depth, vector) = self.state_tensors::<Outer<B>>(std::slice::from_ref(sample))?;
+        Ok(host(self.net.forward(rgb, depth, vector)))
+    }
+
+    /// The true input of the linear part for `sample`: its conv features and its vector.
+    pub fn linear_part_input(&self, sample: &Sample) -> Result<LinearPartInput, AttackError> {
+        let (rgb, depth, vector) = self.state_tensors::<Outer<B>>(std::slice::from_ref(sample))?;
+        let features = |encoder: Option<&privrl_agents::ConvEncoder<Outer<B>>>, images: Option<Tensor<Outer<B>, 4>>| {
+            match (encoder, images) {
+                (Some(e), Some(x)) => Some(host(e.forward(x))),
+                _ => None,
+            }
+        };
+        Ok(LinearPartInput {
+            rgb_features: features(self.net.rgb.as_ref(), rgb),
+            depth_features: features(self.net.depth.as_ref(), depth),
+            vector: host(vector),
+        })
+    }
+
+    /// The network output and the last layer's input for a linear-part input.
+    pub fn linear_part_output(&self, input: &LinearPartInput) -> Result<LinearPartOutput, AttackError> {
+        let (rgb, depth, vector) = self.linear_part_tensors::<Outer<B>>(input)?;
+        let (output, last_layer_input) = linear_part_forward(&self.net, rgb, depth, vector);
+        Ok(LinearPartOutput {
+            output: host(output),
+            last_layer_input: host(last_layer_input),
+        })
+    }
+
+    /// The linear-part input computed from (reconstructed) images and a vector.
+    pub fn linear_part_input_of(
+        &self,
+        rgb: Option<&[f32]>,
+        depth: Option<&[f32]>,
+        vector: &[f32],
+    ) -> Result<LinearPartInput, AttackError> {
+        self.linear_part_input(&Sample {
+            rgb: rgb.map(<[f32]>::to_vec),
+            depth: depth.map(<[f32]>::to_vec),
+            vector: vector.to_vec(),
+            action: 0,
+            signal: 0.0,
+        })
+    }
+
+    /// The images and vectors of `samples` as `[batch, …]` tensors, checked against the network.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn state_tensors<BB: Backend<Device = B::Device>>(
+        &self,
+        samples: &[Sample],
+    ) -> Result<(Option<Tensor<BB, 4>>, Option<Tensor<BB, 4>>, Tensor<BB, 2>), AttackError> {
+        if samples.is_empty() {
+            return Err(AttackError::EmptyBatch);
+        }
+        let batch = samples.len();
+        let mut image = |name: &'static str,
+                         shape: Option<privrl_agents::ImageShape>,
+                         pick: &dyn Fn(&Sample) -> Option<&Vec<f32>>|
+         -> Result<Option<Tensor<BB, 4>>, AttackError> {
+            let mut values = Vec::new();
+            for (index, sample) in samples.iter().enumerate() {
+                match (shape, pick(sample)) {
+                    (Some(s), Some(v)) => {
+                        if v.len() != s.len() {
+                            return Err(AttackError::ShapeMismatch {
+                                what: if name == "rgb" { "rgb image" } else { "depth image" },
+                                expected: s.len(),
+                                got: v.len(),
+                            });
+                        }
+                        values.extend_from_slice(v);
+                    }
+                    (None, None) => {}
+                    (Some(_), None) => {
+                        return Err(AttackError::ImagePresence {
+                            index,
+                            image: name,
+                            expectation: "needs",
+                        })
+                    }
+                    (None, Some(_)) => {
+                        return Err(AttackError::ImagePresence {
+                            index,
+                            image: name,
+                            expectation: "has no branch for",
+                        })
+                    }
+                }
+            }
+            Ok(shape.map(|s| {
+                Tensor::from_data(
+                    TensorData::new(values, [batch, s.channels, s.size, s.size]).convert::<BB::FloatElem>(),
+                    &self.device,
+                )
+            }))
+        };
+        let rgb = image("rgb", self.net.rgb_shape, &|s| s.rgb.as_ref())?;
+        let depth = image("depth", self.net.depth_shape, &|s| s.depth.as_ref())?;
+        let mut vector = Vec::with_capacity(batch * self.net.d_vector);
+        for (index, sample) in samples.iter().enumerate() {
+            if sample.vector.len() != self.net.d_vector {
+                return Err(AttackError::ShapeMismatch {
+                    what: "vector state",
+                    expected: self.net.d_vector,
+                    got: sample.vector.len(),
+                });
+            }
+            if sample.action >= self.num_actions() {
+                return Err(AttackError::ActionOutOfRange {
+                    index,
+                    action: sample.action,
+                    num_actions: self.num_actions(),
+                });
+            }
+            vector.extend_from_slice(&sample.vector);
+        }
+        Ok((rgb, depth, tensor2::<BB>(&vector, self.net.d_vector, &self.device)))
+    }
+
+    /// A linear-part input as `[1, …]` tensors, checked against the network.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn linear_part_tensors<BB: Backend<Device = B::Device>>(
+        &self,
+        input: &LinearPartInput,
+    ) -> Result<(Option<Tensor<BB, 2>>, Option<Tensor<BB, 2>>, Tensor<BB, 2>), AttackError> {
+        let features = |what: &'static str,
+                        width: Option<usize>,
+                        values: Option<&Vec<f32>>|
+         -> Result<Option<Tensor<BB, 2>>, AttackError> {
+            match (width, values) {
+                (Some(w), Some(v)) if v.len() == w => Ok(Some(tensor2::<BB>(v, w, &self.device))),
+                (None, None) => Ok(None),
+                (w, v) => Err(AttackError::ShapeMismatch {
+                    what,
+                    expected: w.unwrap_or(0),
+                    got: v.map_or(0, Vec::len),
+                }),
+            }
+        };
+        let rgb = features(
+            "rgb features",
+            self.net.rgb.as_ref().map(|e| e.d_output),
+            input.rgb_features.as_ref(),
+        )?;
+        let depth = features(
+            "depth features",
+            self.net.depth.as_ref().map(|e| e.d_output),
+            input.depth_features.as_ref(),
+        )?;
+        if input.vector.len() != self.net.d_vector {
+            return Err(AttackError::ShapeMismatch {
+                what: "vector state",
+                expected: self.net.d_vector,
+                got: input.vector.len(),
+            });
+        }
+        Ok((rgb, depth, tensor2::<BB>(&input.vector, self.net.d_vector, &self.device)))
+    }
+}
+
+/// The forward pass of the victim's linear part from free conv features: the vector branch on
+/// s_c, concatenation `[rgb features, depth features, vector features]` (the order of
+/// `MultimodalNet::features`), then the head. Returns the output and the last layer's input.
+pub fn linear_part_forward<BB: Backend>(
+    net: &MultimodalNet<BB>,
+    rgb_features: Option<Tensor<BB, 2>>,
+    depth_features: Option<Tensor<BB, 2>>,
+    vector: Tensor<BB, 2>,
+) -> (Tensor<BB, 2>, Tensor<BB, 2>) {
+    let mut h = vector;
+    for layer in &net.vector_layers {
+        h = net.activation.forward(layer.forward(h));
+    }
+    let parts: Vec<Tensor<BB, 2>> = rgb_features.into_iter().chain(depth_features).chain([h]).collect();
+    let (output, mut inputs) = net.head.forward_with_layer_inputs(Tensor::cat(parts, 1));
+    let last_input = inputs.pop().expect("the head has at least one layer");
+    (output, last_input)
+}
+
+pub(crate) fn tensor1<BB: Backend>(values: &[f32], device: &BB::Device) -> Tensor<BB, 1> {
+    Tensor::from_data(TensorData::new(values.to_vec(), [values.len()]).convert::<BB::FloatElem>(), device)
+}
+
+pub(crate) fn tensor2<BB: Backend>(values: &[f32], cols: usize, device: &BB::Device) -> Tensor<BB, 2> {
+    let rows = values.len().checked_div(cols).unwrap_or(0);
+    Tensor::from_data(TensorData::new(values.to_vec(), [rows, cols]).convert::<BB::FloatElem>(), device)
+}
+
+/// Copies a tensor's values to the host.
+pub(crate) fn host<BB: Backend, const D: usize>(tensor: Tensor<BB, D>) -> Vec<f32> {
+    tensor.into_data().convert::<f32>().into_vec::<f32>().expect("float tensor data")
+}
+
+struct ParamCollector {
+    values: Vec<TensorData>,
+}
+
+impl<B2: Backend> ModuleVisitor<B2> for ParamCollector {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B2, D>>) {
+        self.values.push(param.val().into_data().convert::<f32>());
+    }
+}
+
+struct ParamCounter {
+    count: usize,
+}
+
+impl<B2: Backend> ModuleVisitor<B2> for ParamCounter {
+    fn visit_float<const D: usize>(&mut self, _param: &Param<Tensor<B2, D>>) {
+        self.count += 1;
+    }
+}
+
+struct ParamCopier<D: Clone> {
+    values: std::vec::IntoIter<TensorData>,
+    device: D,
+    error: Option<AttackError>,
+}
+
+impl<B2: Backend> ModuleMapper<B2> for ParamCopier<B2::Device> {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B2, D>>) -> Param<Tensor<B2, D>> {
+        let Some(data) = self.values.next() else {
+            return param;
+        };
+        let device = self.device.clone();
+        let shape = param.shape();
+        if shape != data.shape {
+            self.error.get_or_insert(AttackError::ShapeMismatch {
+                what: "parameter copied from the module",
+                expected: shape.num_elements(),
+                got: data.num_elements(),
+            });
+            return param;
+        }
+        param.map(|_| Tensor::from_data(data.convert::<B2::FloatElem>(), &device).require_grad())
+    }
+}
