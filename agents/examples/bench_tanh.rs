@@ -14,6 +14,7 @@ fn main() {
             let e = (x.clamp(-15.0, 15.0) * 2.0).exp();
             (e + 1.0).recip() * (-2.0) + 1.0
         }),
+        ("fast_tanh", |x| privrl_agents::nn::fast_tanh(x)),
         ("sigmoid", |x| burn::tensor::activation::sigmoid(x * 2.0) * 2.0 - 1.0),
         ("exp_neg_abs", |x| {
             // tanh(x) = sign(x) (1 − e^{−2|x|}) / (1 + e^{−2|x|})

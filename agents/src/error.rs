@@ -40,6 +40,17 @@ pub enum AgentError {
     /// A batch with no samples.
     #[error("empty batch passed to {0}; it needs at least one sample")]
     EmptyBatch(&'static str),
+    /// A per-layer DP-SGD clipping rule whose segments are not the network's parameters.
+    #[error("clipping layer_sizes {given:?} must equal the network's parameter sizes {expected:?}")]
+    ClippingLayout {
+        /// The segment sizes of the clipping rule.
+        given: Vec<usize>,
+        /// The network's parameter sizes, weight then bias, layer by layer.
+        expected: Vec<usize>,
+    },
+    /// A privacy mechanism refused its input.
+    #[error(transparent)]
+    Privacy(#[from] privrl_privacy::PrivacyError),
     /// The environment refused a step or a reset.
     #[error(transparent)]
     Env(#[from] EnvError),

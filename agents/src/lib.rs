@@ -24,6 +24,7 @@ pub mod heads;
 pub mod network;
 pub mod nn;
 pub mod optim;
+pub mod per_sample;
 pub mod ppo;
 pub mod record;
 pub mod reinforce;
@@ -42,6 +43,7 @@ pub use nn::{
     DenseConfig, ImageShape, LinearInputs, Mlp, MlpConfig, MultimodalNet, MultimodalNetConfig,
 };
 pub use optim::{AgentOptimizer, OptimizerKind};
+pub use per_sample::{dp_sgd_gradient, per_sample_gradients_by_loop, PerSampleFactors};
 pub use ppo::{AuxiliaryPolicyLoss, Ppo, PpoConfig, PpoStats};
 pub use record::{GradientRecord, NamedGradient};
 pub use reinforce::{EpisodeBatch, Reinforce, ReinforceConfig, ReinforceStats};

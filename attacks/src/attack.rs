@@ -60,6 +60,12 @@ pub struct AttackConfig {
     /// Learning-rate schedule within each stage.
     #[config(default = "LrSchedule::StepDecay")]
     pub schedule: LrSchedule,
+    /// Each stage runs from this many Gaussian initialisations and keeps the one with the
+    /// lowest final loss (Geiping et al.'s restarts; 1 is the paper's single run). Stage 1 is
+    /// cheap and has local minima where a ReLU pattern of the linear part is wrong, so a few
+    /// restarts make it much more reliable.
+    #[config(default = 1)]
+    pub restarts: usize,
     /// Standard deviation σ of the Gaussian initialisation N(0, σ²) of every free variable.
     #[config(default = 1.0)]
     pub init_std: f64,
@@ -111,6 +117,13 @@ impl AttackConfig {
         if self.iterations_per_stage == 0 {
             return Err(AttackError::OutOfRange {
                 name: "iterations_per_stage",
+                value: 0.0,
+                expected: ">= 1",
+            });
+        }
+        if self.restarts == 0 {
+            return Err(AttackError::OutOfRange {
+                name: "restarts",
                 value: 0.0,
                 expected: ">= 1",
             });
@@ -169,6 +182,8 @@ pub enum Stage {
 pub struct LossRecord {
     /// The stage.
     pub stage: Stage,
+    /// Which restart of the stage (0-based).
+    pub restart: usize,
     /// Iteration within the stage (before its Adam step).
     pub iteration: usize,
     /// Total loss: matching loss plus prior.
@@ -247,10 +262,9 @@ pub fn attack<B: Backend>(
                 layout.push(Block::DepthFeatures, e.d_output);
             }
             layout.push(Block::Vector, net.d_vector);
-            let mut theta = gaussian_noise(layout.len, config.init_std, &mut rng);
+            let free = layout.len;
             layout.append(&supervision_layout);
-            theta.extend_from_slice(&supervision);
-            let theta = problem.run_stage(Stage::LinearPart, &layout, theta, None, &mut history);
+            let theta = problem.run_restarts(Stage::LinearPart, &layout, free, &supervision, None, &mut rng, &mut history);
             let linear_part = LinearPartInput {
                 rgb_features: layout.read(Block::RgbFeatures, &theta),
                 depth_features: layout.read(Block::DepthFeatures, &theta),
@@ -268,11 +282,11 @@ pub fn attack<B: Backend>(
                 if let Some(len) = depth_len {
                     layout.push(Block::Depth, len);
                 }
-                let mut theta = gaussian_noise(layout.len, config.init_std, &mut rng);
+                let free = layout.len;
                 layout.append(&supervision_layout);
-                theta.extend_from_slice(&supervision);
                 let vector = crate::victim::tensor2::<Inner<B>>(&linear_part.vector, net.d_vector, victim.device());
-                let theta = problem.run_stage(Stage::Images, &layout, theta, Some(vector), &mut history);
+                let theta =
+                    problem.run_restarts(Stage::Images, &layout, free, &supervision, Some(vector), &mut rng, &mut history);
                 rgb = layout.read(Block::Rgb, &theta);
                 depth = layout.read(Block::Depth, &theta);
                 supervision = layout.read_all(&supervision_layout, &theta);
@@ -288,10 +302,9 @@ pub fn attack<B: Backend>(
                 layout.push(Block::Depth, len);
             }
             layout.push(Block::Vector, net.d_vector);
-            let mut theta = gaussian_noise(layout.len, config.init_std, &mut rng);
+            let free = layout.len;
             layout.append(&supervision_layout);
-            theta.extend_from_slice(&supervision);
-            let theta = problem.run_stage(Stage::Joint, &layout, theta, None, &mut history);
+            let theta = problem.run_restarts(Stage::Joint, &layout, free, &supervision, None, &mut rng, &mut history);
             let rgb = layout.read(Block::Rgb, &theta);
             let depth = layout.read(Block::Depth, &theta);
             let vector = layout.read(Block::Vector, &theta).unwrap_or_default();
@@ -591,27 +604,68 @@ impl<'a, B: Backend> Problem<'a, B> {
         loss
     }
 
-    /// Runs one stage from the initial values `theta` and returns the final values.
-    fn run_stage(
+    /// Runs a stage `restarts` times, each from `free` fresh Gaussian values followed by the
+    /// carried `supervision` values, and returns the final values of the run with the lowest
+    /// final loss.
+    #[allow(clippy::too_many_arguments)]
+    fn run_restarts(
         &self,
         stage: Stage,
         layout: &Layout,
-        theta: Vec<f32>,
+        free: usize,
+        supervision: &[f32],
         fixed_vector: Option<Tensor<Inner<B>, 2>>,
+        rng: &mut ChaCha8Rng,
         history: &mut Vec<LossRecord>,
     ) -> Vec<f32> {
+        let mut best: Option<(f64, Vec<f32>)> = None;
+        for restart in 0..self.config.restarts {
+            let mut theta = gaussian_noise(free, self.config.init_std, rng);
+            theta.extend_from_slice(supervision);
+            let (loss, theta) = self.run_stage(stage, restart, layout, theta, fixed_vector.as_ref(), history);
+            // A NaN loss never wins.
+            if best.as_ref().is_none_or(|(b, _)| loss < *b || b.is_nan()) {
+                best = Some((loss, theta));
+            }
+        }
+        best.map(|(_, theta)| theta).expect("at least one restart")
+    }
+
+    /// Runs one stage from the initial values `theta` and returns the loss at the final values
+    /// together with them.
+    fn run_stage(
+        &self,
+        stage: Stage,
+        restart: usize,
+        layout: &Layout,
+        theta: Vec<f32>,
+        fixed_vector: Option<&Tensor<Inner<B>, 2>>,
+        history: &mut Vec<LossRecord>,
+    ) -> (f64, Vec<f32>) {
         let device = self.victim.device();
         let iterations = self.config.iterations_per_stage;
         let mut theta = tensor1::<B>(&theta, device);
         let mut adam = self.config.optimizer.init::<B>(layout.len, device);
         let mut target_cache = None;
-        for iteration in 0..iterations {
+        for iteration in 0..=iterations {
             let tracked = Tensor::<Inner<B>, 1>::from_inner(theta.clone()).require_grad();
             let vars = self.split(layout, &tracked);
-            let loss = self.loss(stage, vars, fixed_vector.as_ref(), &mut target_cache);
-            if iteration % self.config.log_every == 0 || iteration + 1 == iterations {
+            let loss = self.loss(stage, vars, fixed_vector, &mut target_cache);
+            if iteration == iterations {
+                // The loss at the final values, without a step: what restarts compare.
+                let loss = f64::from(host(loss.inner())[0]);
                 history.push(LossRecord {
                     stage,
+                    restart,
+                    iteration,
+                    loss,
+                });
+                return (loss, host(theta));
+            }
+            if iteration % self.config.log_every == 0 {
+                history.push(LossRecord {
+                    stage,
+                    restart,
                     iteration,
                     loss: f64::from(host(loss.clone().inner())[0]),
                 });
@@ -622,7 +676,7 @@ impl<'a, B: Backend> Problem<'a, B> {
             let lr = self.config.schedule.lr(self.config.optimizer.lr, iteration, iterations);
             theta = adam.step(theta, gradient, lr);
         }
-        host(theta)
+        unreachable!("the loop returns at iteration == iterations")
     }
 }
 

@@ -4,7 +4,6 @@
 
 use burn::tensor::activation::softmax;
 use burn::tensor::backend::Backend;
-use burn::tensor::Tensor;
 use privrl_agents::heads::one_hot;
 use privrl_agents::{param_gradients, GradientRecord};
 use serde::{Deserialize, Serialize};

@@ -213,6 +213,24 @@ impl<B: Backend> Victim<B> {
         Ok(GradientRecord::from_grads(&self.net, &loss.backward()))
     }
 
+    /// The gradient of eq. 6's surrogate J̃ = Σ_n eᵀ F(x_n) for the given error direction
+    /// `e` (∇_{b_last} J of the shared gradient). For a batch of one and the true sample it
+    /// equals [`Victim::shared_gradient`]: the claim behind the error-direction attack.
+    pub fn error_direction_gradient(&self, samples: &[Sample], direction: &[f32]) -> Result<GradientRecord, AttackError> {
+        if direction.len() != self.num_actions() {
+            return Err(AttackError::ShapeMismatch {
+                what: "error direction",
+                expected: self.num_actions(),
+                got: direction.len(),
+            });
+        }
+        let (rgb, depth, vector) = self.state_tensors::<Outer<B>>(samples)?;
+        let output = self.net.forward(rgb, depth, vector);
+        let direction = tensor2::<Outer<B>>(direction, direction.len(), &self.device);
+        let surrogate = (output * direction).sum();
+        Ok(GradientRecord::from_grads(&self.net, &surrogate.backward()))
+    }
+
     /// The network output for one sample: Q̂(s, ·) for DQN, the logits for REINFORCE.
     pub fn output(&self, sample: &Sample) -> Result<Vec<f32>, AttackError> {
         let (rgb, depth, vector) = self.state_tensors::<Outer<B>>(std::slice::from_ref(sample))?;
@@ -271,7 +289,7 @@ impl<B: Backend> Victim<B> {
             return Err(AttackError::EmptyBatch);
         }
         let batch = samples.len();
-        let mut image = |name: &'static str,
+        let image = |name: &'static str,
                          shape: Option<privrl_agents::ImageShape>,
                          pick: &dyn Fn(&Sample) -> Option<&Vec<f32>>|
          -> Result<Option<Tensor<BB, 4>>, AttackError> {

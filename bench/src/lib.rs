@@ -8,7 +8,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use privrl_envs::{make, registry, Env, EnvError, Obs, VecEnv};
+use privrl_envs::{make, registry, Env, EnvError, Obs, RoomConfig, VecEnv};
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 
@@ -172,6 +172,23 @@ pub fn vec_env_steps_per_second(
     Ok((calls * num_envs as u64) as f64 / seconds)
 }
 
+/// Single-threaded frames per second of the room task in setting S1 (RGB + depth) with
+/// `size × size` images: `frames` random-action steps through `step_into`, each of which
+/// renders one frame (resets at the 100-step time limit render one more, not counted). Errors
+/// for `frames == 0` or a size outside `8..=1024`.
+pub fn room_frames_per_second(size: usize, frames: u64, seed: u64) -> Result<f64, EnvError> {
+    check_steps(frames)?;
+    let mut env = RoomConfig::s1().with_image_size(size).build()?;
+    let mut actions = RandomActions::new(num_actions(&env)?, seed);
+    let mut obs = vec![0.0; env.obs_len()];
+    env.reset_into(Some(seed), &mut obs)?;
+    let start = Instant::now();
+    let run = run_random_steps(&mut env, &mut actions, &mut obs, frames)?;
+    let seconds = start.elapsed().as_secs_f64();
+    black_box(run);
+    Ok(frames as f64 / seconds)
+}
+
 /// `(name, steps per second)` for every registered environment, as
 /// [`env_steps_per_second`] measures it with seed 0.
 pub fn env_throughput_table(steps: u64) -> Vec<(String, f64)> {
@@ -229,6 +246,19 @@ mod tests {
         ));
         assert!(vec_env_steps_per_second("cartpole-v1", 4, 100, 0).unwrap() > 0.0);
         assert!(env_steps_per_second_allocating("acrobot-v1", 100, 0).unwrap() > 0.0);
+    }
+
+    #[test]
+    fn room_frames_are_measured() {
+        assert!(room_frames_per_second(16, 150, 0).unwrap() > 0.0);
+        assert!(matches!(
+            room_frames_per_second(4, 10, 0),
+            Err(EnvError::InvalidParameter { .. })
+        ));
+        assert!(matches!(
+            room_frames_per_second(16, 0, 0),
+            Err(EnvError::InvalidParameter { .. })
+        ));
     }
 
     #[test]

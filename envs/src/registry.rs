@@ -63,11 +63,14 @@ const REGISTERED: [Registration; 4] = [
     },
 ];
 
+/// How a registered environment is built.
+type BuildEnv = fn() -> Box<dyn Env>;
+
 /// Environments with image observations: the active-perception room task in the paper's two
 /// settings (150 × 150 images; see [`crate::room`]). They have no Gymnasium counterpart or
 /// reward threshold, and their observations are multimodal, so [`registry`] (whose users
 /// tabulate throughput and random baselines over flat vectors) leaves them out.
-const RENDERED: [(&str, fn() -> Box<dyn Env>); 2] = [
+const RENDERED: [(&str, BuildEnv); 2] = [
     ("room-s1", || Box::new(RoomEnv::s1())),
     ("room-s2", || Box::new(RoomEnv::s2())),
 ];

@@ -124,6 +124,40 @@ impl DpSgd {
         self.config.noise_multiplier * self.sensitivity
     }
 
+    /// Noise multiplier σ.
+    pub fn noise_multiplier(&self) -> f64 {
+        self.config.noise_multiplier
+    }
+
+    /// The clipping rule.
+    pub fn clipping(&self) -> &Clipping {
+        &self.config.clipping
+    }
+
+    /// (1/L)(s + N(0, σ²S²I)) for a sum `s` of per-sample gradients that the caller has
+    /// already clipped by [`DpSgd::clipping`] (e.g. analytically, without materialising them).
+    pub fn noisy_mean_of_clipped_sum(
+        &self,
+        mut clipped_sum: Vec<f32>,
+        batch_size: f64,
+        rng: &mut impl Rng,
+    ) -> Result<Vec<f32>, PrivacyError> {
+        positive("batch_size", batch_size)?;
+        if clipped_sum.len() != self.config.dimension {
+            return Err(PrivacyError::DimensionMismatch {
+                name: "clipped gradient sum",
+                expected: self.config.dimension,
+                found: clipped_sum.len(),
+            });
+        }
+        all_finite("clipped gradient sum", &clipped_sum)?;
+        add_gaussian_noise(&mut clipped_sum, self.noise_std(), rng);
+        for x in clipped_sum.iter_mut() {
+            *x = saturating_f32(f64::from(*x) / batch_size);
+        }
+        Ok(clipped_sum)
+    }
+
     /// Clips one per-sample gradient in place by the configured rule.
     ///
     /// f32 rounding can leave the clipped norm a few ulps above C; the noise is calibrated to C.
@@ -150,15 +184,8 @@ impl DpSgd {
         Ok(())
     }
 
-    /// Σ_i clip(g_i) + N(0, σ²S²I).
-    ///
-    /// An empty batch is allowed and returns pure noise: under Poisson subsampling a step may
-    /// draw no sample, and skipping the noise then would break the accounting.
-    pub fn noisy_sum(
-        &self,
-        per_sample: &[Vec<f32>],
-        rng: &mut impl Rng,
-    ) -> Result<Vec<f32>, PrivacyError> {
+    /// Σ_i clip(g_i), accumulated in f64.
+    pub fn clipped_sum(&self, per_sample: &[Vec<f32>]) -> Result<Vec<f32>, PrivacyError> {
         let mut sum = vec![0.0f64; self.config.dimension];
         let mut scratch = vec![0.0f32; self.config.dimension];
         for g in per_sample {
@@ -175,7 +202,19 @@ impl DpSgd {
                 *s += f64::from(x);
             }
         }
-        let mut out: Vec<f32> = sum.iter().map(|&x| saturating_f32(x)).collect();
+        Ok(sum.iter().map(|&x| saturating_f32(x)).collect())
+    }
+
+    /// Σ_i clip(g_i) + N(0, σ²S²I).
+    ///
+    /// An empty batch is allowed and returns pure noise: under Poisson subsampling a step may
+    /// draw no sample, and skipping the noise then would break the accounting.
+    pub fn noisy_sum(
+        &self,
+        per_sample: &[Vec<f32>],
+        rng: &mut impl Rng,
+    ) -> Result<Vec<f32>, PrivacyError> {
+        let mut out = self.clipped_sum(per_sample)?;
         add_gaussian_noise(&mut out, self.noise_std(), rng);
         Ok(out)
     }
@@ -191,11 +230,7 @@ impl DpSgd {
         rng: &mut impl Rng,
     ) -> Result<Vec<f32>, PrivacyError> {
         positive("batch_size", batch_size)?;
-        let mut out = self.noisy_sum(per_sample, rng)?;
-        for x in out.iter_mut() {
-            *x = saturating_f32(f64::from(*x) / batch_size);
-        }
-        Ok(out)
+        self.noisy_mean_of_clipped_sum(self.clipped_sum(per_sample)?, batch_size, rng)
     }
 }
 

@@ -1,13 +1,25 @@
 //! `cargo xtask bench`: throughput tables in `runs/bench/`.
 
+use std::time::Instant;
+
 use anyhow::Result;
+use burn::backend::Autodiff;
+use burn::module::Module;
+use burn::optim::{AdamConfig, GradientsParams, Optimizer};
+use burn::tensor::backend::Backend;
+use burn::tensor::{Distribution, Tensor};
 use clap::Args;
+use privrl_agents::{dp_sgd_gradient, Mlp, MlpConfig};
 use privrl_bench::{
     env_steps_per_second, env_steps_per_second_allocating, vec_env_steps_per_second,
 };
 use privrl_envs::registry;
+use privrl_privacy::{Clipping, DirichletConfig, DpSgdConfig};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
+use crate::backend::{dispatch, BackendChoice, BackendTask};
 use crate::report::{Cell, Report};
 use crate::run::{suite_dir, write_json};
 use crate::sweep::progress_bar;
@@ -21,6 +33,12 @@ pub struct BenchArgs {
     /// Copies of the environment in the VecEnv measurement.
     #[arg(long, default_value_t = 16)]
     pub num_envs: usize,
+    /// Training steps per timing of the network benchmarks.
+    #[arg(long, default_value_t = 50)]
+    pub train_steps: usize,
+    /// Backend of the network benchmarks.
+    #[arg(long, value_enum, default_value_t = BackendChoice::default())]
+    pub backend: BackendChoice,
 }
 
 /// Steps per second of one environment, three ways.
@@ -81,11 +99,98 @@ pub fn env_throughput_table(report: &mut Report, rows: &[EnvThroughput], num_env
     );
 }
 
+/// Mean wall time of one training step of a (128,128) MLP on a batch of 128, plain and with
+/// DP-SGD (analytic per-sample clipping + Gaussian noise), and of the δ Monte Carlo.
+#[derive(Debug, Serialize)]
+pub struct DpSgdTimes {
+    /// Backend name.
+    pub backend: String,
+    /// Forward, backward and Adam step, ms.
+    pub plain_step_ms: f64,
+    /// Forward with probes, backward, clipping, noise and Adam step, ms.
+    pub dp_sgd_step_ms: f64,
+}
+
+/// Times [`DpSgdTimes`] on the chosen backend.
+pub struct DpSgdBench {
+    /// Steps to average over (after 3 warm-up steps).
+    pub steps: usize,
+}
+
+impl BackendTask for DpSgdBench {
+    type Output = DpSgdTimes;
+
+    fn run<B: Backend>(self, device: B::Device) -> Result<DpSgdTimes> {
+        type AB<B> = Autodiff<B>;
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        let (d_in, d_out, batch) = (64, 8, 128);
+        let mut mlp = MlpConfig::new(d_in, vec![128, 128], d_out).init::<AB<B>>(&device, &mut rng);
+        let x = Tensor::<AB<B>, 2>::random([batch, d_in], Distribution::Normal(0.0, 1.0), &device);
+        let dp = DpSgdConfig {
+            noise_multiplier: 1.0,
+            clipping: Clipping::Flat { clip: 1.0 },
+            dimension: mlp.num_params(),
+        }
+        .build()?;
+        let loss_of = |out: Tensor<AB<B>, 2>| out.powi_scalar(2).sum_dim(1).squeeze_dim::<1>(1);
+        let mut optimizer = AdamConfig::new().init::<AB<B>, Mlp<AB<B>>>();
+        let time = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
+            for _ in 0..3 {
+                f()?;
+            }
+            let start = Instant::now();
+            for _ in 0..self.steps {
+                f()?;
+            }
+            Ok(start.elapsed().as_secs_f64() * 1e3 / self.steps as f64)
+        };
+        let plain_step_ms = time(&mut || {
+            let grads = loss_of(mlp.forward(x.clone())).sum().backward();
+            let grads = GradientsParams::from_grads(grads, &mlp);
+            mlp = optimizer.step(1e-3, mlp.clone(), grads);
+            Ok(())
+        })?;
+        let dp_sgd_step_ms = time(&mut || {
+            let record = dp_sgd_gradient(&mlp, x.clone(), loss_of, &dp, batch as f64, &mut rng)?;
+            let grads = record.to_gradients_params(&mlp)?;
+            mlp = optimizer.step(1e-3, mlp.clone(), grads);
+            Ok(())
+        })?;
+        Ok(DpSgdTimes {
+            backend: B::name(&device),
+            plain_step_ms,
+            dp_sgd_step_ms,
+        })
+    }
+}
+
 /// Runs the benchmarks and writes `runs/bench/report.md` and `runs/bench/bench.json`.
 pub fn run(args: BenchArgs) -> Result<()> {
     let dir = suite_dir("bench")?;
     let envs = env_throughput(args.env_steps, args.num_envs)?;
-    write_json(&dir.join("bench.json"), &envs)?;
+    let dp_sgd = dispatch(
+        args.backend,
+        DpSgdBench {
+            steps: args.train_steps,
+        },
+    )?;
+    let mut delta_timer = ChaCha8Rng::seed_from_u64(0);
+    let start = Instant::now();
+    let delta = DirichletConfig {
+        actions: 6,
+        concentration: 50.0,
+        eta: 0.05,
+        tau: 0.01,
+        lipschitz: 1.0,
+        adjacency: 0.1,
+    }
+    .build()?
+    .delta_monte_carlo(1_000_000, 0.95, &mut delta_timer)?;
+    let delta_ms = start.elapsed().as_secs_f64() * 1e3;
+    write_json(
+        &dir.join("bench.json"),
+        &serde_json::json!({ "envs": envs, "dp_sgd": dp_sgd, "dirichlet_delta_mc_1e6_m6_ms": delta_ms }),
+    )?;
     let mut report = Report::new(&dir, "privrl benchmarks");
     report
         .paragraph(&format!(
@@ -95,6 +200,38 @@ pub fn run(args: BenchArgs) -> Result<()> {
         ))
         .heading("Environment steps per second");
     env_throughput_table(&mut report, &envs, args.num_envs);
+    report
+        .heading("Privacy")
+        .paragraph(&format!(
+            "Backend `{}`. A training step of a (128,128) MLP (64 inputs, 8 outputs) on a batch \
+             of 128 with Adam: plain, and DP-SGD with per-sample gradients computed \
+             analytically (one batched pass), flat clipping and Gaussian noise. Mean of {} steps.",
+            dp_sgd.backend, args.train_steps
+        ))
+        .table(
+            &["measurement", "value"],
+            vec![
+                vec![
+                    Cell::from("plain step (ms)"),
+                    Cell::from(dp_sgd.plain_step_ms),
+                ],
+                vec![
+                    Cell::from("DP-SGD step (ms)"),
+                    Cell::from(dp_sgd.dp_sgd_step_ms),
+                ],
+                vec![
+                    Cell::from("DP-SGD / plain"),
+                    Cell::from(dp_sgd.dp_sgd_step_ms / dp_sgd.plain_step_ms),
+                ],
+                vec![
+                    Cell::from(format!(
+                        "Dirichlet δ by Monte Carlo, 10⁶ draws, m = 6 (ms; δ = {:.3e} ± {:.1e})",
+                        delta.delta, delta.half_width
+                    )),
+                    Cell::from(delta_ms),
+                ],
+            ],
+        );
     report.reproduce(&[format!(
         "cargo xtask bench --env-steps {} --num-envs {}",
         args.env_steps, args.num_envs

@@ -576,9 +576,9 @@ impl Layout {
 
     fn check_object(&self, object: &Object) -> Result<(), EnvError> {
         let room = [self.width_m, self.length_m, self.height_m];
-        for axis in 0..3 {
+        for (axis, &extent) in room.iter().enumerate() {
             let (lo, hi) = (object.min[axis], object.max[axis]);
-            if !(lo.is_finite() && hi.is_finite() && 0.0 <= lo && lo < hi && hi <= room[axis]) {
+            if !(lo.is_finite() && hi.is_finite() && 0.0 <= lo && lo < hi && hi <= extent) {
                 return Err(EnvError::InvalidParameter {
                     name: "object".into(),
                     value: f64::from(if lo.is_finite() && lo >= 0.0 { hi } else { lo }),
@@ -591,6 +591,12 @@ impl Layout {
             }
         }
         Ok(())
+    }
+
+    /// Generates layout `index` (0–29) of `room_type` afresh: a deterministic function of the
+    /// two. `None` when `index >= 30`. [`Layout::generated`] caches all 120.
+    pub fn generate(room_type: RoomType, index: usize) -> Option<Layout> {
+        (index < LAYOUTS_PER_TYPE).then(|| generate(room_type, index))
     }
 
     /// The generated layout `index` (0–29) of `room_type`, built once per process (all 120
@@ -771,6 +777,9 @@ impl Layout {
                 best = (size, start);
             }
         }
+        if best.0 == 0 {
+            return Vec::new();
+        }
         (0..free.len())
             .filter(|&cell| label[cell] == best.1)
             .map(|cell| center(cell % nx, cell / nx))
@@ -790,7 +799,8 @@ impl Layout {
                         }
                     } else {
                         let inv = 1.0 / d[a];
-                        let (mut ta, mut tb) = ((o.min[a] - from[a]) * inv, (o.max[a] - from[a]) * inv);
+                        let (mut ta, mut tb) =
+                            ((o.min[a] - from[a]) * inv, (o.max[a] - from[a]) * inv);
                         if ta > tb {
                             std::mem::swap(&mut ta, &mut tb);
                         }
@@ -1025,11 +1035,15 @@ impl Builder {
     }
 
     fn add(&mut self, object: Object) {
-        let room = [self.layout.width_m, self.layout.length_m, self.layout.height_m];
+        let room = [
+            self.layout.width_m,
+            self.layout.length_m,
+            self.layout.height_m,
+        ];
         let mut object = object;
-        for a in 0..3 {
-            object.min[a] = object.min[a].clamp(0.0, room[a]);
-            object.max[a] = object.max[a].clamp(0.0, room[a]);
+        for (a, &extent) in room.iter().enumerate() {
+            object.min[a] = object.min[a].clamp(0.0, extent);
+            object.max[a] = object.max[a].clamp(0.0, extent);
         }
         if (0..3).all(|a| object.min[a] < object.max[a]) {
             self.layout.objects.push(object);
@@ -1038,7 +1052,13 @@ impl Builder {
 
     /// Finds a spot of `width × depth` against one of `walls`, at least `margin` from anything
     /// taken, and reserves it.
-    fn place_on_wall(&mut self, walls: &[Wall], width: f32, depth: f32, margin: f32) -> Option<Frame> {
+    fn place_on_wall(
+        &mut self,
+        walls: &[Wall],
+        width: f32,
+        depth: f32,
+        margin: f32,
+    ) -> Option<Frame> {
         for _ in 0..60 {
             let wall = self.pick(walls);
             let len = self.wall_len(wall);
@@ -1070,7 +1090,14 @@ impl Builder {
     }
 
     /// Reserves `width × depth` at a given spot against a wall, if it is free.
-    fn place_at(&mut self, wall: Wall, a0: f32, width: f32, depth: f32, margin: f32) -> Option<Frame> {
+    fn place_at(
+        &mut self,
+        wall: Wall,
+        a0: f32,
+        width: f32,
+        depth: f32,
+        margin: f32,
+    ) -> Option<Frame> {
         let len = self.wall_len(wall);
         if a0 < 0.0 || a0 + width > len {
             return None;
@@ -1146,7 +1173,14 @@ impl Builder {
     }
 
     /// Tries to hang a decoration of `width` somewhere on `walls` between heights `z`.
-    fn hang(&mut self, walls: &[Wall], width: f32, z: (f32, f32), kind: ObjectKind, material: Material) -> bool {
+    fn hang(
+        &mut self,
+        walls: &[Wall],
+        width: f32,
+        z: (f32, f32),
+        kind: ObjectKind,
+        material: Material,
+    ) -> bool {
         for _ in 0..40 {
             let wall = self.pick(walls);
             let len = self.wall_len(wall);
@@ -1279,11 +1313,11 @@ impl Builder {
 
     fn wood_tone(&mut self) -> (Rgb, Rgb) {
         let tones = [
-            ([0.78, 0.6, 0.4], [0.55, 0.38, 0.22]),    // oak
-            ([0.55, 0.36, 0.22], [0.33, 0.2, 0.12]),   // walnut
-            ([0.85, 0.75, 0.6], [0.68, 0.56, 0.42]),   // birch
-            ([0.6, 0.58, 0.55], [0.42, 0.4, 0.38]),    // grey-washed
-            ([0.7, 0.45, 0.3], [0.48, 0.28, 0.18]),    // cherry
+            ([0.78, 0.6, 0.4], [0.55, 0.38, 0.22]),  // oak
+            ([0.55, 0.36, 0.22], [0.33, 0.2, 0.12]), // walnut
+            ([0.85, 0.75, 0.6], [0.68, 0.56, 0.42]), // birch
+            ([0.6, 0.58, 0.55], [0.42, 0.4, 0.38]),  // grey-washed
+            ([0.7, 0.45, 0.3], [0.48, 0.28, 0.18]),  // cherry
         ];
         let (light, dark) = self.pick(&tones);
         (self.jitter(light, 0.04), self.jitter(dark, 0.03))
@@ -1360,7 +1394,12 @@ impl Builder {
                 },
                 false,
             );
-            let towel = self.pick(&[[0.9, 0.5, 0.4], [0.3, 0.5, 0.7], [0.95, 0.95, 0.9], [0.5, 0.7, 0.5]]);
+            let towel = self.pick(&[
+                [0.9, 0.5, 0.4],
+                [0.3, 0.5, 0.7],
+                [0.95, 0.95, 0.9],
+                [0.5, 0.7, 0.5],
+            ]);
             // Bath mat in front of the tub.
             let mat = self.wall_rect(f.wall, f.a0 + 0.3, f.a0 + 0.9, 0.8, 1.3);
             self.add(
@@ -1390,49 +1429,143 @@ impl Builder {
 
         // Toilet: tank against the wall, bowl in front.
         if let Some(f) = self.place_on_wall(&Wall::ALL, 0.45, 0.7, 0.1) {
-            self.part(f, ObjectKind::Toilet, (0.0, 0.45), (0.0, 0.2), (0.0, 0.8), Material::Ceramic { color: ceramic }, false);
-            self.part(f, ObjectKind::Toilet, (0.04, 0.41), (0.2, 0.7), (0.0, 0.42), Material::Ceramic { color: ceramic }, false);
+            self.part(
+                f,
+                ObjectKind::Toilet,
+                (0.0, 0.45),
+                (0.0, 0.2),
+                (0.0, 0.8),
+                Material::Ceramic { color: ceramic },
+                false,
+            );
+            self.part(
+                f,
+                ObjectKind::Toilet,
+                (0.04, 0.41),
+                (0.2, 0.7),
+                (0.0, 0.42),
+                Material::Ceramic { color: ceramic },
+                false,
+            );
         }
 
         // Vanity with a basin and a mirror above.
         let vanity_w = self.range(0.6, 1.2);
         if let Some(f) = self.place_on_wall(&Wall::ALL, vanity_w, 0.5, 0.1) {
-            let cabinet = self.pick(&[[0.95, 0.95, 0.95], [0.55, 0.4, 0.28], [0.35, 0.4, 0.5], [0.8, 0.75, 0.65]]);
-            self.part(f, ObjectKind::Vanity, (0.0, f.width), (0.0, 0.5), (0.0, 0.82), Material::Cabinets { color: cabinet, door_m: f.width / 2.0 }, true);
-            self.part(f, ObjectKind::Vanity, (0.0, f.width), (0.0, 0.52), (0.82, 0.86), Material::Stone { color: [0.85, 0.84, 0.82] }, false);
+            let cabinet = self.pick(&[
+                [0.95, 0.95, 0.95],
+                [0.55, 0.4, 0.28],
+                [0.35, 0.4, 0.5],
+                [0.8, 0.75, 0.65],
+            ]);
+            self.part(
+                f,
+                ObjectKind::Vanity,
+                (0.0, f.width),
+                (0.0, 0.5),
+                (0.0, 0.82),
+                Material::Cabinets {
+                    color: cabinet,
+                    door_m: f.width / 2.0,
+                },
+                true,
+            );
+            self.part(
+                f,
+                ObjectKind::Vanity,
+                (0.0, f.width),
+                (0.0, 0.52),
+                (0.82, 0.86),
+                Material::Stone {
+                    color: [0.85, 0.84, 0.82],
+                },
+                false,
+            );
             let basin_w = 0.45f32.min(f.width - 0.1);
             let b0 = 0.5 * (f.width - basin_w);
-            self.part(f, ObjectKind::Sink, (b0, b0 + basin_w), (0.08, 0.44), (0.86, 0.88), Material::Basin { color: ceramic, inner: [0.86, 0.88, 0.9] }, false);
+            self.part(
+                f,
+                ObjectKind::Sink,
+                (b0, b0 + basin_w),
+                (0.08, 0.44),
+                (0.86, 0.88),
+                Material::Basin {
+                    color: ceramic,
+                    inner: [0.86, 0.88, 0.9],
+                },
+                false,
+            );
             let top = self.wall_rect(f.wall, f.a0, f.a0 + f.width, 0.0, 0.5);
             // Target goes beside the basin, so offer the whole top (the target check avoids the
             // basin).
             self.supports.push((top, 0.86));
             let frame = self.pick(&[[0.2, 0.2, 0.22], [0.8, 0.8, 0.8], [0.7, 0.55, 0.3]]);
-            self.decoration(f.wall, (f.a0 + 0.05, f.a0 + f.width - 0.05), (1.1, 1.85), 0.03, ObjectKind::Mirror, Material::Mirror { frame });
+            self.decoration(
+                f.wall,
+                (f.a0 + 0.05, f.a0 + f.width - 0.05),
+                (1.1, 1.85),
+                0.03,
+                ObjectKind::Mirror,
+                Material::Mirror { frame },
+            );
         }
 
         if self.chance(0.5) {
             if let Some(f) = self.place_on_wall(&Wall::ALL, 0.5, 0.35, 0.1) {
                 let color = self.pick(&[[0.95, 0.95, 0.95], [0.6, 0.45, 0.3]]);
-                self.part(f, ObjectKind::Cabinet, (0.0, 0.5), (0.0, 0.35), (0.0, 1.8), Material::Cabinets { color, door_m: 0.5 }, true);
+                self.part(
+                    f,
+                    ObjectKind::Cabinet,
+                    (0.0, 0.5),
+                    (0.0, 0.35),
+                    (0.0, 1.8),
+                    Material::Cabinets { color, door_m: 0.5 },
+                    true,
+                );
             }
         }
         if self.chance(0.5) {
             if let Some(f) = self.place_on_wall(&Wall::ALL, 0.4, 0.35, 0.1) {
                 let (light, dark) = ([0.75, 0.65, 0.45], [0.55, 0.45, 0.3]);
-                self.part(f, ObjectKind::Basket, (0.0, 0.4), (0.02, 0.35), (0.0, 0.5), Material::Wood { light, dark, plank_m: 0.04, along_y: false }, false);
+                self.part(
+                    f,
+                    ObjectKind::Basket,
+                    (0.0, 0.4),
+                    (0.02, 0.35),
+                    (0.0, 0.5),
+                    Material::Wood {
+                        light,
+                        dark,
+                        plank_m: 0.04,
+                        along_y: false,
+                    },
+                    false,
+                );
             }
         }
         if self.chance(0.6) {
             if let Some(r) = self.place_free(0.35, 0.35, 0.5) {
                 let wood = self.wood(0.0);
-                self.add(Object::new(ObjectKind::Stool, [r[0], r[1], 0.0], [r[2], r[3], 0.45], wood));
+                self.add(Object::new(
+                    ObjectKind::Stool,
+                    [r[0], r[1], 0.0],
+                    [r[2], r[3], 0.45],
+                    wood,
+                ));
                 self.supports.push((r, 0.45));
             }
         }
         if self.chance(0.6) {
             let width = self.range(0.5, 0.9);
-            self.hang(&Wall::ALL, width, (1.5, 2.1), ObjectKind::Window, Material::Window { frame: [0.95, 0.95, 0.93] });
+            self.hang(
+                &Wall::ALL,
+                width,
+                (1.5, 2.1),
+                ObjectKind::Window,
+                Material::Window {
+                    frame: [0.95, 0.95, 0.93],
+                },
+            );
         }
     }
 
@@ -1468,14 +1601,23 @@ impl Builder {
         self.layout.floor = if self.rng.random_bool(0.6) {
             self.wood(0.16)
         } else {
-            let color = self.pick(&[[0.75, 0.7, 0.62], [0.5, 0.52, 0.58], [0.6, 0.5, 0.45], [0.4, 0.45, 0.55]]);
+            let color = self.pick(&[
+                [0.75, 0.7, 0.62],
+                [0.5, 0.52, 0.58],
+                [0.6, 0.5, 0.45],
+                [0.4, 0.45, 0.55],
+            ]);
             Material::Carpet { color }
         };
         self.door();
 
         // Bed: headboard against the wall, frame, mattress, blanket, pillows.
         let double = self.rng.random_bool(0.7);
-        let bed_w = if double { self.range(1.4, 1.8) } else { self.range(0.9, 1.05) };
+        let bed_w = if double {
+            self.range(1.4, 1.8)
+        } else {
+            self.range(0.9, 1.05)
+        };
         let bed_l = self.range(1.95, 2.1);
         let frame_wood = self.wood(0.0);
         if let Some(f) = self.place_on_wall(&Wall::ALL, bed_w, bed_l, 0.1) {
@@ -1485,35 +1627,135 @@ impl Builder {
             } else {
                 self.fabric(&[[0.35, 0.35, 0.4], [0.75, 0.7, 0.62], [0.3, 0.4, 0.55]])
             };
-            self.part(f, ObjectKind::Headboard, (0.0, f.width), (0.0, 0.08), (0.0, headboard_h), headboard, false);
-            self.part(f, ObjectKind::Bed, (0.0, f.width), (0.08, f.depth), (0.0, 0.3), frame_wood, false);
-            self.part(f, ObjectKind::Mattress, (0.03, f.width - 0.03), (0.1, f.depth - 0.03), (0.3, 0.52), Material::Fabric { color: [0.95, 0.95, 0.93] }, false);
-            let blanket = self.pick(&[[0.3, 0.4, 0.6], [0.7, 0.3, 0.3], [0.85, 0.8, 0.65], [0.35, 0.55, 0.45], [0.55, 0.5, 0.65], [0.9, 0.9, 0.9]]);
+            self.part(
+                f,
+                ObjectKind::Headboard,
+                (0.0, f.width),
+                (0.0, 0.08),
+                (0.0, headboard_h),
+                headboard,
+                false,
+            );
+            self.part(
+                f,
+                ObjectKind::Bed,
+                (0.0, f.width),
+                (0.08, f.depth),
+                (0.0, 0.3),
+                frame_wood,
+                false,
+            );
+            self.part(
+                f,
+                ObjectKind::Mattress,
+                (0.03, f.width - 0.03),
+                (0.1, f.depth - 0.03),
+                (0.3, 0.52),
+                Material::Fabric {
+                    color: [0.95, 0.95, 0.93],
+                },
+                false,
+            );
+            let blanket = self.pick(&[
+                [0.3, 0.4, 0.6],
+                [0.7, 0.3, 0.3],
+                [0.85, 0.8, 0.65],
+                [0.35, 0.55, 0.45],
+                [0.55, 0.5, 0.65],
+                [0.9, 0.9, 0.9],
+            ]);
             let stripe = self.jitter(scale3(blanket, 0.75), 0.05);
-            self.part(f, ObjectKind::Blanket, (0.0, f.width), (0.65, f.depth), (0.3, 0.56), Material::Blanket { color: blanket, stripe }, false);
-            let pillow = Material::Fabric { color: [0.97, 0.96, 0.93] };
+            self.part(
+                f,
+                ObjectKind::Blanket,
+                (0.0, f.width),
+                (0.65, f.depth),
+                (0.3, 0.56),
+                Material::Blanket {
+                    color: blanket,
+                    stripe,
+                },
+                false,
+            );
+            let pillow = Material::Fabric {
+                color: [0.97, 0.96, 0.93],
+            };
             if double {
                 let half = 0.5 * f.width;
-                self.part(f, ObjectKind::Pillow, (0.08, half - 0.05), (0.15, 0.5), (0.52, 0.64), pillow, false);
-                self.part(f, ObjectKind::Pillow, (half + 0.05, f.width - 0.08), (0.15, 0.5), (0.52, 0.64), pillow, false);
+                self.part(
+                    f,
+                    ObjectKind::Pillow,
+                    (0.08, half - 0.05),
+                    (0.15, 0.5),
+                    (0.52, 0.64),
+                    pillow,
+                    false,
+                );
+                self.part(
+                    f,
+                    ObjectKind::Pillow,
+                    (half + 0.05, f.width - 0.08),
+                    (0.15, 0.5),
+                    (0.52, 0.64),
+                    pillow,
+                    false,
+                );
             } else {
-                self.part(f, ObjectKind::Pillow, (0.08, f.width - 0.08), (0.15, 0.5), (0.52, 0.64), pillow, false);
+                self.part(
+                    f,
+                    ObjectKind::Pillow,
+                    (0.08, f.width - 0.08),
+                    (0.15, 0.5),
+                    (0.52, 0.64),
+                    pillow,
+                    false,
+                );
             }
             let top = self.wall_rect(f.wall, f.a0 + 0.1, f.a0 + f.width - 0.1, 0.7, f.depth - 0.1);
             self.supports.push((top, 0.56));
             // Nightstands on either side.
             let stand_wood = self.wood(0.0);
             for side in [-1.0f32, 1.0] {
-                let a0 = if side < 0.0 { f.a0 - 0.5 } else { f.a0 + f.width + 0.05 };
+                let a0 = if side < 0.0 {
+                    f.a0 - 0.5
+                } else {
+                    f.a0 + f.width + 0.05
+                };
                 if self.chance(0.8) {
                     if let Some(n) = self.place_at(f.wall, a0, 0.45, 0.4, 0.02) {
-                        self.part(n, ObjectKind::Nightstand, (0.0, 0.45), (0.0, 0.4), (0.0, 0.55), stand_wood, false);
+                        self.part(
+                            n,
+                            ObjectKind::Nightstand,
+                            (0.0, 0.45),
+                            (0.0, 0.4),
+                            (0.0, 0.55),
+                            stand_wood,
+                            false,
+                        );
                         let top = self.wall_rect(n.wall, n.a0, n.a0 + 0.45, 0.0, 0.4);
                         if self.chance(0.5) {
                             // Lamp at the back of the nightstand.
-                            self.part(n, ObjectKind::Lamp, (0.2, 0.25), (0.1, 0.15), (0.55, 0.8), Material::Metal { color: [0.7, 0.68, 0.6] }, false);
+                            self.part(
+                                n,
+                                ObjectKind::Lamp,
+                                (0.2, 0.25),
+                                (0.1, 0.15),
+                                (0.55, 0.8),
+                                Material::Metal {
+                                    color: [0.7, 0.68, 0.6],
+                                },
+                                false,
+                            );
                             let shade = self.pick(&[[0.95, 0.9, 0.75], [0.9, 0.9, 0.9]]);
-                            self.part(n, ObjectKind::Lamp, (0.1, 0.35), (0.02, 0.24), (0.8, 1.02), Material::Lamp { color: shade }, false);
+                            self.part(
+                                n,
+                                ObjectKind::Lamp,
+                                (0.1, 0.35),
+                                (0.02, 0.24),
+                                (0.8, 1.02),
+                                Material::Lamp { color: shade },
+                                false,
+                            );
                         }
                         self.supports.push((top, 0.55));
                     }
@@ -1524,11 +1766,28 @@ impl Builder {
                 let a0 = f.a0 + 0.5 * (f.width - width);
                 let sky = self.pick(&[[0.55, 0.7, 0.9], [0.95, 0.75, 0.45], [0.85, 0.85, 0.8]]);
                 let ground = self.pick(&[[0.3, 0.5, 0.25], [0.2, 0.3, 0.45], [0.6, 0.25, 0.2]]);
-                self.decoration(f.wall, (a0, a0 + width), (1.35, 1.85), 0.03, ObjectKind::Painting, Material::Painting { frame: [0.15, 0.12, 0.1], sky, ground });
+                self.decoration(
+                    f.wall,
+                    (a0, a0 + width),
+                    (1.35, 1.85),
+                    0.03,
+                    ObjectKind::Painting,
+                    Material::Painting {
+                        frame: [0.15, 0.12, 0.1],
+                        sky,
+                        ground,
+                    },
+                );
             }
             // Rug at the foot or side of the bed.
             if self.chance(0.6) {
-                let rug = self.wall_rect(f.wall, f.a0 - 0.4, f.a0 + f.width + 0.4, f.depth - 0.6, f.depth + 0.8);
+                let rug = self.wall_rect(
+                    f.wall,
+                    f.a0 - 0.4,
+                    f.a0 + f.width + 0.4,
+                    f.depth - 0.6,
+                    f.depth + 0.8,
+                );
                 self.rug(rug);
             }
         }
@@ -1540,18 +1799,63 @@ impl Builder {
                 Material::Wood { light, .. } => light,
                 _ => [0.8, 0.7, 0.55],
             };
-            let color = if self.rng.random_bool(0.4) { [0.93, 0.93, 0.92] } else { color };
+            let color = if self.rng.random_bool(0.4) {
+                [0.93, 0.93, 0.92]
+            } else {
+                color
+            };
             let height = self.range(1.9, 2.2);
-            self.part(f, ObjectKind::Wardrobe, (0.0, f.width), (0.0, 0.6), (0.0, height), Material::Cabinets { color, door_m: f.width / 2.0 }, true);
+            self.part(
+                f,
+                ObjectKind::Wardrobe,
+                (0.0, f.width),
+                (0.0, 0.6),
+                (0.0, height),
+                Material::Cabinets {
+                    color,
+                    door_m: f.width / 2.0,
+                },
+                true,
+            );
         }
 
         if self.chance(0.7) {
             let desk_w = self.range(1.0, 1.4);
             if let Some(f) = self.place_on_wall(&Wall::ALL, desk_w, 1.15, 0.1) {
                 let wood = self.wood(0.0);
-                self.part(f, ObjectKind::Desk, (0.0, f.width), (0.0, 0.6), (0.72, 0.76), wood, false);
-                self.part(f, ObjectKind::Desk, (0.0, 0.45), (0.02, 0.58), (0.0, 0.72), Material::Cabinets { color: match wood { Material::Wood { light, .. } => light, _ => [0.7, 0.6, 0.5] }, door_m: 0.45 }, true);
-                self.part(f, ObjectKind::Desk, (f.width - 0.04, f.width), (0.02, 0.58), (0.0, 0.72), wood, false);
+                self.part(
+                    f,
+                    ObjectKind::Desk,
+                    (0.0, f.width),
+                    (0.0, 0.6),
+                    (0.72, 0.76),
+                    wood,
+                    false,
+                );
+                self.part(
+                    f,
+                    ObjectKind::Desk,
+                    (0.0, 0.45),
+                    (0.02, 0.58),
+                    (0.0, 0.72),
+                    Material::Cabinets {
+                        color: match wood {
+                            Material::Wood { light, .. } => light,
+                            _ => [0.7, 0.6, 0.5],
+                        },
+                        door_m: 0.45,
+                    },
+                    true,
+                );
+                self.part(
+                    f,
+                    ObjectKind::Desk,
+                    (f.width - 0.04, f.width),
+                    (0.02, 0.58),
+                    (0.0, 0.72),
+                    wood,
+                    false,
+                );
                 let top = self.wall_rect(f.wall, f.a0, f.a0 + f.width, 0.0, 0.6);
                 self.supports.push((top, 0.76));
                 self.chair(f, 0.5 * (f.width + 0.45) - 0.22, 0.65);
@@ -1561,7 +1865,18 @@ impl Builder {
             let w = self.range(0.8, 1.2);
             if let Some(f) = self.place_on_wall(&Wall::ALL, w, 0.5, 0.1) {
                 let color = self.pick(&[[0.93, 0.93, 0.92], [0.6, 0.42, 0.28], [0.75, 0.65, 0.5]]);
-                self.part(f, ObjectKind::Dresser, (0.0, f.width), (0.0, 0.5), (0.0, 0.85), Material::Cabinets { color, door_m: f.width / 3.0 }, true);
+                self.part(
+                    f,
+                    ObjectKind::Dresser,
+                    (0.0, f.width),
+                    (0.0, 0.5),
+                    (0.0, 0.85),
+                    Material::Cabinets {
+                        color,
+                        door_m: f.width / 3.0,
+                    },
+                    true,
+                );
                 let top = self.wall_rect(f.wall, f.a0, f.a0 + f.width, 0.0, 0.5);
                 self.supports.push((top, 0.85));
             }
@@ -1576,10 +1891,31 @@ impl Builder {
     /// A chair in front of a table or desk frame: seat block and backrest, `d0` out from the
     /// wall, `a0` along it.
     fn chair(&mut self, f: Frame, a0: f32, d0: f32) {
-        let color = self.pick(&[[0.3, 0.3, 0.32], [0.55, 0.38, 0.25], [0.8, 0.2, 0.2], [0.85, 0.85, 0.85]]);
+        let color = self.pick(&[
+            [0.3, 0.3, 0.32],
+            [0.55, 0.38, 0.25],
+            [0.8, 0.2, 0.2],
+            [0.85, 0.85, 0.85],
+        ]);
         let m = Material::Fabric { color };
-        self.part(f, ObjectKind::Chair, (a0, a0 + 0.44), (d0, d0 + 0.44), (0.0, 0.46), m, false);
-        self.part(f, ObjectKind::Chair, (a0, a0 + 0.44), (d0 + 0.38, d0 + 0.44), (0.46, 0.9), m, false);
+        self.part(
+            f,
+            ObjectKind::Chair,
+            (a0, a0 + 0.44),
+            (d0, d0 + 0.44),
+            (0.0, 0.46),
+            m,
+            false,
+        );
+        self.part(
+            f,
+            ObjectKind::Chair,
+            (a0, a0 + 0.44),
+            (d0 + 0.38, d0 + 0.44),
+            (0.46, 0.9),
+            m,
+            false,
+        );
     }
 
     fn kitchen(&mut self) {
@@ -1616,13 +1952,27 @@ impl Builder {
             [0.3, 0.3, 0.32],
             [0.8, 0.7, 0.55],
         ]);
-        let stone = self.pick(&[[0.2, 0.2, 0.22], [0.85, 0.85, 0.83], [0.55, 0.5, 0.45], [0.7, 0.68, 0.65]]);
-        let splash = self.pick(&[[0.95, 0.95, 0.95], [0.6, 0.75, 0.85], [0.85, 0.7, 0.5], [0.4, 0.55, 0.5]]);
+        let stone = self.pick(&[
+            [0.2, 0.2, 0.22],
+            [0.85, 0.85, 0.83],
+            [0.55, 0.5, 0.45],
+            [0.7, 0.68, 0.65],
+        ]);
+        let splash = self.pick(&[
+            [0.95, 0.95, 0.95],
+            [0.6, 0.75, 0.85],
+            [0.85, 0.7, 0.5],
+            [0.4, 0.55, 0.5],
+        ]);
         let metal = [0.78, 0.79, 0.8];
 
         // Counter runs: one wall, or two adjacent walls (L shape).
         let first = self.pick(&Wall::ALL);
-        let walls = if self.chance(0.5) { vec![first, first.next()] } else { vec![first] };
+        let walls = if self.chance(0.5) {
+            vec![first, first.next()]
+        } else {
+            vec![first]
+        };
         let mut fridge_done = false;
         for (run, &wall) in walls.iter().enumerate() {
             let len = self.wall_len(wall);
@@ -1641,44 +1991,130 @@ impl Builder {
             let mut c0 = 0.0;
             let mut c1 = f.width;
             if !fridge_done && f.width > 2.0 {
-                // Fridge at the far end of the run.
-                let (fa, fb) = if at_start && run == 0 { (f.width - 0.72, f.width) } else if run == 1 { (f.width - 0.72, f.width) } else { (0.0, 0.72) };
+                // Fridge at the end of the run away from the corner the run starts in.
+                let (fa, fb) = if at_start || run == 1 {
+                    (f.width - 0.72, f.width)
+                } else {
+                    (0.0, 0.72)
+                };
                 let fh = self.range(1.75, 2.0);
                 let fridge_color = self.pick(&[metal, [0.95, 0.95, 0.95], [0.25, 0.25, 0.27]]);
-                self.part(f, ObjectKind::Fridge, (fa, fb), (0.0, 0.68), (0.0, fh), Material::Fridge { color: fridge_color }, true);
-                if fa == 0.0 { c0 = 0.74 } else { c1 = fa - 0.02 }
+                self.part(
+                    f,
+                    ObjectKind::Fridge,
+                    (fa, fb),
+                    (0.0, 0.68),
+                    (0.0, fh),
+                    Material::Fridge {
+                        color: fridge_color,
+                    },
+                    true,
+                );
+                if fa == 0.0 {
+                    c0 = 0.74
+                } else {
+                    c1 = fa - 0.02
+                }
                 fridge_done = true;
             }
-            self.part(f, ObjectKind::Counter, (c0, c1), (0.0, 0.6), (0.0, 0.86), Material::Cabinets { color: cabinet, door_m: 0.6 }, true);
-            self.part(f, ObjectKind::Countertop, (c0, c1), (0.0, 0.63), (0.86, 0.9), Material::Stone { color: stone }, false);
+            self.part(
+                f,
+                ObjectKind::Counter,
+                (c0, c1),
+                (0.0, 0.6),
+                (0.0, 0.86),
+                Material::Cabinets {
+                    color: cabinet,
+                    door_m: 0.6,
+                },
+                true,
+            );
+            self.part(
+                f,
+                ObjectKind::Countertop,
+                (c0, c1),
+                (0.0, 0.63),
+                (0.86, 0.9),
+                Material::Stone { color: stone },
+                false,
+            );
             let top = self.wall_rect(f.wall, f.a0 + c0, f.a0 + c1, 0.0, 0.6);
             self.supports.push((top, 0.9));
             // Stove and sink on the countertop.
             let span = c1 - c0;
             if run == 0 && span > 1.3 {
                 let s0 = c0 + self.range(0.05, span - 0.65);
-                self.part(f, ObjectKind::Stove, (s0, s0 + 0.6), (0.02, 0.58), (0.9, 0.915), Material::Stove, false);
-                self.part(f, ObjectKind::Oven, (s0 + 0.02, s0 + 0.58), (0.6, 0.62), (0.12, 0.78), Material::OvenDoor, false);
+                self.part(
+                    f,
+                    ObjectKind::Stove,
+                    (s0, s0 + 0.6),
+                    (0.02, 0.58),
+                    (0.9, 0.915),
+                    Material::Stove,
+                    false,
+                );
+                self.part(
+                    f,
+                    ObjectKind::Oven,
+                    (s0 + 0.02, s0 + 0.58),
+                    (0.6, 0.62),
+                    (0.12, 0.78),
+                    Material::OvenDoor,
+                    false,
+                );
             }
             if span > 1.0 && (run == 1 || walls.len() == 1) {
                 let sink_w = 0.7f32.min(span - 0.2);
                 let s0 = c0 + self.range(0.05, span - sink_w - 0.05);
-                let sink = Object::new(ObjectKind::Sink, [0.0; 3], [0.0; 3], Material::Basin { color: metal, inner: [0.6, 0.62, 0.64] });
+                let sink = Object::new(
+                    ObjectKind::Sink,
+                    [0.0; 3],
+                    [0.0; 3],
+                    Material::Basin {
+                        color: metal,
+                        inner: [0.6, 0.62, 0.64],
+                    },
+                );
                 let r = self.wall_rect(f.wall, f.a0 + s0, f.a0 + s0 + sink_w, 0.06, 0.52);
-                let overlaps = self.layout.objects.iter().any(|o| o.kind == ObjectKind::Stove && r[0] < o.max[0] && o.min[0] < r[2] && r[1] < o.max[1] && o.min[1] < r[3]);
+                let overlaps = self.layout.objects.iter().any(|o| {
+                    o.kind == ObjectKind::Stove
+                        && r[0] < o.max[0]
+                        && o.min[0] < r[2]
+                        && r[1] < o.max[1]
+                        && o.min[1] < r[3]
+                });
                 if !overlaps {
-                    self.add(Object { min: [r[0], r[1], 0.9], max: [r[2], r[3], 0.905], ..sink });
+                    self.add(Object {
+                        min: [r[0], r[1], 0.9],
+                        max: [r[2], r[3], 0.905],
+                        ..sink
+                    });
                 }
             }
             // Backsplash tiles and upper cabinets.
-            self.decoration(f.wall, (f.a0 + c0, f.a0 + c1), (0.9, 1.45), 0.015, ObjectKind::Backsplash, Material::Tiles { color: splash, alt: splash, grout: scale3(splash, 0.75), tile_m: 0.1 });
+            self.decoration(
+                f.wall,
+                (f.a0 + c0, f.a0 + c1),
+                (0.9, 1.45),
+                0.015,
+                ObjectKind::Backsplash,
+                Material::Tiles {
+                    color: splash,
+                    alt: splash,
+                    grout: scale3(splash, 0.75),
+                    tile_m: 0.1,
+                },
+            );
             if self.chance(0.75) {
                 let upper = self.wall_rect(f.wall, f.a0 + c0, f.a0 + c1, 0.0, 0.35);
                 self.add(Object {
                     kind: ObjectKind::UpperCabinet,
                     min: [upper[0], upper[1], 1.45],
                     max: [upper[2], upper[3], 2.15],
-                    material: Material::Cabinets { color: cabinet, door_m: 0.5 },
+                    material: Material::Cabinets {
+                        color: cabinet,
+                        door_m: 0.5,
+                    },
                     solid: true,
                     front: Some(f.wall.inward_face()),
                 });
@@ -1691,16 +2127,41 @@ impl Builder {
             if let Some(r) = self.place_free(tw + 1.0, tl, 0.45) {
                 let t = [r[0] + 0.5, r[1], r[2] - 0.5, r[3]];
                 let wood = self.wood(0.0);
-                self.add(Object::new(ObjectKind::Table, [t[0], t[1], 0.72], [t[2], t[3], 0.76], wood));
+                self.add(Object::new(
+                    ObjectKind::Table,
+                    [t[0], t[1], 0.72],
+                    [t[2], t[3], 0.76],
+                    wood,
+                ));
                 let (cx, cy) = (0.5 * (t[0] + t[2]), 0.5 * (t[1] + t[3]));
-                self.add(Object::new(ObjectKind::Table, [cx - 0.07, cy - 0.07, 0.0], [cx + 0.07, cy + 0.07, 0.72], wood));
+                self.add(Object::new(
+                    ObjectKind::Table,
+                    [cx - 0.07, cy - 0.07, 0.0],
+                    [cx + 0.07, cy + 0.07, 0.72],
+                    wood,
+                ));
                 self.supports.push((t, 0.76));
                 // Chairs at both ends (in the margin reserved above).
-                let color = self.pick(&[[0.55, 0.38, 0.25], [0.3, 0.3, 0.32], [0.85, 0.85, 0.85], [0.7, 0.25, 0.2]]);
+                let color = self.pick(&[
+                    [0.55, 0.38, 0.25],
+                    [0.3, 0.3, 0.32],
+                    [0.85, 0.85, 0.85],
+                    [0.7, 0.25, 0.2],
+                ]);
                 let m = Material::Fabric { color };
                 for (x0, back) in [(t[0] - 0.48, t[0] - 0.48), (t[2] + 0.04, t[2] + 0.42)] {
-                    self.add(Object::new(ObjectKind::Chair, [x0, cy - 0.22, 0.0], [x0 + 0.44, cy + 0.22, 0.46], m));
-                    self.add(Object::new(ObjectKind::Chair, [back, cy - 0.22, 0.46], [back + 0.06, cy + 0.22, 0.92], m));
+                    self.add(Object::new(
+                        ObjectKind::Chair,
+                        [x0, cy - 0.22, 0.0],
+                        [x0 + 0.44, cy + 0.22, 0.46],
+                        m,
+                    ));
+                    self.add(Object::new(
+                        ObjectKind::Chair,
+                        [back, cy - 0.22, 0.46],
+                        [back + 0.06, cy + 0.22, 0.92],
+                        m,
+                    ));
                 }
             }
         }
@@ -1742,7 +2203,12 @@ impl Builder {
             }
         };
         if self.rng.random_bool(0.4) {
-            let accent = self.pick(&[[0.3, 0.4, 0.5], [0.55, 0.6, 0.5], [0.65, 0.45, 0.4], [0.4, 0.35, 0.45]]);
+            let accent = self.pick(&[
+                [0.3, 0.4, 0.5],
+                [0.55, 0.6, 0.5],
+                [0.65, 0.45, 0.4],
+                [0.4, 0.35, 0.45],
+            ]);
             let wall = self.rng.random_range(0..4);
             self.layout.walls[wall] = Material::Paint { color: accent };
         }
@@ -1759,10 +2225,42 @@ impl Builder {
             [0.55, 0.25, 0.22],
         ]);
         if let Some(f) = self.place_on_wall(&Wall::ALL, sofa_w, 0.9, 0.1) {
-            self.part(f, ObjectKind::Sofa, (0.2, f.width - 0.2), (0.0, 0.9), (0.0, 0.42), sofa, false);
-            self.part(f, ObjectKind::Sofa, (0.2, f.width - 0.2), (0.0, 0.22), (0.42, 0.85), sofa, false);
-            self.part(f, ObjectKind::Sofa, (0.0, 0.2), (0.0, 0.9), (0.0, 0.62), sofa, false);
-            self.part(f, ObjectKind::Sofa, (f.width - 0.2, f.width), (0.0, 0.9), (0.0, 0.62), sofa, false);
+            self.part(
+                f,
+                ObjectKind::Sofa,
+                (0.2, f.width - 0.2),
+                (0.0, 0.9),
+                (0.0, 0.42),
+                sofa,
+                false,
+            );
+            self.part(
+                f,
+                ObjectKind::Sofa,
+                (0.2, f.width - 0.2),
+                (0.0, 0.22),
+                (0.42, 0.85),
+                sofa,
+                false,
+            );
+            self.part(
+                f,
+                ObjectKind::Sofa,
+                (0.0, 0.2),
+                (0.0, 0.9),
+                (0.0, 0.62),
+                sofa,
+                false,
+            );
+            self.part(
+                f,
+                ObjectKind::Sofa,
+                (f.width - 0.2, f.width),
+                (0.0, 0.9),
+                (0.0, 0.62),
+                sofa,
+                false,
+            );
             let table_w = self.range(0.9, 1.3).min(f.width - 0.4);
             let table_d = self.range(0.5, 0.65);
             let a0 = f.a0 + 0.5 * (f.width - table_w);
@@ -1770,7 +2268,12 @@ impl Builder {
             if self.fits(rect, 0.3) {
                 self.taken.push(rect);
                 let wood = self.wood(0.0);
-                self.add(Object::new(ObjectKind::CoffeeTable, [rect[0], rect[1], 0.0], [rect[2], rect[3], 0.42], wood));
+                self.add(Object::new(
+                    ObjectKind::CoffeeTable,
+                    [rect[0], rect[1], 0.0],
+                    [rect[2], rect[3], 0.42],
+                    wood,
+                ));
                 self.supports.push((rect, 0.42));
             }
             if self.chance(0.8) {
@@ -1782,14 +2285,33 @@ impl Builder {
                 let a0 = f.a0 + 0.5 * (f.width - width);
                 let sky = self.pick(&[[0.55, 0.7, 0.9], [0.95, 0.75, 0.45], [0.3, 0.35, 0.6]]);
                 let ground = self.pick(&[[0.3, 0.5, 0.25], [0.75, 0.6, 0.3], [0.2, 0.3, 0.45]]);
-                self.decoration(f.wall, (a0, a0 + width), (1.3, 1.9), 0.03, ObjectKind::Painting, Material::Painting { frame: [0.8, 0.65, 0.3], sky, ground });
+                self.decoration(
+                    f.wall,
+                    (a0, a0 + width),
+                    (1.3, 1.9),
+                    0.03,
+                    ObjectKind::Painting,
+                    Material::Painting {
+                        frame: [0.8, 0.65, 0.3],
+                        sky,
+                        ground,
+                    },
+                );
             }
             // Side table beside the sofa.
             if self.chance(0.5) {
                 let a0 = f.a0 + f.width + 0.05;
                 if let Some(s) = self.place_at(f.wall, a0, 0.45, 0.45, 0.02) {
                     let wood = self.wood(0.0);
-                    self.part(s, ObjectKind::SideTable, (0.0, 0.45), (0.0, 0.45), (0.0, 0.55), wood, false);
+                    self.part(
+                        s,
+                        ObjectKind::SideTable,
+                        (0.0, 0.45),
+                        (0.0, 0.45),
+                        (0.0, 0.55),
+                        wood,
+                        false,
+                    );
                     let top = self.wall_rect(s.wall, s.a0, s.a0 + 0.45, 0.0, 0.45);
                     self.supports.push((top, 0.55));
                 }
@@ -1799,10 +2321,29 @@ impl Builder {
             let opposite = f.wall.opposite();
             if let Some(t) = self.place_on_wall(&[opposite], tv_w, 0.45, 0.1) {
                 let color = self.pick(&[[0.2, 0.2, 0.22], [0.93, 0.93, 0.92], [0.55, 0.4, 0.28]]);
-                self.part(t, ObjectKind::TvStand, (0.0, t.width), (0.0, 0.45), (0.0, 0.5), Material::Cabinets { color, door_m: t.width / 3.0 }, true);
+                self.part(
+                    t,
+                    ObjectKind::TvStand,
+                    (0.0, t.width),
+                    (0.0, 0.45),
+                    (0.0, 0.5),
+                    Material::Cabinets {
+                        color,
+                        door_m: t.width / 3.0,
+                    },
+                    true,
+                );
                 let screen_w = (t.width - 0.2).min(1.4);
                 let s0 = 0.5 * (t.width - screen_w);
-                self.part(t, ObjectKind::Tv, (s0, s0 + screen_w), (0.05, 0.1), (0.75, 0.75 + screen_w * 0.56), Material::Screen, true);
+                self.part(
+                    t,
+                    ObjectKind::Tv,
+                    (s0, s0 + screen_w),
+                    (0.05, 0.1),
+                    (0.75, 0.75 + screen_w * 0.56),
+                    Material::Screen,
+                    true,
+                );
                 let top = self.wall_rect(t.wall, t.a0, t.a0 + t.width, 0.1, 0.45);
                 self.supports.push((top, 0.5));
             }
@@ -1813,30 +2354,95 @@ impl Builder {
             if let Some(f) = self.place_on_wall(&Wall::ALL, w, 0.35, 0.1) {
                 let wood = self.pick(&[[0.55, 0.38, 0.22], [0.9, 0.9, 0.88], [0.3, 0.25, 0.2]]);
                 let height = self.range(1.7, 2.0);
-                self.part(f, ObjectKind::Bookshelf, (0.0, f.width), (0.0, 0.35), (0.0, height), Material::Books { wood }, true);
+                self.part(
+                    f,
+                    ObjectKind::Bookshelf,
+                    (0.0, f.width),
+                    (0.0, 0.35),
+                    (0.0, height),
+                    Material::Books { wood },
+                    true,
+                );
             }
         }
         if self.chance(0.6) {
             if let Some(f) = self.place_on_wall(&Wall::ALL, 0.85, 0.85, 0.15) {
-                let m = self.fabric(&[[0.6, 0.45, 0.3], [0.3, 0.35, 0.5], [0.75, 0.72, 0.65], [0.5, 0.2, 0.2]]);
-                self.part(f, ObjectKind::Armchair, (0.0, 0.85), (0.0, 0.85), (0.0, 0.42), m, false);
-                self.part(f, ObjectKind::Armchair, (0.0, 0.85), (0.0, 0.2), (0.42, 0.95), m, false);
+                let m = self.fabric(&[
+                    [0.6, 0.45, 0.3],
+                    [0.3, 0.35, 0.5],
+                    [0.75, 0.72, 0.65],
+                    [0.5, 0.2, 0.2],
+                ]);
+                self.part(
+                    f,
+                    ObjectKind::Armchair,
+                    (0.0, 0.85),
+                    (0.0, 0.85),
+                    (0.0, 0.42),
+                    m,
+                    false,
+                );
+                self.part(
+                    f,
+                    ObjectKind::Armchair,
+                    (0.0, 0.85),
+                    (0.0, 0.2),
+                    (0.42, 0.95),
+                    m,
+                    false,
+                );
             }
         }
         let plants = if self.chance(0.5) { 2 } else { 1 };
         for _ in 0..plants {
             if let Some(f) = self.place_on_wall(&Wall::ALL, 0.5, 0.5, 0.1) {
                 let pot = self.pick(&[[0.7, 0.4, 0.28], [0.9, 0.9, 0.88], [0.25, 0.25, 0.28]]);
-                self.part(f, ObjectKind::PlantPot, (0.08, 0.42), (0.08, 0.42), (0.0, 0.4), Material::Ceramic { color: pot }, false);
+                self.part(
+                    f,
+                    ObjectKind::PlantPot,
+                    (0.08, 0.42),
+                    (0.08, 0.42),
+                    (0.0, 0.4),
+                    Material::Ceramic { color: pot },
+                    false,
+                );
                 let leaf = self.pick(&[[0.25, 0.5, 0.2], [0.3, 0.45, 0.25], [0.2, 0.4, 0.3]]);
                 let h = self.range(0.9, 1.4);
-                self.part(f, ObjectKind::Plant, (0.0, 0.5), (0.0, 0.5), (0.4, h), Material::Plant { color: leaf }, false);
+                self.part(
+                    f,
+                    ObjectKind::Plant,
+                    (0.0, 0.5),
+                    (0.0, 0.5),
+                    (0.4, h),
+                    Material::Plant { color: leaf },
+                    false,
+                );
             }
         }
         if self.chance(0.4) {
             if let Some(f) = self.place_on_wall(&Wall::ALL, 0.4, 0.4, 0.1) {
-                self.part(f, ObjectKind::FloorLamp, (0.17, 0.23), (0.17, 0.23), (0.0, 1.45), Material::Metal { color: [0.25, 0.25, 0.27] }, false);
-                self.part(f, ObjectKind::FloorLamp, (0.02, 0.38), (0.02, 0.38), (1.45, 1.75), Material::Lamp { color: [0.95, 0.9, 0.75] }, false);
+                self.part(
+                    f,
+                    ObjectKind::FloorLamp,
+                    (0.17, 0.23),
+                    (0.17, 0.23),
+                    (0.0, 1.45),
+                    Material::Metal {
+                        color: [0.25, 0.25, 0.27],
+                    },
+                    false,
+                );
+                self.part(
+                    f,
+                    ObjectKind::FloorLamp,
+                    (0.02, 0.38),
+                    (0.02, 0.38),
+                    (1.45, 1.75),
+                    Material::Lamp {
+                        color: [0.95, 0.9, 0.75],
+                    },
+                    false,
+                );
             }
         }
         let n = if self.chance(0.6) { 2 } else { 1 };
@@ -1890,7 +2496,11 @@ impl Builder {
             );
             // Clear of everything (a box touching the support's top at z does not overlap it);
             // on the floor, also leave room to walk around.
-            let clear = self.layout.objects.iter().all(|o| !o.overlaps_3d(&candidate))
+            let clear = self
+                .layout
+                .objects
+                .iter()
+                .all(|o| !o.overlaps_3d(&candidate))
                 && (z > 0.0 || self.fits([x0, y0, x0 + sx, y0 + sy], 0.45));
             if clear {
                 self.layout.target = Some(self.layout.objects.len());
@@ -1911,8 +2521,14 @@ mod tests {
             assert_eq!(RoomType::from_name(t.name()), Some(t));
             assert_eq!(RoomType::from_index(t.index()), Some(t));
         }
-        assert_eq!(RoomType::from_name("Living Room"), Some(RoomType::LivingRoom));
-        assert_eq!(RoomType::from_name("livingroom"), Some(RoomType::LivingRoom));
+        assert_eq!(
+            RoomType::from_name("Living Room"),
+            Some(RoomType::LivingRoom)
+        );
+        assert_eq!(
+            RoomType::from_name("livingroom"),
+            Some(RoomType::LivingRoom)
+        );
         assert_eq!(RoomType::from_name("garage"), None);
     }
 

@@ -29,6 +29,26 @@
 //! [`sample_observations`] collects a deterministic data set of observations over all room
 //! types for the gradient-inversion attacks.
 //!
+//! # Geometry and camera
+//!
+//! A room occupies `[0, width] × [0, length] × [0, height]` metres, `x` east, `y` north, `z` up;
+//! furniture and the target are axis-aligned boxes ([`Object`]). The agent is a disc of radius
+//! [`AGENT_RADIUS_M`] at `(x, y)` with heading `θ` (radians, anticlockwise from `+x`); its
+//! camera is at height [`RoomConfig::camera_height_m`] and looks horizontally. The camera's
+//! forward axis is `f = (cos θ, sin θ, 0)`, its right axis `r = (sin θ, −cos θ, 0)`, its up axis
+//! `+z`, and its focal length in pixels `F = (W / 2) / tan(fov / 2)` (square pixels). Pixel
+//! (row `i`, column `j`) looks along `d = f + ((j + 0.5 − W/2) / F) r + ((H/2 − i − 0.5) / F) z`,
+//! so a point `p` with `q = p − camera` appears at column `W/2 + F (q·r)/(q·f)` and row
+//! `H/2 − F q_z/(q·f)`. Because `d·f = 1`, the ray parameter of a hit is its depth along the
+//! optical axis (planar depth, as AI2THOR reports), which the depth image stores.
+//!
+//! Rendering is a per-pixel ray cast against the room's planes and every box, with Lambert
+//! shading from a point light under the ceiling, hard shadows, contact darkening in corners, and
+//! procedural textures (plank seams and grain, tile grout, wallpaper stripes, book spines,
+//! cabinet doors, window panes), so images have the structure real rooms have. Release builds
+//! render setting S1 at roughly 1 500 frames/s at 64 × 64 and 300 at 150 × 150 on one core;
+//! depth alone (S2) is over ten times faster.
+//!
 //! ```
 //! use privrl_envs::room::{RoomAction, RoomConfig, RoomEnv, RoomSetting, RoomType};
 //! use privrl_envs::{Env, EnvError, Obs};
@@ -307,21 +327,50 @@ impl RoomConfig {
                 ">= 1, or None for no time limit",
             ));
         }
-        let ranges: [(&str, f64, f64, f64, bool, &str); 6] = [
-            ("move_step_m", self.move_step_m, 0.0, 1.0, false, "> 0 and <= 1"),
-            ("rotate_step_degrees", self.rotate_step_degrees, 0.0, 180.0, false, "> 0 and <= 180"),
-            ("field_of_view_degrees", self.field_of_view_degrees, 10.0, 170.0, true, ">= 10 and <= 170"),
-            ("camera_height_m", self.camera_height_m, 0.0, 2.3, false, "> 0 and <= 2.3"),
-            ("max_depth_m", self.max_depth_m, 0.0, 100.0, false, "> 0 and <= 100"),
-            ("reference_area", self.reference_area, 0.0, 1.0, false, "> 0 and <= 1"),
-        ];
-        for (name, value, low, high, low_inclusive, expected) in ranges {
-            let above = if low_inclusive { value >= low } else { value > low };
-            if !(value.is_finite() && above && value <= high) {
-                return Err(EnvError::invalid_parameter(name, value, expected));
-            }
-        }
+        check_range("move_step_m", self.move_step_m, 0.0, 1.0, false)?;
+        check_range(
+            "rotate_step_degrees",
+            self.rotate_step_degrees,
+            0.0,
+            180.0,
+            false,
+        )?;
+        check_range(
+            "field_of_view_degrees",
+            self.field_of_view_degrees,
+            10.0,
+            170.0,
+            true,
+        )?;
+        check_range("camera_height_m", self.camera_height_m, 0.0, 2.3, false)?;
+        check_range("max_depth_m", self.max_depth_m, 0.0, 100.0, false)?;
+        check_range("reference_area", self.reference_area, 0.0, 1.0, false)?;
         Ok(())
+    }
+}
+
+/// Errors unless `value` is finite, `> low` (`>= low` when `low_inclusive`) and `<= high`.
+fn check_range(
+    name: &str,
+    value: f64,
+    low: f64,
+    high: f64,
+    low_inclusive: bool,
+) -> Result<(), EnvError> {
+    let above = if low_inclusive {
+        value >= low
+    } else {
+        value > low
+    };
+    if value.is_finite() && above && value <= high {
+        Ok(())
+    } else {
+        let op = if low_inclusive { ">=" } else { ">" };
+        Err(EnvError::invalid_parameter(
+            name,
+            value,
+            &format!("{op} {low} and <= {high}"),
+        ))
     }
 }
 
@@ -474,7 +523,11 @@ impl RoomEnv {
     /// Length of a flattened observation: RGB (S1) + depth + vector.
     pub fn obs_len(&self) -> usize {
         let pixels = self.config.image_size * self.config.image_size;
-        let rgb = if self.config.setting.has_rgb() { 3 * pixels } else { 0 };
+        let rgb = if self.config.setting.has_rgb() {
+            3 * pixels
+        } else {
+            0
+        };
         rgb + pixels + VECTOR_LEN
     }
 
@@ -581,7 +634,11 @@ impl RoomEnv {
     /// Renders into a flat buffer of [`RoomEnv::obs_len`] values.
     fn render_flat(&mut self, obs: &mut [f32]) {
         let pixels = self.config.image_size * self.config.image_size;
-        let rgb_len = if self.config.setting.has_rgb() { 3 * pixels } else { 0 };
+        let rgb_len = if self.config.setting.has_rgb() {
+            3 * pixels
+        } else {
+            0
+        };
         let (rgb, rest) = obs.split_at_mut(rgb_len);
         let (depth, vector) = rest.split_at_mut(pixels);
         let rgb = (rgb_len > 0).then_some(rgb);
@@ -591,11 +648,7 @@ impl RoomEnv {
     /// Renders the current pose as a new observation.
     fn observe(&mut self) -> MultimodalObs {
         let s = self.config.image_size;
-        let mut rgb = self
-            .config
-            .setting
-            .has_rgb()
-            .then(|| vec![0.0; 3 * s * s]);
+        let mut rgb = self.config.setting.has_rgb().then(|| vec![0.0; 3 * s * s]);
         let mut depth = vec![0.0; s * s];
         let mut vector = vec![0.0; VECTOR_LEN];
         self.render_into(rgb.as_deref_mut(), &mut depth, &mut vector);
@@ -741,7 +794,9 @@ impl RoomEnv {
     /// [`Env::set_state`], returning the observation's parts.
     fn set_state_multimodal(&mut self, state: &[f64]) -> Result<MultimodalObs, EnvError> {
         if !(state.len() == 3 || state.len() == 5) || state.iter().any(|v| !v.is_finite()) {
-            return Err(self.invalid_state(state, "got the wrong number of values or a non-finite one"));
+            return Err(
+                self.invalid_state(state, "got the wrong number of values or a non-finite one")
+            );
         }
         let layout = if state.len() == 5 {
             let is_index = |v: f64, n: usize| v >= 0.0 && v.fract() == 0.0 && (v as usize) < n;
@@ -809,11 +864,13 @@ pub fn sample_observations(
             let room_type = config
                 .room_type
                 .unwrap_or(RoomType::ALL[i % RoomType::ALL.len()]);
-            let layout_index = config.layout_index.unwrap_or(if config.room_type.is_some() {
-                i % LAYOUTS_PER_TYPE
-            } else {
-                (i / RoomType::ALL.len()) % LAYOUTS_PER_TYPE
-            });
+            let layout_index = config
+                .layout_index
+                .unwrap_or(if config.room_type.is_some() {
+                    i % LAYOUTS_PER_TYPE
+                } else {
+                    (i / RoomType::ALL.len()) % LAYOUTS_PER_TYPE
+                });
             let layout = generated(room_type, layout_index);
             let (x, y) = random_position(&layout, &mut rng);
             let aim = rng.random_bool(0.5);
@@ -825,13 +882,7 @@ pub fn sample_observations(
                 }
                 None => rng.random_range(0.0..TAU),
             };
-            let state = [
-                x,
-                y,
-                heading,
-                room_type.index() as f64,
-                layout_index as f64,
-            ];
+            let state = [x, y, heading, room_type.index() as f64, layout_index as f64];
             let obs = env.set_state_multimodal(&state)?;
             let detection = env.detection();
             Ok(RoomSample {

@@ -25,6 +25,8 @@ use super::layout::{Face, Layout, Material, Object, Rgb, Wall};
 
 /// Light that reaches every surface regardless of the lamp.
 const AMBIENT: f32 = 0.42;
+/// Extra light on the ceiling (indirect light from the lit floor and walls).
+const CEILING_BOUNCE: f32 = 0.35;
 /// Strength of the point light.
 const DIFFUSE: f32 = 0.85;
 /// Inverse-square falloff of the point light: `1 / (1 + FALLOFF · d²)`.
@@ -237,7 +239,12 @@ impl Renderer {
                         center_sum[1] += i as f64 + 0.5;
                         if matches!(surface, Surface::Object(k, _) if Some(k) == target) {
                             view.visible_pixels += 1;
-                            bbox = [bbox[0].min(j), bbox[1].min(i), bbox[2].max(j), bbox[3].max(i)];
+                            bbox = [
+                                bbox[0].min(j),
+                                bbox[1].min(i),
+                                bbox[2].max(j),
+                                bbox[3].max(i),
+                            ];
                         }
                     }
                 }
@@ -346,7 +353,13 @@ fn shade(layout: &Layout, surface: Surface, p: [f32; 3]) -> Rgb {
                 * (1.0 - 0.22 * (-(h - p[2]) / 0.12).exp())
                 * (1.0 - 0.25 * (-corner / 0.12).exp());
             let face = wall.inward_face();
-            let (a, e) = albedo(&layout.walls()[wall as usize], face, false, [along, p[2]], [len, h]);
+            let (a, e) = albedo(
+                &layout.walls()[wall as usize],
+                face,
+                false,
+                [along, p[2]],
+                [len, h],
+            );
             (a, e, face, occlusion)
         }
         Surface::Object(k, face) => {
@@ -377,7 +390,13 @@ fn shade(layout: &Layout, surface: Surface, p: [f32; 3]) -> Rgb {
     let to_light = [light[0] - p[0], light[1] - p[1], light[2] - p[2]];
     let d2 = to_light[0] * to_light[0] + to_light[1] * to_light[1] + to_light[2] * to_light[2];
     let n_dot = n[0] * to_light[0] + n[1] * to_light[1] + n[2] * to_light[2];
-    let mut intensity = AMBIENT;
+    // Light bounced off the floor and walls brightens the ceiling, which the lamp (hanging just
+    // below it) barely reaches.
+    let mut intensity = if face == Face::NegZ && matches!(surface, Surface::Ceiling) {
+        AMBIENT + CEILING_BOUNCE
+    } else {
+        AMBIENT
+    };
     if n_dot > 0.0 {
         let start = [0, 1, 2].map(|a| p[a] + n[a] * 1e-3);
         if lit(layout, start, to_light) {
@@ -420,7 +439,11 @@ fn noise(x: f32, y: f32) -> f32 {
 
 #[inline]
 fn mix(a: Rgb, b: Rgb, t: f32) -> Rgb {
-    [a[0] + (b[0] - a[0]) * t, a[1] + (b[1] - a[1]) * t, a[2] + (b[2] - a[2]) * t]
+    [
+        a[0] + (b[0] - a[0]) * t,
+        a[1] + (b[1] - a[1]) * t,
+        a[2] + (b[2] - a[2]) * t,
+    ]
 }
 
 #[inline]
@@ -449,7 +472,11 @@ fn cabinet_front(color: Rgb, door_m: f32, uv: [f32; 2], size: [f32; 2]) -> Rgb {
         return scale(color, 0.45);
     }
     // Handle: a short bar near the opening edge.
-    let handle_u = if (k as i32) % 2 == 0 { door_w - 0.06 } else { 0.06 };
+    let handle_u = if (k as i32) % 2 == 0 {
+        door_w - 0.06
+    } else {
+        0.06
+    };
     let (h0, h1) = if tall {
         (0.95, 1.15)
     } else {
@@ -476,7 +503,13 @@ fn on_frame(uv: [f32; 2], size: [f32; 2], border: f32) -> bool {
 
 /// `(albedo, emissive)` of `material` at face coordinates `uv` (metres from the face's corner,
 /// `u` horizontal, `v` vertical on side faces) on a face of extent `size`.
-fn albedo(material: &Material, face: Face, front: bool, uv: [f32; 2], size: [f32; 2]) -> (Rgb, bool) {
+fn albedo(
+    material: &Material,
+    face: Face,
+    front: bool,
+    uv: [f32; 2],
+    size: [f32; 2],
+) -> (Rgb, bool) {
     let [u, v] = uv;
     let vertical = face.is_vertical();
     let color = match *material {
@@ -547,7 +580,8 @@ fn albedo(material: &Material, face: Face, front: bool, uv: [f32; 2], size: [f32
         }
         Material::Carpet { color } => scale(
             color,
-            0.8 + 0.25 * noise(u * 14.0, v * 14.0) + 0.1 * hash((u * 90.0) as i32, (v * 90.0) as i32),
+            0.8 + 0.25 * noise(u * 14.0, v * 14.0)
+                + 0.1 * hash((u * 90.0) as i32, (v * 90.0) as i32),
         ),
         Material::Rug {
             field,
@@ -633,7 +667,8 @@ fn albedo(material: &Material, face: Face, front: bool, uv: [f32; 2], size: [f32
             if front {
                 let split = 0.68 * size[1];
                 let handle = (u - 0.07).abs() < 0.015
-                    && ((v > split - 0.45 && v < split - 0.08) || (v > split + 0.08 && v < split + 0.35));
+                    && ((v > split - 0.45 && v < split - 0.08)
+                        || (v > split + 0.08 && v < split + 0.35));
                 if (v - split).abs() < 0.008 || edge_distance(uv, size) < 0.006 {
                     scale(color, 0.4)
                 } else if handle {
@@ -718,7 +753,11 @@ fn albedo(material: &Material, face: Face, front: bool, uv: [f32; 2], size: [f32
                 if on_frame(uv, size, 0.025) {
                     [0.04, 0.04, 0.045]
                 } else {
-                    let reflection = if ((u - 0.6 * v) / 0.35).fract() < 0.25 { 0.05 } else { 0.0 };
+                    let reflection = if ((u - 0.6 * v) / 0.35).fract() < 0.25 {
+                        0.05
+                    } else {
+                        0.0
+                    };
                     [0.08 + reflection, 0.09 + reflection, 0.12 + reflection]
                 }
             } else {
@@ -754,7 +793,11 @@ fn albedo(material: &Material, face: Face, front: bool, uv: [f32; 2], size: [f32
             if !front || on_frame(uv, size, 0.03) {
                 frame
             } else {
-                let streak = if ((u + v) / 0.25).fract() < 0.12 { 0.06 } else { 0.0 };
+                let streak = if ((u + v) / 0.25).fract() < 0.12 {
+                    0.06
+                } else {
+                    0.0
+                };
                 [0.74 + streak, 0.8 + streak, 0.84 + streak]
             }
         }
@@ -764,7 +807,8 @@ fn albedo(material: &Material, face: Face, front: bool, uv: [f32; 2], size: [f32
             } else {
                 let panel = |v0: f32, v1: f32| u > 0.12 && u < size[0] - 0.12 && v > v0 && v < v1;
                 let edge = |v0: f32, v1: f32| {
-                    panel(v0, v1) && ((u - 0.12).min(size[0] - 0.12 - u).min(v - v0).min(v1 - v) < 0.015)
+                    panel(v0, v1)
+                        && ((u - 0.12).min(size[0] - 0.12 - u).min(v - v0).min(v1 - v) < 0.015)
                 };
                 if (u - (size[0] - 0.1)).abs() < 0.02 && (v - 1.0).abs() < 0.03 {
                     [0.75, 0.72, 0.6]

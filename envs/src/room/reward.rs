@@ -39,12 +39,27 @@ pub struct DetectionConfidence {
     pub confidence: f64,
 }
 
-/// The detection-confidence proxy of `view` (see the module docs). `reference_area` is the
-/// image fraction at which the size term saturates; it must be > 0 (checked by
-/// [`super::RoomConfig::build`]).
+/// The reward: a detection-confidence proxy of `view`, in `[0, 1]`.
+///
+/// ```text
+/// r = v · s · c
+/// v = visible_pixels / unoccluded_pixels          visible fraction (occlusion)
+/// s = min(1, sqrt(A / A_ref)),  A = unoccluded_pixels / (H · W)      apparent size
+/// c = 1 − ‖m‖ / √2,  m = centre of the unoccluded silhouette in [−1, 1]²   centring
+/// r = 0 when the target is outside the view (unoccluded_pixels = 0)
+/// ```
+///
+/// `unoccluded_pixels` counts the pixels whose ray hits the target whether or not something
+/// is in front of it; `visible_pixels` those whose nearest hit is the target. Size and centring
+/// use the unoccluded silhouette, so for a fixed pose occluders act only through `v`.
+/// `reference_area` is `A_ref`, the image fraction at which the size term saturates; it must be
+/// > 0 (checked by [`super::RoomConfig::build`]).
 pub fn detection_confidence(view: &TargetView, reference_area: f64) -> DetectionConfidence {
     let pixels = (view.image_width * view.image_height).max(1) as f64;
-    let Some([cx, cy]) = view.unoccluded_center.filter(|_| view.unoccluded_pixels > 0) else {
+    let Some([cx, cy]) = view
+        .unoccluded_center
+        .filter(|_| view.unoccluded_pixels > 0)
+    else {
         return DetectionConfidence {
             visible_fraction: 0.0,
             size: 0.0,
@@ -76,11 +91,13 @@ pub fn bbox_vector(view: &TargetView) -> [f32; 4] {
         None => [0.0; 4],
         Some([c0, r0, c1, r1]) => {
             let (w, h) = (view.image_width as f32, view.image_height as f32);
+            // (2e − n) / n rather than 2e / n − 1: one rounding, so edges land on the nearest
+            // f32 (a box edge at pixel 40 of 100 is exactly -0.2f32).
             [
-                2.0 * c0 as f32 / w - 1.0,
-                2.0 * r0 as f32 / h - 1.0,
-                2.0 * (c1 + 1) as f32 / w - 1.0,
-                2.0 * (r1 + 1) as f32 / h - 1.0,
+                (2.0 * c0 as f32 - w) / w,
+                (2.0 * r0 as f32 - h) / h,
+                (2.0 * (c1 + 1) as f32 - w) / w,
+                (2.0 * (r1 + 1) as f32 - h) / h,
             ]
         }
     }

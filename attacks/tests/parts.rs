@@ -1,0 +1,111 @@
+//! The small named parts: matching losses, total variation, Adam, the schedule, Gaussian
+//! noise and the action rules, against hand-computed values.
+
+use burn::backend::NdArray;
+use burn::tensor::{Tensor, TensorData};
+use privrl_attacks::{
+    action_from_bias_gradient, gaussian_noise, odd_sign_action, total_variation, GradientMatchingLoss, ImagePrior,
+    LrSchedule, TensorAdamConfig,
+};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+type B = NdArray;
+
+fn t1(values: &[f32]) -> Tensor<B, 1> {
+    Tensor::from_data(TensorData::new(values.to_vec(), [values.len()]), &Default::default())
+}
+
+fn scalar(t: Tensor<B, 1>) -> f64 {
+    f64::from(t.into_data().to_vec::<f32>().unwrap()[0])
+}
+
+#[test]
+fn cosine_loss_is_eq5() {
+    let g = [1.0, 2.0, -2.0];
+    let cosine = GradientMatchingLoss::Cosine;
+    // Same direction (any positive scale): 0; opposite: 2; orthogonal: 1.
+    assert!(scalar(cosine.loss(t1(&[3.0, 6.0, -6.0]), t1(&g))).abs() < 1e-6);
+    assert!((scalar(cosine.loss(t1(&[-1.0, -2.0, 2.0]), t1(&g))) - 2.0).abs() < 1e-6);
+    assert!((scalar(cosine.loss(t1(&[2.0, -1.0, 0.0]), t1(&g))) - 1.0).abs() < 1e-6);
+    // ⟨(1,0,0), g⟩ / (1 · 3) = 1/3.
+    assert!((scalar(cosine.loss(t1(&[1.0, 0.0, 0.0]), t1(&g))) - 2.0 / 3.0).abs() < 1e-6);
+    // Squared L2: (1−1)² + (0−2)² + (0+2)² = 8.
+    let l2 = GradientMatchingLoss::SquaredL2;
+    assert!((scalar(l2.loss(t1(&[1.0, 0.0, 0.0]), t1(&g))) - 8.0).abs() < 1e-6);
+}
+
+#[test]
+fn total_variation_matches_a_hand_computed_value() {
+    // 2×3 image [[0, 1, 3], [2, 2, 0]]: vertical |2−0|, |2−1|, |0−3| → mean 2;
+    // horizontal |1−0|, |3−1|, |2−2|, |0−2| → mean 5/4. TV = 3.25.
+    let image = Tensor::<B, 4>::from_data(
+        TensorData::new(vec![0.0f32, 1.0, 3.0, 2.0, 2.0, 0.0], [1, 1, 2, 3]),
+        &Default::default(),
+    );
+    assert!((scalar(total_variation(image.clone())) - 3.25).abs() < 1e-6);
+    assert!((scalar(ImagePrior::paper().penalty(image)) - 0.325).abs() < 1e-6);
+    let flat = Tensor::<B, 4>::ones([1, 3, 4, 4], &Default::default());
+    assert_eq!(scalar(total_variation(flat)), 0.0);
+}
+
+#[test]
+fn adam_first_step_is_lr_times_the_gradient_sign_and_it_minimises_a_quadratic() {
+    let config = TensorAdamConfig::new().with_lr(0.1);
+    let device = Default::default();
+    let mut adam = config.init::<B>(3, &device);
+    // With bias correction, the first step is lr · g/(|g| + ε/…) ≈ lr · sign(g).
+    let theta = adam.step(t1(&[0.0, 0.0, 0.0]), t1(&[2.0, -0.5, 1e-3]), 0.1);
+    let values = theta.into_data().to_vec::<f32>().unwrap();
+    for (v, expected) in values.iter().zip([-0.1, 0.1, -0.1]) {
+        assert!((v - expected).abs() < 1e-4, "{values:?}");
+    }
+    // Minimise ½‖θ − c‖²: the gradient is θ − c.
+    let target = [1.0f32, -2.0, 0.5];
+    let mut adam = config.init::<B>(3, &device);
+    let mut theta = t1(&[0.0, 0.0, 0.0]);
+    for i in 0..500 {
+        let gradient = theta.clone() - t1(&target);
+        theta = adam.step(theta, gradient, LrSchedule::StepDecay.lr(0.1, i, 500));
+    }
+    let values = theta.into_data().to_vec::<f32>().unwrap();
+    for (v, c) in values.iter().zip(target) {
+        assert!((v - c).abs() < 1e-3, "{values:?}");
+    }
+    assert_eq!(adam.steps(), 500);
+    assert!(config.clone().with_lr(0.0).validate().is_err());
+    assert!(config.with_beta2(1.0).validate().is_err());
+}
+
+#[test]
+fn step_decay_is_geiping_et_al_multistep_schedule() {
+    let s = LrSchedule::StepDecay;
+    assert_eq!(s.lr(1.0, 0, 800), 1.0);
+    assert_eq!(s.lr(1.0, 299, 800), 1.0);
+    assert!((s.lr(1.0, 300, 800) - 0.1).abs() < 1e-12);
+    assert!((s.lr(1.0, 500, 800) - 0.01).abs() < 1e-12);
+    assert!((s.lr(1.0, 799, 800) - 0.001).abs() < 1e-12);
+    assert_eq!(LrSchedule::Constant.lr(0.3, 799, 800), 0.3);
+}
+
+#[test]
+fn gaussian_noise_has_the_requested_moments() {
+    let x = gaussian_noise(20_001, 2.0, &mut ChaCha8Rng::seed_from_u64(0));
+    assert_eq!(x.len(), 20_001);
+    let n = x.len() as f64;
+    let mean = x.iter().map(|&v| f64::from(v)).sum::<f64>() / n;
+    let var = x.iter().map(|&v| (f64::from(v) - mean).powi(2)).sum::<f64>() / n;
+    // Standard errors: 2/√n ≈ 0.014 for the mean, 4·√(2/n) ≈ 0.04 for the variance.
+    assert!(mean.abs() < 0.06, "mean {mean}");
+    assert!((var - 4.0).abs() < 0.16, "variance {var}");
+}
+
+#[test]
+fn action_rules_on_hand_made_bias_gradients() {
+    // eq. 7: one non-zero entry.
+    assert_eq!(action_from_bias_gradient(&[0.0, 0.0, -3.5, 0.0]), 2);
+    // iDLG: R(p − e_a) with R = 2, p = (0.2, 0.5, 0.3), a = 1 → (0.4, −1.0, 0.6).
+    assert_eq!(odd_sign_action(&[0.4, -1.0, 0.6]), 1);
+    // R < 0 flips every sign; the odd one is still a.
+    assert_eq!(odd_sign_action(&[-0.4, 1.0, -0.6]), 1);
+}
