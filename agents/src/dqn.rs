@@ -16,7 +16,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::agent::{load_module, save_module, ActMode, Agent, AgentState, EpisodeLog, EpochStats};
+use crate::agent::{
+    load_module, on_compute_pool, save_module, ActMode, Agent, AgentState, EpisodeLog, EpochStats,
+};
 use crate::buffer::{ReplayBuffer, TransitionBatch};
 use crate::error::{check_count, check_positive, check_unit_interval, AgentError};
 use crate::heads::{argmax, matrix, max_q, one_hot, q_of_actions, to_host, vector};
@@ -129,7 +131,11 @@ pub struct DqnStats {
 
 /// The mean-squared TD error (1/|B|) Σ_i (Q(s_i, a_i) − y_i)² from the Q-values `[batch,
 /// num_actions]`, the actions as one-hot rows and the targets y (held constant).
-pub fn td_loss<B: Backend>(q_values: Tensor<B, 2>, actions_one_hot: Tensor<B, 2>, targets: Tensor<B, 1>) -> Tensor<B, 1> {
+pub fn td_loss<B: Backend>(
+    q_values: Tensor<B, 2>,
+    actions_one_hot: Tensor<B, 2>,
+    targets: Tensor<B, 1>,
+) -> Tensor<B, 1> {
     (q_of_actions(q_values, actions_one_hot) - targets.detach())
         .powi_scalar(2)
         .mean()
@@ -158,7 +164,12 @@ pub struct Dqn<B: AutodiffBackend, N: TrainableNetwork<B> = Mlp<B>> {
 
 impl<B: AutodiffBackend> Dqn<B, Mlp<B>> {
     /// DQN with an MLP Q-network of `config.hidden`, initialised from `seed`.
-    pub fn new(config: DqnConfig, env: Box<dyn Env>, device: &B::Device, seed: u64) -> Result<Self, AgentError> {
+    pub fn new(
+        config: DqnConfig,
+        env: Box<dyn Env>,
+        device: &B::Device,
+        seed: u64,
+    ) -> Result<Self, AgentError> {
         let (obs_len, num_actions) = discrete_env_dims(&*env)?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let q = MlpConfig::new(obs_len, config.hidden.clone(), num_actions)
@@ -185,7 +196,11 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Dqn<B, N> {
             ("Q-network output width", num_actions, q_network.d_output()),
         ] {
             if expected != got {
-                return Err(AgentError::ShapeMismatch { what, expected, got });
+                return Err(AgentError::ShapeMismatch {
+                    what,
+                    expected,
+                    got,
+                });
             }
         }
         let env = RolloutEnv::new(env, rng.random())?;
@@ -233,7 +248,13 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Dqn<B, N> {
         }
         match &self.host_online {
             Some(host) => host.forward(obs),
-            None => forward_one::<B::InnerBackend, _>(&self.online.valid(), None, obs, &[], &self.device),
+            None => forward_one::<B::InnerBackend, _>(
+                &self.online.valid(),
+                None,
+                obs,
+                &[],
+                &self.device,
+            ),
         }
     }
 
@@ -252,8 +273,13 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Dqn<B, N> {
             argmax(&self.q_values(&obs))
         };
         let step = self.env.step(action, &mut self.log)?;
-        self.replay
-            .push(&obs, action, step.reward as f32, self.env.obs(), step.terminated);
+        self.replay.push(
+            &obs,
+            action,
+            step.reward as f32,
+            self.env.obs(),
+            step.terminated,
+        );
         if step.done() {
             self.env.end_episode(&mut self.log)?;
         }
@@ -334,21 +360,23 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Dqn<B, N> {
 
     /// One gradient step on `batch`; returns the loss and the mean Q(s, a) before it.
     pub fn update(&mut self, batch: &TransitionBatch) -> Result<(f64, f64), AgentError> {
-        let (loss, q_mean) = self.loss(batch)?;
-        let values = to_host(Tensor::cat(vec![loss.clone().detach(), q_mean], 0));
-        let (loss_value, q_value) = (f64::from(values[0]), f64::from(values[1]));
-        if !loss_value.is_finite() {
-            return Err(AgentError::NonFinite {
-                what: "TD loss",
-                value: loss_value,
-                update: self.updates,
-            });
-        }
-        let grads = GradientsParams::from_grads(loss.backward(), &self.online);
-        self.online = self.optim.step(self.config.lr, self.online.clone(), grads);
-        self.host_online = None;
-        self.updates += 1;
-        Ok((loss_value, q_value))
+        on_compute_pool(|| {
+            let (loss, q_mean) = self.loss(batch)?;
+            let values = to_host(Tensor::cat(vec![loss.clone().detach(), q_mean], 0));
+            let (loss_value, q_value) = (f64::from(values[0]), f64::from(values[1]));
+            if !loss_value.is_finite() {
+                return Err(AgentError::NonFinite {
+                    what: "TD loss",
+                    value: loss_value,
+                    update: self.updates,
+                });
+            }
+            let grads = GradientsParams::from_grads(loss.backward(), &self.online);
+            self.online = self.optim.step(self.config.lr, self.online.clone(), grads);
+            self.host_online = None;
+            self.updates += 1;
+            Ok((loss_value, q_value))
+        })
     }
 
     /// The gradient of the MSE loss on `batch` at the current parameters.
@@ -375,7 +403,9 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Agent for Dqn<B, N> {
 
     /// Greedy: argmax Q. Stochastic: ε-greedy with the current ε.
     fn act(&mut self, obs: &[f32], mode: ActMode) -> usize {
-        if mode == ActMode::Stochastic && self.rng.random::<f64>() < self.config.epsilon(self.log.env_steps) {
+        if mode == ActMode::Stochastic
+            && self.rng.random::<f64>() < self.config.epsilon(self.log.env_steps)
+        {
             return self.rng.random_range(0..self.num_actions);
         }
         argmax(&self.q_values(obs))
@@ -383,30 +413,32 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Agent for Dqn<B, N> {
 
     /// One epoch: `steps_per_epoch` environment steps with their updates.
     fn train_epoch(&mut self) -> Result<EpochStats, AgentError> {
-        let first_episode = self.log.episodes();
-        let updates_before = self.updates;
-        let (mut loss, mut q, mut n) = (0.0, 0.0, 0u64);
-        for _ in 0..self.config.steps_per_epoch {
-            if let Some((l, m)) = self.step()? {
-                loss += l;
-                q += m;
-                n += 1;
+        on_compute_pool(|| {
+            let first_episode = self.log.episodes();
+            let updates_before = self.updates;
+            let (mut loss, mut q, mut n) = (0.0, 0.0, 0u64);
+            for _ in 0..self.config.steps_per_epoch {
+                if let Some((l, m)) = self.step()? {
+                    loss += l;
+                    q += m;
+                    n += 1;
+                }
             }
-        }
-        self.epoch += 1;
-        let stats = DqnStats {
-            loss: if n > 0 { loss / n as f64 } else { f64::NAN },
-            q_mean: if n > 0 { q / n as f64 } else { f64::NAN },
-            epsilon: self.config.epsilon(self.log.env_steps),
-            gradient_steps: self.updates - updates_before,
-        };
-        let mut out = EpochStats::from_log(&self.log, self.epoch, self.updates, first_episode);
-        out.extra = vec![
-            ("loss", stats.loss),
-            ("q_mean", stats.q_mean),
-            ("epsilon", stats.epsilon),
-        ];
-        Ok(out)
+            self.epoch += 1;
+            let stats = DqnStats {
+                loss: if n > 0 { loss / n as f64 } else { f64::NAN },
+                q_mean: if n > 0 { q / n as f64 } else { f64::NAN },
+                epsilon: self.config.epsilon(self.log.env_steps),
+                gradient_steps: self.updates - updates_before,
+            };
+            let mut out = EpochStats::from_log(&self.log, self.epoch, self.updates, first_episode);
+            out.extra = vec![
+                ("loss", stats.loss),
+                ("q_mean", stats.q_mean),
+                ("epsilon", stats.epsilon),
+            ];
+            Ok(out)
+        })
     }
 
     fn episode_log(&self) -> &EpisodeLog {
@@ -423,7 +455,12 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Agent for Dqn<B, N> {
     /// Restores the networks, optimizer and generator; the replay buffer starts empty.
     fn load_checkpoint(&mut self, dir: &Path) -> Result<(), AgentError> {
         self.online = load_module::<B, _>(self.online.clone(), dir, "q_network", &self.device)?;
-        self.target = load_module::<B::InnerBackend, _>(self.target.clone(), dir, "target_network", &self.device)?;
+        self.target = load_module::<B::InnerBackend, _>(
+            self.target.clone(),
+            dir,
+            "target_network",
+            &self.device,
+        )?;
         self.optim = self.optim.clone().load(dir, "optim", &self.device)?;
         let state = AgentState::load(dir)?;
         self.rng = state.rng();

@@ -27,7 +27,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::agent::{load_module, save_module, ActMode, Agent, AgentState, EpisodeLog, EpochStats};
+use crate::agent::{
+    load_module, on_compute_pool, save_module, ActMode, Agent, AgentState, EpisodeLog, EpochStats,
+};
 use crate::buffer::{RolloutBatch, RolloutBuffer};
 use crate::error::{check_count, check_positive, check_unit_interval, AgentError};
 use crate::heads::{
@@ -185,7 +187,11 @@ pub fn clipped_surrogate<B: Backend>(
         loss: surrogate.mean().neg(),
         approx_kl: (log_probs_old - logp).detach().mean(),
         entropy: pi.entropy().detach().mean(),
-        clip_frac: (ratio.detach() - 1.0).abs().greater_elem(clip_ratio).float().mean(),
+        clip_frac: (ratio.detach() - 1.0)
+            .abs()
+            .greater_elem(clip_ratio)
+            .float()
+            .mean(),
     }
 }
 
@@ -218,7 +224,12 @@ pub struct Ppo<B: AutodiffBackend, N: TrainableNetwork<B> = Mlp<B>> {
 
 impl<B: AutodiffBackend> Ppo<B, Mlp<B>> {
     /// PPO with MLP actor and critic of `config.hidden`, initialised from `seed`.
-    pub fn new(config: PpoConfig, env: Box<dyn Env>, device: &B::Device, seed: u64) -> Result<Self, AgentError> {
+    pub fn new(
+        config: PpoConfig,
+        env: Box<dyn Env>,
+        device: &B::Device,
+        seed: u64,
+    ) -> Result<Self, AgentError> {
         let (obs_len, num_actions) = discrete_env_dims(&*env)?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let actor = MlpConfig::new(obs_len, config.hidden.clone(), num_actions)
@@ -296,7 +307,9 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Ppo<B, N> {
         }
         match &self.host_actor {
             Some(host) => host.forward(obs),
-            None => forward_one::<B::InnerBackend, _>(&self.actor.valid(), None, obs, &[], &self.device),
+            None => {
+                forward_one::<B::InnerBackend, _>(&self.actor.valid(), None, obs, &[], &self.device)
+            }
         }
     }
 
@@ -313,12 +326,31 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Ppo<B, N> {
         let host_actor = actor.host_copy();
         let host_critic = critic.host_copy();
         let value_of = |obs: &[f32]| {
-            f64::from(forward_one::<B::InnerBackend, _>(&critic, host_critic.as_ref(), obs, &[], &self.device)[0])
+            f64::from(
+                forward_one::<B::InnerBackend, _>(
+                    &critic,
+                    host_critic.as_ref(),
+                    obs,
+                    &[],
+                    &self.device,
+                )[0],
+            )
         };
-        let mut buffer = RolloutBuffer::new(self.env.obs_len(), steps, self.config.gamma, self.config.lam);
+        let mut buffer = RolloutBuffer::new(
+            self.env.obs_len(),
+            steps,
+            self.config.gamma,
+            self.config.lam,
+        );
         for t in 0..steps {
             let obs = self.env.obs().to_vec();
-            let logits = forward_one::<B::InnerBackend, _>(&actor, host_actor.as_ref(), &obs, &[], &self.device);
+            let logits = forward_one::<B::InnerBackend, _>(
+                &actor,
+                host_actor.as_ref(),
+                &obs,
+                &[],
+                &self.device,
+            );
             let action = sample_categorical(&host_softmax(&logits), &mut self.rng);
             let log_prob = host_log_prob(&logits, action);
             let value = value_of(&obs);
@@ -330,7 +362,11 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Ppo<B, N> {
             let epoch_ended = t + 1 == steps;
             if terminal || epoch_ended {
                 // V(s_T) for a cut-off trajectory, 0 for a terminal state.
-                let last_value = if step.terminated { 0.0 } else { value_of(self.env.obs()) };
+                let last_value = if step.terminated {
+                    0.0
+                } else {
+                    value_of(self.env.obs())
+                };
                 buffer.finish_path(last_value);
                 if terminal {
                     self.env.end_episode(&mut self.log)?;
@@ -363,7 +399,13 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Ppo<B, N> {
         }
         // Diagnostics, read back in one transfer.
         let diagnostics = to_host(Tensor::cat(
-            vec![loss.clone().detach(), terms.approx_kl, terms.entropy, terms.clip_frac, aux.detach()],
+            vec![
+                loss.clone().detach(),
+                terms.approx_kl,
+                terms.entropy,
+                terms.clip_frac,
+                aux.detach(),
+            ],
             0,
         ));
         PolicyLoss {
@@ -410,64 +452,70 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Ppo<B, N> {
 
     /// Spinning Up's update: policy steps with KL early stopping, then value steps.
     pub fn update(&mut self, batch: &RolloutBatch) -> Result<PpoStats, AgentError> {
-        let tensors = self.tensors(batch)?;
-        if let Some(auxiliary) = &mut self.auxiliary {
-            auxiliary.prepare(&batch.obs, batch.obs_len)?;
-        }
-        let mut first: Option<PolicyLoss<B>> = None;
-        let mut last_loss_pi = 0.0;
-        let mut kl = 0.0;
-        let mut clip_frac = 0.0;
-        let mut stop_iter = self.config.train_pi_iters;
-        for i in 0..self.config.train_pi_iters {
-            let terms = self.policy_loss(&tensors);
-            if !terms.value.is_finite() {
-                return Err(AgentError::NonFinite {
-                    what: "policy loss",
-                    value: terms.value,
-                    update: self.updates,
-                });
+        on_compute_pool(|| {
+            let tensors = self.tensors(batch)?;
+            if let Some(auxiliary) = &mut self.auxiliary {
+                auxiliary.prepare(&batch.obs, batch.obs_len)?;
             }
-            last_loss_pi = terms.value;
-            kl = terms.kl;
-            clip_frac = terms.clip_frac;
-            if first.is_none() {
-                first = Some(PolicyLoss {
-                    loss: terms.loss.clone().detach(),
-                    ..terms
-                });
+            let mut first: Option<PolicyLoss<B>> = None;
+            let mut last_loss_pi = 0.0;
+            let mut kl = 0.0;
+            let mut clip_frac = 0.0;
+            let mut stop_iter = self.config.train_pi_iters;
+            for i in 0..self.config.train_pi_iters {
+                let terms = self.policy_loss(&tensors);
+                if !terms.value.is_finite() {
+                    return Err(AgentError::NonFinite {
+                        what: "policy loss",
+                        value: terms.value,
+                        update: self.updates,
+                    });
+                }
+                last_loss_pi = terms.value;
+                kl = terms.kl;
+                clip_frac = terms.clip_frac;
+                if first.is_none() {
+                    first = Some(PolicyLoss {
+                        loss: terms.loss.clone().detach(),
+                        ..terms
+                    });
+                }
+                if terms.kl > 1.5 * self.config.target_kl {
+                    stop_iter = i;
+                    break;
+                }
+                let grads = GradientsParams::from_grads(terms.loss.backward(), &self.actor);
+                self.actor = self
+                    .actor_optim
+                    .step(self.config.pi_lr, self.actor.clone(), grads);
             }
-            if terms.kl > 1.5 * self.config.target_kl {
-                stop_iter = i;
-                break;
+            self.host_actor = None;
+            let mut loss_v_old = f64::NAN;
+            let mut loss_v = f64::NAN;
+            for i in 0..self.config.train_v_iters {
+                let loss = self.value_loss(&tensors);
+                loss_v = f64::from(to_host(loss.clone().detach())[0]);
+                if i == 0 {
+                    loss_v_old = loss_v;
+                }
+                let grads = GradientsParams::from_grads(loss.backward(), &self.critic);
+                self.critic = self
+                    .critic_optim
+                    .step(self.config.vf_lr, self.critic.clone(), grads);
             }
-            let grads = GradientsParams::from_grads(terms.loss.backward(), &self.actor);
-            self.actor = self.actor_optim.step(self.config.pi_lr, self.actor.clone(), grads);
-        }
-        self.host_actor = None;
-        let mut loss_v_old = f64::NAN;
-        let mut loss_v = f64::NAN;
-        for i in 0..self.config.train_v_iters {
-            let loss = self.value_loss(&tensors);
-            loss_v = f64::from(to_host(loss.clone().detach())[0]);
-            if i == 0 {
-                loss_v_old = loss_v;
-            }
-            let grads = GradientsParams::from_grads(loss.backward(), &self.critic);
-            self.critic = self.critic_optim.step(self.config.vf_lr, self.critic.clone(), grads);
-        }
-        self.updates += 1;
-        let first = first.expect("validate() guarantees train_pi_iters >= 1");
-        Ok(PpoStats {
-            loss_pi: first.value,
-            loss_v: loss_v_old,
-            kl,
-            entropy: first.entropy,
-            clip_frac,
-            delta_loss_pi: last_loss_pi - first.value,
-            delta_loss_v: loss_v - loss_v_old,
-            stop_iter,
-            aux_loss: first.aux,
+            self.updates += 1;
+            let first = first.expect("validate() guarantees train_pi_iters >= 1");
+            Ok(PpoStats {
+                loss_pi: first.value,
+                loss_v: loss_v_old,
+                kl,
+                entropy: first.entropy,
+                clip_frac,
+                delta_loss_pi: last_loss_pi - first.value,
+                delta_loss_v: loss_v - loss_v_old,
+                stop_iter,
+                aux_loss: first.aux,
+            })
         })
     }
 
@@ -475,15 +523,20 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Ppo<B, N> {
     /// under `actor.`, and of the value loss with respect to the critic, under `critic.`, at
     /// the current parameters: what a federated PPO learner would share for this batch.
     pub fn gradient(&mut self, batch: &RolloutBatch) -> Result<GradientRecord, AgentError> {
-        let tensors = self.tensors(batch)?;
-        if let Some(auxiliary) = &mut self.auxiliary {
-            auxiliary.prepare(&batch.obs, batch.obs_len)?;
-        }
-        let policy = self.policy_loss(&tensors);
-        let mut record = GradientRecord::from_grads(&self.actor, &policy.loss.backward()).prefixed("actor");
-        let value = self.value_loss(&tensors);
-        record.extend(GradientRecord::from_grads(&self.critic, &value.backward()).prefixed("critic"));
-        Ok(record)
+        on_compute_pool(|| {
+            let tensors = self.tensors(batch)?;
+            if let Some(auxiliary) = &mut self.auxiliary {
+                auxiliary.prepare(&batch.obs, batch.obs_len)?;
+            }
+            let policy = self.policy_loss(&tensors);
+            let mut record =
+                GradientRecord::from_grads(&self.actor, &policy.loss.backward()).prefixed("actor");
+            let value = self.value_loss(&tensors);
+            record.extend(
+                GradientRecord::from_grads(&self.critic, &value.backward()).prefixed("critic"),
+            );
+            Ok(record)
+        })
     }
 
     /// Applies a record shaped like [`Ppo::gradient`]'s output: `actor.*` with the policy
@@ -506,12 +559,16 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Ppo<B, N> {
         }
         if !actor.is_empty() {
             let grads = actor.to_gradients_params(&self.actor)?;
-            self.actor = self.actor_optim.step(self.config.pi_lr, self.actor.clone(), grads);
+            self.actor = self
+                .actor_optim
+                .step(self.config.pi_lr, self.actor.clone(), grads);
             self.host_actor = None;
         }
         if !critic.is_empty() {
             let grads = critic.to_gradients_params(&self.critic)?;
-            self.critic = self.critic_optim.step(self.config.vf_lr, self.critic.clone(), grads);
+            self.critic = self
+                .critic_optim
+                .step(self.config.vf_lr, self.critic.clone(), grads);
         }
         Ok(())
     }
@@ -548,7 +605,11 @@ fn check_widths<B: Backend, N: Network<B>>(
         ("critic output width", critic_outputs, critic.d_output()),
     ] {
         if expected != got {
-            return Err(AgentError::ShapeMismatch { what, expected, got });
+            return Err(AgentError::ShapeMismatch {
+                what,
+                expected,
+                got,
+            });
         }
     }
     Ok(())
@@ -569,25 +630,27 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Agent for Ppo<B, N> {
 
     /// One epoch: `steps_per_epoch` environment steps, then one update.
     fn train_epoch(&mut self) -> Result<EpochStats, AgentError> {
-        let first_episode = self.log.episodes();
-        let batch = self.collect_rollout()?;
-        let stats = self.update(&batch)?;
-        self.epoch += 1;
-        let mut out = EpochStats::from_log(&self.log, self.epoch, self.updates, first_episode);
-        out.extra = vec![
-            ("loss_pi", stats.loss_pi),
-            ("loss_v", stats.loss_v),
-            ("kl", stats.kl),
-            ("entropy", stats.entropy),
-            ("clip_frac", stats.clip_frac),
-            ("delta_loss_pi", stats.delta_loss_pi),
-            ("delta_loss_v", stats.delta_loss_v),
-            ("stop_iter", stats.stop_iter as f64),
-        ];
-        if let Some(auxiliary) = &self.auxiliary {
-            out.extra.push((auxiliary.name(), stats.aux_loss));
-        }
-        Ok(out)
+        on_compute_pool(|| {
+            let first_episode = self.log.episodes();
+            let batch = self.collect_rollout()?;
+            let stats = self.update(&batch)?;
+            self.epoch += 1;
+            let mut out = EpochStats::from_log(&self.log, self.epoch, self.updates, first_episode);
+            out.extra = vec![
+                ("loss_pi", stats.loss_pi),
+                ("loss_v", stats.loss_v),
+                ("kl", stats.kl),
+                ("entropy", stats.entropy),
+                ("clip_frac", stats.clip_frac),
+                ("delta_loss_pi", stats.delta_loss_pi),
+                ("delta_loss_v", stats.delta_loss_v),
+                ("stop_iter", stats.stop_iter as f64),
+            ];
+            if let Some(auxiliary) = &self.auxiliary {
+                out.extra.push((auxiliary.name(), stats.aux_loss));
+            }
+            Ok(out)
+        })
     }
 
     fn episode_log(&self) -> &EpisodeLog {
@@ -605,8 +668,14 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Agent for Ppo<B, N> {
     fn load_checkpoint(&mut self, dir: &Path) -> Result<(), AgentError> {
         self.actor = load_module::<B, _>(self.actor.clone(), dir, "actor", &self.device)?;
         self.critic = load_module::<B, _>(self.critic.clone(), dir, "critic", &self.device)?;
-        self.actor_optim = self.actor_optim.clone().load(dir, "actor_optim", &self.device)?;
-        self.critic_optim = self.critic_optim.clone().load(dir, "critic_optim", &self.device)?;
+        self.actor_optim = self
+            .actor_optim
+            .clone()
+            .load(dir, "actor_optim", &self.device)?;
+        self.critic_optim = self
+            .critic_optim
+            .clone()
+            .load(dir, "critic_optim", &self.device)?;
         let state = AgentState::load(dir)?;
         self.rng = state.rng();
         self.epoch = state.epoch;

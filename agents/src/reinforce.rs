@@ -17,10 +17,17 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::agent::{load_module, save_module, ActMode, Agent, AgentState, EpisodeLog, EpochStats};
+use crate::agent::{
+    load_module, on_compute_pool, save_module, ActMode, Agent, AgentState, EpisodeLog, EpochStats,
+};
 use crate::buffer::discount_cumsum;
-use crate::error::{check_non_negative, check_positive, check_probability_below_one, check_unit_interval, AgentError};
-use crate::heads::{argmax, host_softmax, matrix, one_hot, sample_categorical, to_host, vector, Categorical};
+use crate::error::{
+    check_non_negative, check_positive, check_probability_below_one, check_unit_interval,
+    AgentError,
+};
+use crate::heads::{
+    argmax, host_softmax, matrix, one_hot, sample_categorical, to_host, vector, Categorical,
+};
 use crate::network::{draw_dropout_mask, forward_one, HostMlp, TrainableNetwork};
 use crate::nn::{Activation, Mlp, MlpConfig};
 use crate::optim::{AgentOptimizer, OptimizerKind};
@@ -152,7 +159,12 @@ pub struct Reinforce<B: AutodiffBackend, N: TrainableNetwork<B> = Mlp<B>> {
 
 impl<B: AutodiffBackend> Reinforce<B, Mlp<B>> {
     /// REINFORCE with an MLP policy of `config.hidden`, initialised from `seed`.
-    pub fn new(config: ReinforceConfig, env: Box<dyn Env>, device: &B::Device, seed: u64) -> Result<Self, AgentError> {
+    pub fn new(
+        config: ReinforceConfig,
+        env: Box<dyn Env>,
+        device: &B::Device,
+        seed: u64,
+    ) -> Result<Self, AgentError> {
         config.validate()?;
         let (obs_len, num_actions) = discrete_env_dims(&*env)?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -181,7 +193,11 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Reinforce<B, N> {
             ("policy output width", num_actions, policy.d_output()),
         ] {
             if expected != got {
-                return Err(AgentError::ShapeMismatch { what, expected, got });
+                return Err(AgentError::ShapeMismatch {
+                    what,
+                    expected,
+                    got,
+                });
             }
         }
         let env = RolloutEnv::new(env, rng.random())?;
@@ -221,7 +237,13 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Reinforce<B, N> {
                 host.forward_into(obs, masks, &mut out);
                 out
             }
-            None => forward_one::<B::InnerBackend, _>(&self.policy.valid(), None, obs, masks, &self.device),
+            None => forward_one::<B::InnerBackend, _>(
+                &self.policy.valid(),
+                None,
+                obs,
+                masks,
+                &self.device,
+            ),
         }
     }
 
@@ -240,11 +262,16 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Reinforce<B, N> {
             actions: Vec::new(),
             rewards: Vec::new(),
             returns: Vec::new(),
-            dropout_masks: dropout.as_ref().map_or_else(Vec::new, |(_, w)| vec![Vec::new(); w.len()]),
+            dropout_masks: dropout
+                .as_ref()
+                .map_or_else(Vec::new, |(_, w)| vec![Vec::new(); w.len()]),
         };
         loop {
             let masks: Vec<Vec<f32>> = match &dropout {
-                Some((p, widths)) => widths.iter().map(|&w| draw_dropout_mask(&mut self.rng, w, *p)).collect(),
+                Some((p, widths)) => widths
+                    .iter()
+                    .map(|&w| draw_dropout_mask(&mut self.rng, w, *p))
+                    .collect(),
                 None => Vec::new(),
             };
             let obs = self.env.obs().to_vec();
@@ -274,7 +301,9 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Reinforce<B, N> {
             let n = returns.len() as f64;
             let mean = returns.iter().sum::<f64>() / n;
             let std = (returns.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / n).sqrt();
-            returns.iter_mut().for_each(|g| *g = (*g - mean) / (std + 1e-8));
+            returns
+                .iter_mut()
+                .for_each(|g| *g = (*g - mean) / (std + 1e-8));
         }
         returns.into_iter().map(|g| g as f32).collect()
     }
@@ -304,7 +333,10 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Reinforce<B, N> {
             .map(|m| matrix::<B>(m, m.len() / n, &self.device))
             .collect();
         let logits = self.policy.forward_flat_masked(obs, &masks);
-        let entropy = Categorical::from_logits(logits.clone()).entropy().detach().mean();
+        let entropy = Categorical::from_logits(logits.clone())
+            .entropy()
+            .detach()
+            .mean();
         let loss = reinforce_loss(
             logits,
             one_hot(&batch.actions, self.num_actions, &self.device),
@@ -320,24 +352,26 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Reinforce<B, N> {
 
     /// One Adam step on the episode's loss.
     pub fn update(&mut self, batch: &EpisodeBatch) -> Result<ReinforceStats, AgentError> {
-        let (loss, entropy) = self.loss(batch)?;
-        let values = to_host(Tensor::cat(vec![loss.clone().detach(), entropy], 0));
-        let loss_value = f64::from(values[0]);
-        if !loss_value.is_finite() {
-            return Err(AgentError::NonFinite {
-                what: "REINFORCE loss",
-                value: loss_value,
-                update: self.updates,
-            });
-        }
-        let grads = GradientsParams::from_grads(loss.backward(), &self.policy);
-        self.policy = self.optim.step(self.config.lr, self.policy.clone(), grads);
-        self.host_policy = None;
-        self.updates += 1;
-        Ok(ReinforceStats {
-            loss: loss_value,
-            entropy: f64::from(values[1]),
-            episode_return: batch.rewards.iter().map(|&r| f64::from(r)).sum(),
+        on_compute_pool(|| {
+            let (loss, entropy) = self.loss(batch)?;
+            let values = to_host(Tensor::cat(vec![loss.clone().detach(), entropy], 0));
+            let loss_value = f64::from(values[0]);
+            if !loss_value.is_finite() {
+                return Err(AgentError::NonFinite {
+                    what: "REINFORCE loss",
+                    value: loss_value,
+                    update: self.updates,
+                });
+            }
+            let grads = GradientsParams::from_grads(loss.backward(), &self.policy);
+            self.policy = self.optim.step(self.config.lr, self.policy.clone(), grads);
+            self.host_policy = None;
+            self.updates += 1;
+            Ok(ReinforceStats {
+                loss: loss_value,
+                entropy: f64::from(values[1]),
+                episode_return: batch.rewards.iter().map(|&r| f64::from(r)).sum(),
+            })
         })
     }
 
@@ -374,13 +408,15 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Agent for Reinforce<B, N> {
 
     /// One epoch: one episode, one gradient step.
     fn train_epoch(&mut self) -> Result<EpochStats, AgentError> {
-        let first_episode = self.log.episodes();
-        let batch = self.collect_episode()?;
-        let stats = self.update(&batch)?;
-        self.epoch += 1;
-        let mut out = EpochStats::from_log(&self.log, self.epoch, self.updates, first_episode);
-        out.extra = vec![("loss", stats.loss), ("entropy", stats.entropy)];
-        Ok(out)
+        on_compute_pool(|| {
+            let first_episode = self.log.episodes();
+            let batch = self.collect_episode()?;
+            let stats = self.update(&batch)?;
+            self.epoch += 1;
+            let mut out = EpochStats::from_log(&self.log, self.epoch, self.updates, first_episode);
+            out.extra = vec![("loss", stats.loss), ("entropy", stats.entropy)];
+            Ok(out)
+        })
     }
 
     fn episode_log(&self) -> &EpisodeLog {

@@ -13,7 +13,7 @@ use std::hint::black_box;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::env::{check_obs_len, check_state, EpisodeClock};
+use crate::env::{check_obs_len, check_state, step_vector, EpisodeClock};
 use crate::{Env, EnvError, Obs, Space, Step, StepInfo};
 
 /// Integration time step in seconds (`dt`).
@@ -211,14 +211,7 @@ impl Env for Acrobot {
     }
 
     fn step(&mut self, action: usize) -> Result<Step, EnvError> {
-        let mut obs = [0.0; OBS_LEN];
-        let info = self.step_into(action, &mut obs)?;
-        Ok(Step {
-            obs: Obs::Vector(obs.to_vec()),
-            reward: info.reward,
-            terminated: info.terminated,
-            truncated: info.truncated,
-        })
+        step_vector::<OBS_LEN>(self, action)
     }
 
     /// `state` is `[θ1, θ2, θ̇1, θ̇2]` within the set Gymnasium can reach: angles in [-π, π],

@@ -11,7 +11,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::env::{check_obs_len, check_positive, check_state, EpisodeClock};
+use crate::env::{check_obs_len, check_positive, check_state, step_vector, EpisodeClock};
 use crate::{Env, EnvError, Obs, Space, Step, StepInfo};
 
 /// Number of actions: 0 pushes the cart left, 1 pushes it right.
@@ -341,14 +341,7 @@ impl Env for CartPole {
     }
 
     fn step(&mut self, action: usize) -> Result<Step, EnvError> {
-        let mut obs = [0.0; STATE_LEN];
-        let info = self.step_into(action, &mut obs)?;
-        Ok(Step {
-            obs: Obs::Vector(obs.to_vec()),
-            reward: info.reward,
-            terminated: info.terminated,
-            truncated: info.truncated,
-        })
+        step_vector::<STATE_LEN>(self, action)
     }
 
     /// `state` is `[x, ẋ, θ, θ̇]`, any finite values.

@@ -152,6 +152,22 @@ impl std::fmt::Debug for dyn Env {
 }
 
 /// Returns [`EnvError::ObsBufferLength`] unless `obs` has exactly `expected` values.
+/// `Env::step` for an environment with an `N`-value vector observation, built on its
+/// allocation-free `step_into`.
+pub(crate) fn step_vector<const N: usize>(
+    env: &mut impl Env,
+    action: usize,
+) -> Result<Step, EnvError> {
+    let mut obs = [0.0; N];
+    let info = env.step_into(action, &mut obs)?;
+    Ok(Step {
+        obs: Obs::Vector(obs.to_vec()),
+        reward: info.reward,
+        terminated: info.terminated,
+        truncated: info.truncated,
+    })
+}
+
 pub(crate) fn check_obs_len(obs: &[f32], expected: usize) -> Result<(), EnvError> {
     if obs.len() == expected {
         Ok(())

@@ -7,7 +7,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::env::{check_obs_len, check_state, EpisodeClock};
+use crate::env::{check_obs_len, check_state, step_vector, EpisodeClock};
 use crate::{Env, EnvError, Obs, Space, Step, StepInfo};
 
 /// Left end of the track (and the wall), in position units.
@@ -110,14 +110,7 @@ impl Env for MountainCar {
     }
 
     fn step(&mut self, action: usize) -> Result<Step, EnvError> {
-        let mut obs = [0.0; STATE_LEN];
-        let info = self.step_into(action, &mut obs)?;
-        Ok(Step {
-            obs: Obs::Vector(obs.to_vec()),
-            reward: info.reward,
-            terminated: info.terminated,
-            truncated: info.truncated,
-        })
+        step_vector::<STATE_LEN>(self, action)
     }
 
     /// `state` is `[position, velocity]` within the observation bounds

@@ -13,6 +13,8 @@ pub enum EnvCommand {
     /// Replay actions from a given physical state and print every step as JSON, so the
     /// dynamics can be compared with another implementation (e.g. Gymnasium).
     Replay(ReplayArgs),
+    /// Write a PNG sample sheet of the active-perception room layouts (RGB, depth, target box).
+    Rooms(crate::room_cmd::RoomSheetArgs),
 }
 
 /// Arguments of `env replay`.
@@ -64,6 +66,7 @@ pub fn run(cmd: EnvCommand) -> Result<()> {
             }
             Ok(())
         }
+        EnvCommand::Rooms(args) => crate::room_cmd::run(args),
         EnvCommand::Replay(args) => {
             let steps = replay(&args)?;
             println!("{}", serde_json::to_string_pretty(&steps)?);

@@ -11,6 +11,7 @@ mod plot;
 mod privacy_cli;
 mod quickstart;
 mod report;
+mod room_cmd;
 mod run;
 mod sweep;
 
