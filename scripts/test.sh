@@ -5,7 +5,48 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The same feature set for every step, so that Burn is compiled once.
-FEATURES="privrl-agents/wgpu,xtask/wgpu"
+# privrl-envs/gymnasium: the Gymnasium bridge and its tests (envs/tests/gymnasium_bridge.rs).
+FEATURES="privrl-agents/wgpu,xtask/wgpu,privrl-envs/gymnasium"
+
+# Python for the Gymnasium bridge: a venv at .venv (git-ignored), which the bridge finds by
+# itself, with the versions it was tested with (privrl_envs::gymnasium::GYMNASIUM_REQUIREMENT
+# and ALE_PY_REQUIREMENT; ale-py's wheel carries the Atari ROMs, about 9 MB). Once it is set
+# up, PRIVRL_REQUIRE_GYMNASIUM=1 makes the bridge tests fail rather than skip. Without Python
+# (or without PyPI) they skip with a message, unless PRIVRL_REQUIRE_GYMNASIUM=1 was set by
+# the caller (CI), which makes a failed set-up fatal here.
+GYM_PIP="gymnasium==1.4.0 ale-py==0.12.1"
+venv_ok() { .venv/bin/python -m pip --version >/dev/null 2>&1; }
+setup_venv() {
+  command -v python3 >/dev/null || { echo "no python3 on PATH" >&2; return 1; }
+  if ! venv_ok; then
+    rm -rf .venv
+    if ! python3 -m venv .venv; then
+      # Debian's python3 needs python3-venv (ensurepip) for this.
+      if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "==> installing python3-venv"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+        rm -rf .venv
+        python3 -m venv .venv || return 1
+      else
+        return 1
+      fi
+    fi
+  fi
+  # shellcheck disable=SC2086 # GYM_PIP is a list of requirements
+  .venv/bin/python -m pip install -q --disable-pip-version-check $GYM_PIP
+}
+venv_start=$(date +%s)
+echo "==> python venv .venv: $GYM_PIP (for the Gymnasium bridge tests)"
+if setup_venv; then
+  export PRIVRL_REQUIRE_GYMNASIUM=1
+  echo "    ready in $(( $(date +%s) - venv_start ))s: $(.venv/bin/python --version)"
+elif [ "${PRIVRL_REQUIRE_GYMNASIUM:-}" = 1 ]; then
+  echo "error: could not set up .venv with $GYM_PIP, and PRIVRL_REQUIRE_GYMNASIUM=1" >&2
+  exit 1
+else
+  echo "warning: no .venv with $GYM_PIP; the Gymnasium bridge tests will be skipped" >&2
+fi
 
 if [ -z "$(ls /usr/share/vulkan/icd.d/*.json 2>/dev/null)" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

@@ -65,7 +65,11 @@ pub enum EnvError {
         n: usize,
     },
     /// A name that [`crate::make`] does not know.
-    #[error("unknown environment `{name}`; valid names: {}", .valid.join(", "))]
+    #[error(
+        "unknown environment `{name}`; valid names: {}, or `gymnasium:<Gymnasium id>` for any \
+         Gymnasium environment (cargo feature `gymnasium`)",
+        .valid.join(", ")
+    )]
     UnknownEnv {
         /// The name that was asked for.
         name: String,
@@ -118,6 +122,128 @@ pub enum EnvError {
         /// Index of the first environment that differs.
         index: usize,
         /// What differs.
+        detail: String,
+    },
+    /// A name that needs a cargo feature this build of privrl-envs was compiled without,
+    /// e.g. `gymnasium:CartPole-v1` without the `gymnasium` feature.
+    #[error(
+        "`{name}` needs privrl-envs' `{feature}` cargo feature, which this build does not have; \
+         rebuild with `--features privrl-envs/{feature}`"
+    )]
+    FeatureDisabled {
+        /// The name that was asked for.
+        name: String,
+        /// The cargo feature that provides it.
+        feature: String,
+    },
+    /// A `gymnasium:` name that does not parse.
+    #[error(
+        "invalid Gymnasium environment name `{name}`: {reason}; expected \
+         `gymnasium:<Gymnasium id>[?key=value&key=value...]`, \
+         e.g. `gymnasium:ALE/AirRaid-v5?obs_type=ram`"
+    )]
+    InvalidGymnasiumName {
+        /// The name that was given.
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The Python interpreter for the Gymnasium bridge could not be started.
+    #[error(
+        "could not start Python `{python}` for the Gymnasium bridge: {reason}; install Python 3 \
+         with Gymnasium (at the workspace root: `python3 -m venv .venv && \
+         .venv/bin/python -m pip install {requirement}`) or set PRIVRL_PYTHON to an \
+         interpreter that has it"
+    )]
+    PythonUnavailable {
+        /// The interpreter that was tried.
+        python: String,
+        /// Why it could not be started.
+        reason: String,
+        /// The pip requirement for Gymnasium, e.g. `gymnasium==1.4.0`.
+        requirement: String,
+    },
+    /// The Gymnasium worker's Python lacks a package (Gymnasium itself, ale-py for Atari...).
+    #[error(
+        "Python `{python}` cannot import `{module}` ({detail}); install it with \
+         `{python} -m pip install {requirement}`"
+    )]
+    PythonPackageMissing {
+        /// The interpreter the worker runs on.
+        python: String,
+        /// The module that failed to import, e.g. `ale_py`.
+        module: String,
+        /// The pip requirement that provides it, e.g. `ale-py==0.12.1`.
+        requirement: String,
+        /// What needed it, or Python's message.
+        detail: String,
+    },
+    /// Gymnasium raised an exception (unknown id, bad keyword argument, a failing step...).
+    #[error("{env}: Gymnasium raised {exception} during {during}: {message}")]
+    GymnasiumException {
+        /// Environment name, e.g. `gymnasium:CartPole-v1`.
+        env: String,
+        /// The request: `make`, `reset`, `step` or `set_state`.
+        during: String,
+        /// The Python exception's type, e.g. `NameNotFound`.
+        exception: String,
+        /// The exception's message.
+        message: String,
+    },
+    /// A Gymnasium space the bridge cannot represent.
+    #[error(
+        "{env}: the {which} space {space} is not supported by the Gymnasium bridge; \
+         supported: {supported}"
+    )]
+    UnsupportedSpace {
+        /// Environment name.
+        env: String,
+        /// `observation` or `action`.
+        which: String,
+        /// Gymnasium's repr of the space, e.g. `Box(-2.0, 2.0, (1,), float32)`.
+        space: String,
+        /// The spaces that are supported there.
+        supported: String,
+    },
+    /// The Gymnasium worker process exited (or closed its output) before answering.
+    #[error(
+        "{env}: the Gymnasium worker exited during {during} ({status}); its stderr ends \
+         with:\n{stderr}"
+    )]
+    WorkerDied {
+        /// Environment name.
+        env: String,
+        /// The request it was answering.
+        during: String,
+        /// Its exit status, as far as known.
+        status: String,
+        /// The last lines it wrote to stderr.
+        stderr: String,
+    },
+    /// The Gymnasium worker did not answer in time; it has been killed.
+    #[error(
+        "{env}: the Gymnasium worker did not answer {during} within {timeout_s} s and was \
+         killed; its stderr ends with:\n{stderr}"
+    )]
+    WorkerTimeout {
+        /// Environment name.
+        env: String,
+        /// The request it did not answer.
+        during: String,
+        /// The timeout, in seconds.
+        timeout_s: f64,
+        /// The last lines it wrote to stderr.
+        stderr: String,
+    },
+    /// The Gymnasium worker sent something that breaks the protocol (a version mismatch or a
+    /// bug); the worker is killed.
+    #[error("{env}: the Gymnasium worker broke the protocol during {during}: {detail}")]
+    WorkerProtocol {
+        /// Environment name.
+        env: String,
+        /// The request it was answering.
+        during: String,
+        /// What was wrong.
         detail: String,
     },
 }

@@ -11,6 +11,9 @@
 //! - [`room`]: the active-perception room task ([`RoomEnv`], registered as `room-s1` and
 //!   `room-s2`): 120 procedural rooms rendered by a ray caster into RGB, depth and the
 //!   target's bounding box, a pure-Rust stand-in for the paper's AI2THOR task.
+//! - `gymnasium` (cargo feature `gymnasium`): any Gymnasium environment, e.g.
+//!   `make("gymnasium:ALE/AirRaid-v5?obs_type=ram")`, run in a Python worker process
+//!   (`GymnasiumEnv`; the module's docs give the naming syntax and the protocol).
 //!
 //! Nothing here panics on bad input: stepping a finished episode, an out-of-range action or an
 //! unknown name returns an [`EnvError`] that lists what is valid. Reset distributions are
@@ -45,6 +48,8 @@ mod acrobot;
 mod cartpole;
 mod env;
 mod error;
+#[cfg(feature = "gymnasium")]
+pub mod gymnasium;
 mod mountain_car;
 mod obs;
 mod registry;
@@ -56,6 +61,8 @@ pub use acrobot::Acrobot;
 pub use cartpole::{CartPole, CartPoleConfig, CartPoleIntegrator};
 pub use env::{Env, Step, StepInfo};
 pub use error::{EnvError, EpisodeEnd};
+#[cfg(feature = "gymnasium")]
+pub use gymnasium::{GymnasiumConfig, GymnasiumEnv, KwargValue};
 pub use mountain_car::MountainCar;
 pub use obs::{Image, MultimodalObs, Obs};
 pub use registry::{env_names, make, registry, rendered_env_names, EnvSpec};

@@ -79,7 +79,14 @@ const RENDERED: [(&str, BuildEnv); 2] = [
 /// `mountaincar-v0`, `room-s1` or `room-s2`. Names match case-insensitively, so Gymnasium's
 /// spelling (`CartPole-v1`, `MountainCar-v0`) works too. An unknown name gives
 /// [`EnvError::UnknownEnv`] listing the valid ones.
+///
+/// `gymnasium:<Gymnasium id>[?key=value&...]`, e.g. `gymnasium:ALE/AirRaid-v5?obs_type=ram`,
+/// runs any Gymnasium environment in a Python worker (the `gymnasium` module, cargo feature
+/// `gymnasium`); without the feature such a name gives [`EnvError::FeatureDisabled`].
 pub fn make(name: &str) -> Result<Box<dyn Env>, EnvError> {
+    if let Some(bridged) = make_gymnasium(name) {
+        return bridged;
+    }
     let wanted = name.trim().to_ascii_lowercase();
     REGISTERED
         .iter()
@@ -97,8 +104,30 @@ pub fn make(name: &str) -> Result<Box<dyn Env>, EnvError> {
         })
 }
 
-/// The names [`make`] accepts: the classic-control ones in registry order, then the rendered
-/// ones ([`rendered_env_names`]).
+/// The prefix of a bridged Gymnasium environment's name (matched case-insensitively).
+const GYMNASIUM_PREFIX: &str = "gymnasium:";
+
+/// `Some` for a `gymnasium:` name: the bridged environment, or why there is none.
+fn make_gymnasium(name: &str) -> Option<Result<Box<dyn Env>, EnvError>> {
+    let trimmed = name.trim();
+    let prefix = trimmed.get(..GYMNASIUM_PREFIX.len())?;
+    if !prefix.eq_ignore_ascii_case(GYMNASIUM_PREFIX) {
+        return None;
+    }
+    #[cfg(feature = "gymnasium")]
+    let made = crate::gymnasium::GymnasiumConfig::parse(trimmed)
+        .and_then(|config| config.build())
+        .map(|env| Box::new(env) as Box<dyn Env>);
+    #[cfg(not(feature = "gymnasium"))]
+    let made = Err(EnvError::FeatureDisabled {
+        name: name.to_string(),
+        feature: "gymnasium".to_string(),
+    });
+    Some(made)
+}
+
+/// The names [`make`] accepts, `gymnasium:` names aside: the classic-control ones in registry
+/// order, then the rendered ones ([`rendered_env_names`]).
 pub fn env_names() -> Vec<&'static str> {
     REGISTERED
         .iter()
@@ -183,6 +212,30 @@ mod tests {
         assert_eq!(
             dims,
             [(4, Some(2)), (4, Some(2)), (6, Some(3)), (2, Some(3))]
+        );
+    }
+
+    #[cfg(not(feature = "gymnasium"))]
+    #[test]
+    fn gymnasium_names_without_the_feature_name_the_feature() {
+        let err = make("Gymnasium:ALE/AirRaid-v5?obs_type=ram").err().unwrap();
+        assert_eq!(
+            err,
+            EnvError::FeatureDisabled {
+                name: "Gymnasium:ALE/AirRaid-v5?obs_type=ram".into(),
+                feature: "gymnasium".into()
+            }
+        );
+        assert!(err.to_string().contains("--features privrl-envs/gymnasium"));
+    }
+
+    #[cfg(feature = "gymnasium")]
+    #[test]
+    fn gymnasium_names_are_parsed_before_python_starts() {
+        let err = make("gymnasium:CartPole-v1?a=1&a=2").err().unwrap();
+        assert!(
+            matches!(err, EnvError::InvalidGymnasiumName { .. }),
+            "{err:?}"
         );
     }
 
