@@ -11,13 +11,17 @@ use std::time::Instant;
 
 use burn::backend::NdArray;
 use privrl_agents::{ConvEncoderConfig, MultimodalNetConfig};
-use privrl_attacks::{attack, gaussian_noise, AttackConfig, Sample, StateOptimisation, Victim, VictimKind};
+use privrl_attacks::{
+    attack, gaussian_noise, AttackConfig, Sample, StateOptimisation, Victim, VictimKind,
+};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 fn main() {
     let device = Default::default();
-    let iterations: usize = std::env::args().nth(1).map_or(100, |s| s.parse().expect("iterations"));
+    let iterations: usize = std::env::args()
+        .nth(1)
+        .map_or(100, |s| s.parse().expect("iterations"));
     println!("| image | shared gradient (ms) | full-network iteration (ms) | QGI stage 1 + stage 2 iteration (ms) |");
     println!("|---|---|---|---|");
     for size in [16, 32, 64] {
@@ -27,7 +31,10 @@ fn main() {
         let victim = Victim::<NdArray>::from_seed(&config, VictimKind::Dqn, 0, &device).unwrap();
         let mut rng = ChaCha8Rng::seed_from_u64(0);
         let image = |len: usize, rng: &mut ChaCha8Rng| -> Vec<f32> {
-            gaussian_noise(len, 0.2, rng).into_iter().map(|v| (v + 0.5).clamp(0.0, 1.0)).collect()
+            gaussian_noise(len, 0.2, rng)
+                .into_iter()
+                .map(|v| (v + 0.5).clamp(0.0, 1.0))
+                .collect()
         };
         let sample = Sample {
             rgb: Some(image(3 * size * size, &mut rng)),
@@ -36,7 +43,9 @@ fn main() {
             action: 3,
             signal: 2.0,
         };
-        let record = victim.shared_gradient(std::slice::from_ref(&sample)).unwrap();
+        let record = victim
+            .shared_gradient(std::slice::from_ref(&sample))
+            .unwrap();
         let time = |config: &AttackConfig| {
             let start = Instant::now();
             attack(&victim, &record, config).unwrap();
@@ -44,12 +53,18 @@ fn main() {
         };
         let start = Instant::now();
         for _ in 0..20 {
-            victim.shared_gradient(std::slice::from_ref(&sample)).unwrap();
+            victim
+                .shared_gradient(std::slice::from_ref(&sample))
+                .unwrap();
         }
         let shared = start.elapsed().as_secs_f64() * 1e3 / 20.0;
         // Warm-up, then the timed runs (each stage evaluates the loss once more at the end).
         time(&AttackConfig::qgi().with_iterations_per_stage(5));
-        let joint = time(&AttackConfig::qgi().with_state(StateOptimisation::Joint).with_iterations_per_stage(iterations));
+        let joint = time(
+            &AttackConfig::qgi()
+                .with_state(StateOptimisation::Joint)
+                .with_iterations_per_stage(iterations),
+        );
         let two_stage = time(&AttackConfig::qgi().with_iterations_per_stage(iterations));
         println!(
             "| {size}×{size} | {shared:.2} | {:.2} | {:.2} |",

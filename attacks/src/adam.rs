@@ -64,8 +64,10 @@ impl<B: Backend> TensorAdam<B> {
     /// bias-corrected m̂ = m/(1−β₁ᵗ), v̂ = v/(1−β₂ᵗ).
     pub fn step(&mut self, theta: Tensor<B, 1>, gradient: Tensor<B, 1>, lr: f64) -> Tensor<B, 1> {
         self.steps += 1;
-        self.first_moment = self.first_moment.clone() * self.beta1 + gradient.clone() * (1.0 - self.beta1);
-        self.second_moment = self.second_moment.clone() * self.beta2 + gradient.powi_scalar(2) * (1.0 - self.beta2);
+        self.first_moment =
+            self.first_moment.clone() * self.beta1 + gradient.clone() * (1.0 - self.beta1);
+        self.second_moment =
+            self.second_moment.clone() * self.beta2 + gradient.powi_scalar(2) * (1.0 - self.beta2);
         let m_hat = self.first_moment.clone() / (1.0 - self.beta1.powi(self.steps));
         let v_hat = self.second_moment.clone() / (1.0 - self.beta2.powi(self.steps));
         theta - m_hat / (v_hat.sqrt() + self.epsilon) * lr

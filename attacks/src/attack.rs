@@ -27,11 +27,15 @@ use serde::{Deserialize, Serialize};
 use crate::adam::TensorAdamConfig;
 use crate::error::{check_non_negative, check_positive, AttackError};
 use crate::parts::{
-    gaussian_noise, ActionRecovery, ActionRule, GradientMatchingLoss, GradientSource, ImagePrior, LrSchedule,
-    SignalRule, StateOptimisation,
+    gaussian_noise, ActionRecovery, ActionRule, GradientMatchingLoss, GradientSource, ImagePrior,
+    LrSchedule, SignalRule, StateOptimisation,
 };
-use crate::recovery::{action_before_reconstruction, policy_gradient_recovery, q_value_from_error_magnitude};
-use crate::victim::{host, linear_part_forward, tensor1, Inner, LinearPartInput, Outer, Victim, VictimKind};
+use crate::recovery::{
+    action_before_reconstruction, policy_gradient_recovery, q_value_from_error_magnitude,
+};
+use crate::victim::{
+    host, linear_part_forward, tensor1, Inner, LinearPartInput, Outer, Victim, VictimKind,
+};
 
 /// An attack: the parts it combines and the optimiser's settings.
 #[derive(Config, Debug)]
@@ -147,7 +151,8 @@ impl AttackConfig {
         if self.action_recovery == ActionRecovery::PolicyGradientDirection {
             if kind == VictimKind::Dqn {
                 return Err(AttackError::Incompatible(
-                    "action_recovery PolicyGradientDirection (eq. 8) needs a REINFORCE victim".into(),
+                    "action_recovery PolicyGradientDirection (eq. 8) needs a REINFORCE victim"
+                        .into(),
                 ));
             }
             if let GradientSource::Objective {
@@ -216,6 +221,11 @@ pub struct Reconstruction {
 
 /// Reconstructs the sample behind `record` (a gradient of one sample, as in the paper) by the
 /// attack that `config` describes. Deterministic given `config.seed` and the backend.
+///
+/// 1. The state: two stages (linear part, then images) or the joint ablation, each an
+///    optimisation of eq. 2 by the shared loop.
+/// 2. The action and the signal: by the rules (eq. 7, Section IV-C2, eq. 8–9) on the
+///    reconstruction of the linear part, or, for DLG/IG, the jointly optimised values.
 pub fn attack<B: Backend>(
     victim: &Victim<B>,
     record: &GradientRecord,
@@ -226,143 +236,251 @@ pub fn attack<B: Backend>(
     let problem = Problem::new(victim, record, config)?;
     let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
     let mut history = Vec::new();
-    let net = victim.net();
-    let num_actions = victim.num_actions();
-    let joint_action = matches!(
-        config.source,
-        GradientSource::Objective {
-            action: ActionRule::Joint,
-            ..
-        }
-    );
-    let joint_signal = matches!(config.source, GradientSource::Objective { .. });
-    let rgb_len = net.rgb_shape.map(|s| s.len());
-    let depth_len = net.depth_shape.map(|s| s.len());
 
     // Free supervision (DLG/IG): action logits and signal, carried from stage to stage.
-    let mut supervision = Vec::new();
-    let mut supervision_layout = Layout::default();
-    if joint_action {
-        supervision_layout.push(Block::ActionLogits, num_actions);
-        supervision.extend(gaussian_noise(num_actions, config.init_std, &mut rng));
-    }
-    if joint_signal {
-        supervision_layout.push(Block::Signal, 1);
-        supervision.extend(gaussian_noise(1, config.init_std, &mut rng));
-    }
-
-    let (linear_part, rgb, depth) = match config.state {
+    let mut supervision = FreeSupervision::new(config, victim.num_actions(), &mut rng);
+    let state = match config.state {
         StateOptimisation::TwoStage => {
-            // Stage 1: conv features and s_c from the Dense layers' gradients.
-            let mut layout = Layout::default();
-            if let Some(e) = &net.rgb {
-                layout.push(Block::RgbFeatures, e.d_output);
-            }
-            if let Some(e) = &net.depth {
-                layout.push(Block::DepthFeatures, e.d_output);
-            }
-            layout.push(Block::Vector, net.d_vector);
-            let free = layout.len;
-            layout.append(&supervision_layout);
-            let theta = problem.run_restarts(Stage::LinearPart, &layout, free, &supervision, None, &mut rng, &mut history);
-            let linear_part = LinearPartInput {
-                rgb_features: layout.read(Block::RgbFeatures, &theta),
-                depth_features: layout.read(Block::DepthFeatures, &theta),
-                vector: layout.read(Block::Vector, &theta).unwrap_or_default(),
-            };
-            supervision = layout.read_all(&supervision_layout, &theta);
-
-            // Stage 2: the images from all gradients, s_c fixed.
-            let (mut rgb, mut depth) = (None, None);
-            if rgb_len.is_some() || depth_len.is_some() {
-                let mut layout = Layout::default();
-                if let Some(len) = rgb_len {
-                    layout.push(Block::Rgb, len);
-                }
-                if let Some(len) = depth_len {
-                    layout.push(Block::Depth, len);
-                }
-                let free = layout.len;
-                layout.append(&supervision_layout);
-                let vector = crate::victim::tensor2::<Inner<B>>(&linear_part.vector, net.d_vector, victim.device());
-                let theta =
-                    problem.run_restarts(Stage::Images, &layout, free, &supervision, Some(vector), &mut rng, &mut history);
-                rgb = layout.read(Block::Rgb, &theta);
-                depth = layout.read(Block::Depth, &theta);
-                supervision = layout.read_all(&supervision_layout, &theta);
-            }
-            (linear_part, rgb, depth)
+            problem.two_stages(&mut supervision, &mut rng, &mut history)?
         }
         StateOptimisation::Joint => {
-            let mut layout = Layout::default();
-            if let Some(len) = rgb_len {
-                layout.push(Block::Rgb, len);
-            }
-            if let Some(len) = depth_len {
-                layout.push(Block::Depth, len);
-            }
-            layout.push(Block::Vector, net.d_vector);
-            let free = layout.len;
-            layout.append(&supervision_layout);
-            let theta = problem.run_restarts(Stage::Joint, &layout, free, &supervision, None, &mut rng, &mut history);
-            let rgb = layout.read(Block::Rgb, &theta);
-            let depth = layout.read(Block::Depth, &theta);
-            let vector = layout.read(Block::Vector, &theta).unwrap_or_default();
-            supervision = layout.read_all(&supervision_layout, &theta);
-            let linear_part = victim.linear_part_input_of(rgb.as_deref(), depth.as_deref(), &vector)?;
-            (linear_part, rgb, depth)
+            problem.joint_state(&mut supervision, &mut rng, &mut history)?
         }
     };
-
-    // Rule-based parts on the reconstruction of the linear part.
-    let output = victim.linear_part_output(&linear_part)?.output;
-    let bias_gradient = problem.bias_gradient.as_deref();
-    let joint_action_value = joint_action.then(|| argmax(&supervision[..num_actions]));
-    let joint_signal_value = joint_signal.then(|| f64::from(*supervision.last().expect("signal variable")));
-    let rule_action = bias_gradient.and_then(|g| action_before_reconstruction(config.action_recovery, g));
-    let (action, signal, predicted_q, probabilities) = match victim.kind() {
-        VictimKind::Dqn => {
-            let action = joint_action_value.or(rule_action).unwrap_or(0);
-            let signal = match joint_signal_value {
-                Some(signal) => signal,
-                None => q_value_from_error_magnitude(victim, record, &linear_part, action)?.target_q,
-            };
-            (action, signal, Some(f64::from(output[action])), None)
-        }
-        VictimKind::Reinforce { entropy_weight } => {
-            let fixed_action = joint_action_value.or(rule_action);
-            let bias_gradient = bias_gradient.ok_or(AttackError::NoLastBias {
-                needed_by: "the reward rule (eq. 9)",
-            });
-            match joint_signal_value {
-                Some(signal) => {
-                    let action = fixed_action.unwrap_or(0);
-                    (action, signal, None, Some(host(softmax(crate::victim::tensor2::<B>(&output, num_actions, victim.device()), 1))))
-                }
-                None => {
-                    let rec = policy_gradient_recovery::<B>(
-                        &output,
-                        bias_gradient?,
-                        entropy_weight,
-                        fixed_action,
-                        victim.device(),
-                    )?;
-                    (rec.action, rec.reward, None, Some(rec.probabilities))
-                }
-            }
-        }
-    };
-    Ok(Reconstruction {
-        rgb,
-        depth,
-        vector: linear_part.vector.clone(),
+    let Supervision {
         action,
         signal,
         predicted_q,
         probabilities,
-        linear_part,
+    } = problem.recover_supervision(record, &state.linear_part, &supervision)?;
+    Ok(Reconstruction {
+        rgb: state.rgb,
+        depth: state.depth,
+        vector: state.linear_part.vector.clone(),
+        action,
+        signal,
+        predicted_q,
+        probabilities,
+        linear_part: state.linear_part,
         loss_history: history,
     })
+}
+
+/// The reconstructed state.
+struct StateReconstruction {
+    rgb: Option<Vec<f32>>,
+    depth: Option<Vec<f32>>,
+    linear_part: LinearPartInput,
+}
+
+/// The reconstructed action, signal, Q̂_rec and p_rec.
+struct Supervision {
+    action: usize,
+    signal: f64,
+    predicted_q: Option<f64>,
+    probabilities: Option<Vec<f32>>,
+}
+
+/// The jointly optimised action logits and signal of DLG/IG (empty for QGI/RGI).
+struct FreeSupervision {
+    layout: Layout,
+    values: Vec<f32>,
+    num_actions: usize,
+}
+
+impl FreeSupervision {
+    fn new(config: &AttackConfig, num_actions: usize, rng: &mut ChaCha8Rng) -> Self {
+        let mut layout = Layout::default();
+        let mut values = Vec::new();
+        if let GradientSource::Objective { action, signal } = config.source {
+            if action == ActionRule::Joint {
+                layout.push(Block::ActionLogits, num_actions);
+                values.extend(gaussian_noise(num_actions, config.init_std, rng));
+            }
+            match signal {
+                SignalRule::Joint => {
+                    layout.push(Block::Signal, 1);
+                    values.extend(gaussian_noise(1, config.init_std, rng));
+                }
+            }
+        }
+        Self {
+            layout,
+            values,
+            num_actions,
+        }
+    }
+
+    /// argmax of the action logits, if they are optimised.
+    fn action(&self) -> Option<usize> {
+        self.layout
+            .read(Block::ActionLogits, &self.values)
+            .map(|logits| argmax(&logits))
+    }
+
+    /// The signal, if it is optimised.
+    fn signal(&self) -> Option<f64> {
+        self.layout
+            .read(Block::Signal, &self.values)
+            .map(|s| f64::from(s[0]))
+    }
+}
+
+impl<B: Backend> Problem<'_, B> {
+    /// Stage 1 (the linear part's input from the Dense layers' gradients), then stage 2 (the
+    /// images from all gradients, s_c fixed at stage 1's result).
+    fn two_stages(
+        &self,
+        supervision: &mut FreeSupervision,
+        rng: &mut ChaCha8Rng,
+        history: &mut Vec<LossRecord>,
+    ) -> Result<StateReconstruction, AttackError> {
+        let net = self.victim.net();
+        let mut layout = Layout::default();
+        if let Some(e) = &net.rgb {
+            layout.push(Block::RgbFeatures, e.d_output);
+        }
+        if let Some(e) = &net.depth {
+            layout.push(Block::DepthFeatures, e.d_output);
+        }
+        layout.push(Block::Vector, net.d_vector);
+        let theta = self.run_restarts(Stage::LinearPart, layout, supervision, None, rng, history);
+        let linear_part = LinearPartInput {
+            rgb_features: theta.read(Block::RgbFeatures),
+            depth_features: theta.read(Block::DepthFeatures),
+            vector: theta.read(Block::Vector).unwrap_or_default(),
+        };
+        let (mut rgb, mut depth) = (None, None);
+        if net.rgb_shape.is_some() || net.depth_shape.is_some() {
+            let vector = crate::victim::tensor2::<Inner<B>>(
+                &linear_part.vector,
+                net.d_vector,
+                self.victim.device(),
+            );
+            let layout = self.image_layout(false);
+            let theta = self.run_restarts(
+                Stage::Images,
+                layout,
+                supervision,
+                Some(vector),
+                rng,
+                history,
+            );
+            rgb = theta.read(Block::Rgb);
+            depth = theta.read(Block::Depth);
+        }
+        Ok(StateReconstruction {
+            rgb,
+            depth,
+            linear_part,
+        })
+    }
+
+    /// The ablation of Fig. 4: images and vector together, against all gradients.
+    fn joint_state(
+        &self,
+        supervision: &mut FreeSupervision,
+        rng: &mut ChaCha8Rng,
+        history: &mut Vec<LossRecord>,
+    ) -> Result<StateReconstruction, AttackError> {
+        let layout = self.image_layout(true);
+        let theta = self.run_restarts(Stage::Joint, layout, supervision, None, rng, history);
+        let (rgb, depth) = (theta.read(Block::Rgb), theta.read(Block::Depth));
+        let vector = theta.read(Block::Vector).unwrap_or_default();
+        let linear_part =
+            self.victim
+                .linear_part_input_of(rgb.as_deref(), depth.as_deref(), &vector)?;
+        Ok(StateReconstruction {
+            rgb,
+            depth,
+            linear_part,
+        })
+    }
+
+    /// The images (and, for the joint ablation, the vector) as free variables.
+    fn image_layout(&self, with_vector: bool) -> Layout {
+        let net = self.victim.net();
+        let mut layout = Layout::default();
+        if let Some(shape) = net.rgb_shape {
+            layout.push(Block::Rgb, shape.len());
+        }
+        if let Some(shape) = net.depth_shape {
+            layout.push(Block::Depth, shape.len());
+        }
+        if with_vector {
+            layout.push(Block::Vector, net.d_vector);
+        }
+        layout
+    }
+
+    /// The action and the signal: the jointly optimised values where the config optimises
+    /// them, the rules otherwise.
+    fn recover_supervision(
+        &self,
+        record: &GradientRecord,
+        linear_part: &LinearPartInput,
+        supervision: &FreeSupervision,
+    ) -> Result<Supervision, AttackError> {
+        let victim = self.victim;
+        let output = victim.linear_part_output(linear_part)?.output;
+        let bias_gradient = self.bias_gradient.as_deref();
+        let rule_action = bias_gradient
+            .and_then(|g| action_before_reconstruction(self.config.action_recovery, g));
+        let action = supervision.action().or(rule_action);
+        match victim.kind() {
+            VictimKind::Dqn => {
+                // eq. 7 (or the joint logits); the check in `Problem::new` guarantees one.
+                let action = action.unwrap_or(0);
+                let signal = match supervision.signal() {
+                    Some(signal) => signal,
+                    // Section IV-C2
+                    None => {
+                        q_value_from_error_magnitude(victim, record, linear_part, action)?.target_q
+                    }
+                };
+                Ok(Supervision {
+                    action,
+                    signal,
+                    predicted_q: Some(f64::from(output[action])),
+                    probabilities: None,
+                })
+            }
+            VictimKind::Reinforce { entropy_weight } => match supervision.signal() {
+                Some(signal) => {
+                    let logits = crate::victim::tensor2::<B>(
+                        &output,
+                        supervision.num_actions,
+                        victim.device(),
+                    );
+                    Ok(Supervision {
+                        action: action.unwrap_or(0),
+                        signal,
+                        predicted_q: None,
+                        probabilities: Some(host(softmax(logits, 1))),
+                    })
+                }
+                // eq. 8–9
+                None => {
+                    let bias_gradient = bias_gradient.ok_or(AttackError::NoLastBias {
+                        needed_by: "the reward rule (eq. 9)",
+                    })?;
+                    let rec = policy_gradient_recovery::<B>(
+                        &output,
+                        bias_gradient,
+                        entropy_weight,
+                        action,
+                        victim.device(),
+                    )?;
+                    Ok(Supervision {
+                        action: rec.action,
+                        signal: rec.reward,
+                        predicted_q: None,
+                        probabilities: Some(rec.probabilities),
+                    })
+                }
+            },
+        }
+    }
 }
 
 fn argmax(values: &[f32]) -> usize {
@@ -414,7 +532,8 @@ impl Layout {
     }
 
     fn read(&self, block: Block, theta: &[f32]) -> Option<Vec<f32>> {
-        self.range(block).map(|(offset, len)| theta[offset..offset + len].to_vec())
+        self.range(block)
+            .map(|(offset, len)| theta[offset..offset + len].to_vec())
     }
 
     /// The values of `other`'s blocks, in `other`'s order.
@@ -427,7 +546,20 @@ impl Layout {
     }
 
     fn slice<BB: Backend>(&self, block: Block, theta: &Tensor<BB, 1>) -> Option<Tensor<BB, 1>> {
-        self.range(block).map(|(offset, len)| theta.clone().narrow(0, offset, len))
+        self.range(block)
+            .map(|(offset, len)| theta.clone().narrow(0, offset, len))
+    }
+}
+
+/// The final values of a stage with their layout.
+struct Values {
+    layout: Layout,
+    theta: Vec<f32>,
+}
+
+impl Values {
+    fn read(&self, block: Block) -> Option<Vec<f32>> {
+        self.layout.read(block, &self.theta)
     }
 }
 
@@ -457,7 +589,11 @@ struct Problem<'a, B: Backend> {
 }
 
 impl<'a, B: Backend> Problem<'a, B> {
-    fn new(victim: &'a Victim<B>, record: &GradientRecord, config: &'a AttackConfig) -> Result<Self, AttackError> {
+    fn new(
+        victim: &'a Victim<B>,
+        record: &GradientRecord,
+        config: &'a AttackConfig,
+    ) -> Result<Self, AttackError> {
         let device = victim.device();
         let mut sizes = ParamSizes::default();
         victim.net().visit(&mut sizes);
@@ -469,7 +605,10 @@ impl<'a, B: Backend> Problem<'a, B> {
                 .find(|(name, _)| *name == entry.name)
                 .map(|(_, n)| *n)
                 .ok_or(AttackError::MissingGradient {
-                    name: format!("{} (named by the record, not a parameter of the victim)", entry.name),
+                    name: format!(
+                        "{} (named by the record, not a parameter of the victim)",
+                        entry.name
+                    ),
                 })?;
             if expected != entry.values.len() {
                 return Err(AttackError::GradientShape {
@@ -478,7 +617,10 @@ impl<'a, B: Backend> Problem<'a, B> {
                     got: entry.values.len(),
                 });
             }
-            targets.insert(entry.name.clone(), tensor1::<Inner<B>>(&entry.values, device));
+            targets.insert(
+                entry.name.clone(),
+                tensor1::<Inner<B>>(&entry.values, device),
+            );
         }
         let bias_name = victim.last_bias_name();
         let bias_gradient = record.get(&bias_name).map(|g| g.values.clone());
@@ -488,7 +630,9 @@ impl<'a, B: Backend> Problem<'a, B> {
         let needs_bias = |what: &'static str| AttackError::NoLastBias { needed_by: what };
         let error_direction = match config.source {
             GradientSource::ErrorDirection => {
-                let g = bias_gradient.as_ref().ok_or_else(|| needs_bias("the error-direction surrogate (eq. 6)"))?;
+                let g = bias_gradient
+                    .as_ref()
+                    .ok_or_else(|| needs_bias("the error-direction surrogate (eq. 6)"))?;
                 Some(crate::victim::tensor2::<Outer<B>>(g, g.len(), device))
             }
             GradientSource::Objective { .. } => None,
@@ -498,15 +642,15 @@ impl<'a, B: Backend> Problem<'a, B> {
                 action: ActionRule::FromBias,
                 ..
             } => {
-                let g = bias_gradient.as_ref().ok_or_else(|| needs_bias("ActionRule::FromBias"))?;
-                let action = action_before_reconstruction(config.action_recovery, g).expect("checked compatible");
+                let g = bias_gradient
+                    .as_ref()
+                    .ok_or_else(|| needs_bias("ActionRule::FromBias"))?;
+                let action = action_before_reconstruction(config.action_recovery, g)
+                    .expect("checked compatible");
                 Some(one_hot::<Outer<B>>(&[action], victim.num_actions(), device))
             }
             _ => None,
         };
-        if config.source == GradientSource::ErrorDirection || victim.kind() != VictimKind::Dqn {
-            bias_gradient.as_ref().ok_or_else(|| needs_bias("the action and signal rules (eq. 7–9)"))?;
-        }
         Ok(Self {
             victim,
             config,
@@ -520,7 +664,10 @@ impl<'a, B: Backend> Problem<'a, B> {
     fn split(&self, layout: &Layout, theta: &Tensor<Inner<B>, 1>) -> Vars<Inner<B>> {
         let net = self.victim.net();
         let image = |block, shape: Option<privrl_agents::ImageShape>| {
-            layout.slice(block, theta).zip(shape).map(|(t, s)| t.reshape([1, s.channels, s.size, s.size]))
+            layout
+                .slice(block, theta)
+                .zip(shape)
+                .map(|(t, s)| t.reshape([1, s.channels, s.size, s.size]))
         };
         let row = |block| layout.slice(block, theta).map(|t| t.unsqueeze_dim::<2>(0));
         Vars {
@@ -563,7 +710,10 @@ impl<'a, B: Backend> Problem<'a, B> {
             Stage::Joint => net.forward(
                 vars.rgb.clone().map(lift4),
                 vars.depth.clone().map(lift4),
-                lift2(vars.vector.expect("the joint stage reconstructs the vector")),
+                lift2(
+                    vars.vector
+                        .expect("the joint stage reconstructs the vector"),
+                ),
             ),
         };
         let objective = match &self.error_direction {
@@ -576,7 +726,8 @@ impl<'a, B: Backend> Problem<'a, B> {
                     (None, Some(logits)) => Tensor::from_inner(softmax(logits, 1)),
                     (None, None) => unreachable!("an objective without an action"),
                 };
-                let signal = Tensor::from_inner(vars.signal.expect("an objective without a signal"));
+                let signal =
+                    Tensor::from_inner(vars.signal.expect("an objective without a signal"));
                 self.victim.kind().objective(output, action, signal)
             }
         };
@@ -590,12 +741,16 @@ impl<'a, B: Backend> Problem<'a, B> {
         let target = match target_cache {
             Some((count, target)) if *count == names.len() => target.clone(),
             _ => {
-                let target = Tensor::cat(names.iter().map(|n| self.targets[n].clone()).collect(), 0);
+                let target =
+                    Tensor::cat(names.iter().map(|n| self.targets[n].clone()).collect(), 0);
                 *target_cache = Some((names.len(), target.clone()));
                 target
             }
         };
-        let mut loss = self.config.matching.loss(Tensor::cat(reconstructed, 0), target);
+        let mut loss = self
+            .config
+            .matching
+            .loss(Tensor::cat(reconstructed, 0), target);
         if let Some(prior) = &self.config.prior {
             for images in [vars.rgb, vars.depth].into_iter().flatten() {
                 loss = loss + prior.penalty(images);
@@ -604,31 +759,41 @@ impl<'a, B: Backend> Problem<'a, B> {
         loss
     }
 
-    /// Runs a stage `restarts` times, each from `free` fresh Gaussian values followed by the
-    /// carried `supervision` values, and returns the final values of the run with the lowest
-    /// final loss.
-    #[allow(clippy::too_many_arguments)]
+    /// Runs a stage `restarts` times, each from fresh Gaussian values for the blocks of
+    /// `layout` followed by the carried free supervision, and keeps the run with the lowest
+    /// final loss (whose supervision values it carries on).
     fn run_restarts(
         &self,
         stage: Stage,
-        layout: &Layout,
-        free: usize,
-        supervision: &[f32],
+        mut layout: Layout,
+        supervision: &mut FreeSupervision,
         fixed_vector: Option<Tensor<Inner<B>, 2>>,
         rng: &mut ChaCha8Rng,
         history: &mut Vec<LossRecord>,
-    ) -> Vec<f32> {
+    ) -> Values {
+        let free = layout.len;
+        layout.append(&supervision.layout);
         let mut best: Option<(f64, Vec<f32>)> = None;
         for restart in 0..self.config.restarts {
             let mut theta = gaussian_noise(free, self.config.init_std, rng);
-            theta.extend_from_slice(supervision);
-            let (loss, theta) = self.run_stage(stage, restart, layout, theta, fixed_vector.as_ref(), history);
+            theta.extend_from_slice(&supervision.values);
+            let (loss, theta) = self.run_stage(
+                stage,
+                restart,
+                &layout,
+                theta,
+                fixed_vector.as_ref(),
+                history,
+            );
             // A NaN loss never wins.
             if best.as_ref().is_none_or(|(b, _)| loss < *b || b.is_nan()) {
                 best = Some((loss, theta));
             }
         }
-        best.map(|(_, theta)| theta).expect("at least one restart")
+        let (_, theta) = best.expect("at least one restart");
+        let values = Values { layout, theta };
+        supervision.values = values.layout.read_all(&supervision.layout, &values.theta);
+        values
     }
 
     /// Runs one stage from the initial values `theta` and returns the loss at the final values
@@ -673,7 +838,10 @@ impl<'a, B: Backend> Problem<'a, B> {
             let gradient = tracked
                 .grad(&loss.backward())
                 .unwrap_or_else(|| Tensor::zeros([layout.len], device));
-            let lr = self.config.schedule.lr(self.config.optimizer.lr, iteration, iterations);
+            let lr = self
+                .config
+                .schedule
+                .lr(self.config.optimizer.lr, iteration, iterations);
             theta = adam.step(theta, gradient, lr);
         }
         unreachable!("the loop returns at iteration == iterations")
@@ -697,6 +865,7 @@ impl<BB: Backend> ModuleVisitor<BB> for ParamSizes {
     }
 
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<BB, D>>) {
-        self.sizes.push((self.path.join("."), param.shape().num_elements()));
+        self.sizes
+            .push((self.path.join("."), param.shape().num_elements()));
     }
 }

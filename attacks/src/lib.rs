@@ -34,16 +34,19 @@ pub use adam::{TensorAdam, TensorAdamConfig};
 pub use attack::{attack, AttackConfig, LossRecord, Reconstruction, Stage};
 pub use error::AttackError;
 pub use metrics::{
-    absolute_error, action_accuracy, bbox_iou, luma_bt601, percentage_error, psnr, ssim, ImageNormalisation,
-    ImageScores,
+    absolute_error, action_accuracy, bbox_iou, luma_bt601, percentage_error, psnr, ssim,
+    ImageNormalisation, ImageScores,
 };
 pub use parts::{
-    gaussian_noise, total_variation, ActionRecovery, ActionRule, GradientMatchingLoss, GradientSource, ImagePrior,
-    LrSchedule, SignalRule, StateOptimisation,
+    gaussian_noise, total_variation, ActionRecovery, ActionRule, GradientMatchingLoss,
+    GradientSource, ImagePrior, LrSchedule, SignalRule, StateOptimisation,
 };
 pub use recovery::{
-    action_from_bias_gradient, odd_sign_action, policy_gradient_recovery, q_value_from_error_magnitude,
-    PolicyGradientRecovery, QValueRecovery,
+    action_from_bias_gradient, odd_sign_action, policy_gradient_recovery,
+    q_value_from_error_magnitude, PolicyGradientRecovery, QValueRecovery,
 };
 pub use suite::{evaluate_inversion, score_reconstruction, InversionRow};
-pub use victim::{linear_part_forward, Inner, LinearPartInput, LinearPartOutput, Outer, Sample, Victim, VictimKind};
+pub use victim::{
+    linear_part_forward, Inner, LinearPartInput, LinearPartOutput, Outer, Sample, Victim,
+    VictimKind,
+};

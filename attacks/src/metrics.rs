@@ -37,7 +37,11 @@ pub enum ImageNormalisation {
 
 impl ImageNormalisation {
     /// Normalises a reconstructed RGB and depth image together.
-    pub fn apply(&self, rgb: Option<&[f32]>, depth: Option<&[f32]>) -> (Option<Vec<f32>>, Option<Vec<f32>>) {
+    pub fn apply(
+        &self,
+        rgb: Option<&[f32]>,
+        depth: Option<&[f32]>,
+    ) -> (Option<Vec<f32>>, Option<Vec<f32>>) {
         let scale = match self {
             ImageNormalisation::Clamp => 1.0,
             ImageNormalisation::BrightestPixel => {
@@ -99,7 +103,13 @@ pub fn gaussian_window(len: usize, sigma: f64) -> Vec<f64> {
 /// C1 = (K1 L)², C2 = (K2 L)², the SSIM map over the window positions that fit inside the
 /// image ("valid", as in Wang's reference code), averaged. An image smaller than the window
 /// uses the largest odd window that fits (σ unchanged).
-pub fn ssim(reference: &[f32], test: &[f32], width: usize, height: usize, data_range: f64) -> Result<f64, AttackError> {
+pub fn ssim(
+    reference: &[f32],
+    test: &[f32],
+    width: usize,
+    height: usize,
+    data_range: f64,
+) -> Result<f64, AttackError> {
     check_same_len("ssim images", reference, test)?;
     if reference.len() != width * height {
         return Err(AttackError::ShapeMismatch {
@@ -132,7 +142,8 @@ pub fn ssim(reference: &[f32], test: &[f32], width: usize, height: usize, data_r
         let var_x = e_xx[i] - mx * mx;
         let var_y = e_yy[i] - my * my;
         let cov = e_xy[i] - mx * my;
-        total += ((2.0 * mx * my + c1) * (2.0 * cov + c2)) / ((mx * mx + my * my + c1) * (var_x + var_y + c2));
+        total += ((2.0 * mx * my + c1) * (2.0 * cov + c2))
+            / ((mx * mx + my * my + c1) * (var_x + var_y + c2));
     }
     Ok(total / mu_x.len() as f64)
 }
@@ -168,14 +179,22 @@ pub struct ImageScores {
 
 /// Scores a reconstructed RGB image (already normalised) against the truth on the luma
 /// channel; both `3 × size × size`.
-pub fn score_rgb(truth: &[f32], reconstruction: &[f32], size: usize) -> Result<ImageScores, AttackError> {
+pub fn score_rgb(
+    truth: &[f32],
+    reconstruction: &[f32],
+    size: usize,
+) -> Result<ImageScores, AttackError> {
     check_same_len("rgb images", truth, reconstruction)?;
     score_single_channel(&luma_bt601(truth), &luma_bt601(reconstruction), size)
 }
 
 /// Scores a reconstructed single-channel image (already normalised) against the truth; both
 /// `size × size`.
-pub fn score_single_channel(truth: &[f32], reconstruction: &[f32], size: usize) -> Result<ImageScores, AttackError> {
+pub fn score_single_channel(
+    truth: &[f32],
+    reconstruction: &[f32],
+    size: usize,
+) -> Result<ImageScores, AttackError> {
     Ok(ImageScores {
         psnr: psnr(truth, reconstruction, 1.0)?,
         ssim: ssim(truth, reconstruction, size, size, 1.0)?,
@@ -186,7 +205,10 @@ pub fn score_single_channel(truth: &[f32], reconstruction: &[f32], size: usize) 
 /// coordinates in `[−1, 1]`). A box with x_max < x_min or y_max < y_min is empty. Two
 /// empty (or zero-area) boxes score 1 if they are equal and 0 otherwise.
 pub fn bbox_iou(truth: &[f32], reconstruction: &[f32]) -> Result<f64, AttackError> {
-    for (what, b) in [("bbox (truth)", truth), ("bbox (reconstruction)", reconstruction)] {
+    for (what, b) in [
+        ("bbox (truth)", truth),
+        ("bbox (reconstruction)", reconstruction),
+    ] {
         if b.len() != 4 {
             return Err(AttackError::ShapeMismatch {
                 what,
@@ -198,7 +220,12 @@ pub fn bbox_iou(truth: &[f32], reconstruction: &[f32]) -> Result<f64, AttackErro
     let b = |v: &[f32]| [0, 1, 2, 3].map(|i| f64::from(v[i]));
     let (p, q) = (b(truth), b(reconstruction));
     let area = |v: [f64; 4]| (v[2] - v[0]).max(0.0) * (v[3] - v[1]).max(0.0);
-    let inter = area([p[0].max(q[0]), p[1].max(q[1]), p[2].min(q[2]), p[3].min(q[3])]);
+    let inter = area([
+        p[0].max(q[0]),
+        p[1].max(q[1]),
+        p[2].min(q[2]),
+        p[3].min(q[3]),
+    ]);
     let union = area(p) + area(q) - inter;
     Ok(if union > 0.0 {
         inter / union
@@ -221,7 +248,11 @@ pub fn action_accuracy(truth: &[usize], reconstruction: &[usize]) -> Result<f64,
     if truth.is_empty() {
         return Err(AttackError::EmptyBatch);
     }
-    let correct = truth.iter().zip(reconstruction).filter(|(a, b)| a == b).count();
+    let correct = truth
+        .iter()
+        .zip(reconstruction)
+        .filter(|(a, b)| a == b)
+        .count();
     Ok(correct as f64 / truth.len() as f64)
 }
 

@@ -54,7 +54,11 @@ pub enum GradientMatchingLoss {
 
 impl GradientMatchingLoss {
     /// L(g_rec, g) for two flat gradients of the same length.
-    pub fn loss<BB: Backend>(&self, reconstructed: Tensor<BB, 1>, target: Tensor<BB, 1>) -> Tensor<BB, 1> {
+    pub fn loss<BB: Backend>(
+        &self,
+        reconstructed: Tensor<BB, 1>,
+        target: Tensor<BB, 1>,
+    ) -> Tensor<BB, 1> {
         match self {
             GradientMatchingLoss::Cosine => {
                 // eq. 5; the ε inside the square roots keeps the derivative finite at g_rec = 0.
@@ -133,7 +137,7 @@ pub enum StateOptimisation {
 #[derive(Config, Debug, Copy, PartialEq, Eq)]
 pub enum ActionRecovery {
     /// Eq. 7 (QGI): with an MSE objective only Q̂(s, a) receives an error, so ∇_{b_last} has
-    /// one non-zero entry; the action is argmax_k |∇_{b_last}[k]|.
+    /// one non-zero entry; the action is argmax_k |∇_{b_last}\[k\]|.
     LargestBiasGradient,
     /// iDLG's rule (Zhao et al.) for cross-entropy-like objectives: ∇_{b_last} = R(p − e_a)
     /// has one entry whose sign differs from all others; the action is that entry (the

@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::AttackError;
 use crate::parts::ActionRecovery;
-use crate::victim::{host, linear_part_forward, tensor1, Inner, LinearPartInput, Outer, Victim, VictimKind};
+use crate::victim::{
+    host, linear_part_forward, tensor1, Inner, LinearPartInput, Outer, Victim, VictimKind,
+};
 
 /// Eq. 7: the action is the index of the non-zero entry of ∇_{b_last}; with rounding, the
 /// entry of largest magnitude. Ties go to the lowest index.
@@ -36,7 +38,10 @@ pub fn odd_sign_action(bias_gradient: &[f32]) -> usize {
     let minority_positive = positive < negative;
     let mut best: Option<usize> = None;
     for (k, &v) in bias_gradient.iter().enumerate() {
-        if (v > 0.0) == minority_positive && v != 0.0 && best.is_none_or(|b| v.abs() > bias_gradient[b].abs()) {
+        if (v > 0.0) == minority_positive
+            && v != 0.0
+            && best.is_none_or(|b| v.abs() > bias_gradient[b].abs())
+        {
             best = Some(k);
         }
     }
@@ -85,20 +90,21 @@ pub fn policy_gradient_recovery<B: Backend>(
     }
     let kind_entropy = VictimKind::Reinforce { entropy_weight };
     // ∂J/∂y for a batch of one equals ∇_{b_last} J (y = hW + b).
-    let logit_gradient = |rows: usize, actions: &[usize], returns: &[f32], kind: VictimKind| -> Vec<f32> {
-        let mut repeated = Vec::with_capacity(rows * n);
-        for _ in 0..rows {
-            repeated.extend_from_slice(logits);
-        }
-        let z = crate::victim::tensor2::<Inner<B>>(&repeated, n, device).require_grad();
-        let loss = kind.objective(
-            z.clone(),
-            one_hot::<Inner<B>>(actions, n, device),
-            tensor1::<Inner<B>>(returns, device),
-        );
-        let grads = loss.backward();
-        host(z.grad(&grads).expect("the logits are tracked"))
-    };
+    let logit_gradient =
+        |rows: usize, actions: &[usize], returns: &[f32], kind: VictimKind| -> Vec<f32> {
+            let mut repeated = Vec::with_capacity(rows * n);
+            for _ in 0..rows {
+                repeated.extend_from_slice(logits);
+            }
+            let z = crate::victim::tensor2::<Inner<B>>(&repeated, n, device).require_grad();
+            let loss = kind.objective(
+                z.clone(),
+                one_hot::<Inner<B>>(actions, n, device),
+                tensor1::<Inner<B>>(returns, device),
+            );
+            let grads = loss.backward();
+            host(z.grad(&grads).expect("the logits are tracked"))
+        };
     // ∇_b J_entropy(p_rec): the objective with R = 0.
     let entropy_part = logit_gradient(1, &[0], &[0.0], kind_entropy);
     // eq. 8
@@ -110,14 +116,25 @@ pub fn policy_gradient_recovery<B: Backend>(
     // ∇_b J_pg(p_rec, a, r = 1) for every a at once: the loss sums over the batch, and row a
     // of the logits only sees action a.
     let all_actions: Vec<usize> = (0..n).collect();
-    let unit = logit_gradient(n, &all_actions, &vec![1.0; n], VictimKind::Reinforce { entropy_weight: 0.0 });
+    let unit = logit_gradient(
+        n,
+        &all_actions,
+        &vec![1.0; n],
+        VictimKind::Reinforce {
+            entropy_weight: 0.0,
+        },
+    );
     let dot = |a: &[f64], b: &[f32]| a.iter().zip(b).map(|(x, &y)| x * f64::from(y)).sum::<f64>();
     let norm_u = policy_part.iter().map(|x| x * x).sum::<f64>().sqrt();
     let scored = |a: usize| {
         let v = &unit[a * n..(a + 1) * n];
         let vv = v.iter().map(|&y| f64::from(y).powi(2)).sum::<f64>();
         let uv = dot(&policy_part, v);
-        let alignment = if norm_u > 0.0 && vv > 0.0 { (uv / (norm_u * vv.sqrt())).abs() } else { 0.0 };
+        let alignment = if norm_u > 0.0 && vv > 0.0 {
+            (uv / (norm_u * vv.sqrt())).abs()
+        } else {
+            0.0
+        };
         let reward = if vv > 0.0 { uv / vv } else { 0.0 };
         (alignment, reward)
     };
@@ -151,7 +168,7 @@ pub struct QValueRecovery {
     pub predicted_q: f64,
     /// Q_rec = Q̂_rec − n ‖Q̂ − Q‖_rec.
     pub target_q: f64,
-    /// n = sign(Q̂ − Q) = sign(∇_{b_last}[a]) (MSE: ∂J/∂Q̂ = 2(Q̂ − Q)/|B|); 0 if the error is 0.
+    /// n = sign(Q̂ − Q) = sign(∇_{b_last}\[a\]) (MSE: ∂J/∂Q̂ = 2(Q̂ − Q)/|B|); 0 if the error is 0.
     pub error_sign: f64,
     /// ‖Q̂ − Q‖_rec = |Q̂_rec − Q̃| ‖g‖ / ‖g_rec‖.
     pub error_magnitude: f64,
@@ -159,8 +176,8 @@ pub struct QValueRecovery {
 
 /// QGI's Q-value rule, given the reconstructed input of the linear part and the action.
 ///
-/// 1. Q̂_rec = F(x_rec)[a], a forward pass of the reconstruction.
-/// 2. n = sign(∇_{b_last}[a]).
+/// 1. Q̂_rec = F(x_rec)\[a\], a forward pass of the reconstruction.
+/// 2. n = sign(∇_{b_last}\[a\]).
 /// 3. With the constant target Q̃ = Q̂_rec − n (so that Q̂_rec − Q̃ = n has the true error's
 ///    sign and unit size), g_rec = ∇_w J(F(x_rec), Q̃) and
 ///    ‖Q̂ − Q‖_rec = |Q̂_rec − Q̃| ‖g‖ / ‖g_rec‖; the MSE gradient is 2(Q̂ − Q) ∂Q̂/∂w, so the
@@ -177,7 +194,9 @@ pub fn q_value_from_error_magnitude<B: Backend>(
     action: usize,
 ) -> Result<QValueRecovery, AttackError> {
     let bias_name = victim.last_bias_name();
-    let bias = record.get(&bias_name).ok_or(AttackError::MissingGradient { name: bias_name })?;
+    let bias = record
+        .get(&bias_name)
+        .ok_or(AttackError::MissingGradient { name: bias_name })?;
     if action >= bias.values.len() {
         return Err(AttackError::ActionOutOfRange {
             index: 0,
@@ -189,7 +208,8 @@ pub fn q_value_from_error_magnitude<B: Backend>(
     let (rgb, depth, vector) = victim.linear_part_tensors::<Outer<B>>(input)?;
     let (output, _) = linear_part_forward(victim.net(), rgb, depth, vector);
     let predicted_q = f64::from(host(output.clone())[action]);
-    let error_sign = f64::from(bias.values[action].signum()) * f64::from(bias.values[action] != 0.0);
+    let error_sign =
+        f64::from(bias.values[action].signum()) * f64::from(bias.values[action] != 0.0);
     if error_sign == 0.0 {
         return Ok(QValueRecovery {
             predicted_q,
@@ -206,10 +226,22 @@ pub fn q_value_from_error_magnitude<B: Backend>(
     );
     let gradients = param_gradients(victim.net(), &loss.backward());
     let (mut shared_sq, mut rec_sq) = (0.0f64, 0.0f64);
-    for g in gradients.into_iter().filter(|g| Victim::<B>::is_linear_parameter(&g.name)) {
-        let shared = record.get(&g.name).ok_or(AttackError::MissingGradient { name: g.name.clone() })?;
-        shared_sq += shared.values.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>();
-        rec_sq += host(g.gradient).iter().map(|&v| f64::from(v).powi(2)).sum::<f64>();
+    for g in gradients
+        .into_iter()
+        .filter(|g| Victim::<B>::is_linear_parameter(&g.name))
+    {
+        let shared = record.get(&g.name).ok_or(AttackError::MissingGradient {
+            name: g.name.clone(),
+        })?;
+        shared_sq += shared
+            .values
+            .iter()
+            .map(|&v| f64::from(v).powi(2))
+            .sum::<f64>();
+        rec_sq += host(g.gradient)
+            .iter()
+            .map(|&v| f64::from(v).powi(2))
+            .sum::<f64>();
     }
     let error_magnitude = (predicted_q - surrogate_target).abs() * (shared_sq / rec_sq).sqrt();
     Ok(QValueRecovery {

@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 use crate::attack::{attack, AttackConfig, Reconstruction};
 use crate::error::AttackError;
 use crate::metrics::{
-    absolute_error, bbox_iou, percentage_error, score_rgb, score_single_channel, ImageNormalisation, ImageScores,
+    absolute_error, bbox_iou, percentage_error, score_rgb, score_single_channel,
+    ImageNormalisation, ImageScores,
 };
 use crate::victim::{Sample, Victim, VictimKind};
 
@@ -54,7 +55,14 @@ pub fn evaluate_inversion<B: Backend>(
             let start = Instant::now();
             let reconstruction = attack(victim, &record, config)?;
             let attack_ms = start.elapsed().as_secs_f64() * 1e3;
-            score_reconstruction(victim, sample, &reconstruction, normalisation, index, attack_ms)
+            score_reconstruction(
+                victim,
+                sample,
+                &reconstruction,
+                normalisation,
+                index,
+                attack_ms,
+            )
         })
         .collect()
 }
@@ -69,23 +77,31 @@ pub fn score_reconstruction<B: Backend>(
     attack_ms: f64,
 ) -> Result<InversionRow, AttackError> {
     let net = victim.net();
-    let (rgb, depth) = normalisation.apply(reconstruction.rgb.as_deref(), reconstruction.depth.as_deref());
+    let (rgb, depth) = normalisation.apply(
+        reconstruction.rgb.as_deref(),
+        reconstruction.depth.as_deref(),
+    );
     let rgb = match (&sample.rgb, rgb, net.rgb_shape) {
         (Some(truth), Some(rec), Some(shape)) => Some(score_rgb(truth, &rec, shape.size)?),
         _ => None,
     };
     let depth = match (&sample.depth, depth, net.depth_shape) {
-        (Some(truth), Some(rec), Some(shape)) => Some(score_single_channel(truth, &rec, shape.size)?),
+        (Some(truth), Some(rec), Some(shape)) => {
+            Some(score_single_channel(truth, &rec, shape.size)?)
+        }
         _ => None,
     };
     let vector_iou = (sample.vector.len() == 4)
         .then(|| bbox_iou(&sample.vector, &reconstruction.vector))
         .transpose()?;
-    let (mut predicted_q_error_pct, mut target_q_error_pct, mut reward_abs_error) = (None, None, None);
+    let (mut predicted_q_error_pct, mut target_q_error_pct, mut reward_abs_error) =
+        (None, None, None);
     match victim.kind() {
         VictimKind::Dqn => {
             let predicted = f64::from(victim.output(sample)?[sample.action]);
-            predicted_q_error_pct = reconstruction.predicted_q.map(|q| percentage_error(q, predicted));
+            predicted_q_error_pct = reconstruction
+                .predicted_q
+                .map(|q| percentage_error(q, predicted));
             target_q_error_pct = Some(percentage_error(reconstruction.signal, sample.signal));
         }
         VictimKind::Reinforce { .. } => {

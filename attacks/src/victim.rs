@@ -64,7 +64,9 @@ impl VictimKind {
     pub fn validate(&self) -> Result<(), AttackError> {
         match self {
             VictimKind::Dqn => Ok(()),
-            VictimKind::Reinforce { entropy_weight } => check_non_negative("entropy_weight", *entropy_weight),
+            VictimKind::Reinforce { entropy_weight } => {
+                check_non_negative("entropy_weight", *entropy_weight)
+            }
         }
     }
 
@@ -216,7 +218,11 @@ impl<B: Backend> Victim<B> {
     /// The gradient of eq. 6's surrogate J̃ = Σ_n eᵀ F(x_n) for the given error direction
     /// `e` (∇_{b_last} J of the shared gradient). For a batch of one and the true sample it
     /// equals [`Victim::shared_gradient`]: the claim behind the error-direction attack.
-    pub fn error_direction_gradient(&self, samples: &[Sample], direction: &[f32]) -> Result<GradientRecord, AttackError> {
+    pub fn error_direction_gradient(
+        &self,
+        samples: &[Sample],
+        direction: &[f32],
+    ) -> Result<GradientRecord, AttackError> {
         if direction.len() != self.num_actions() {
             return Err(AttackError::ShapeMismatch {
                 what: "error direction",
@@ -240,7 +246,8 @@ impl<B: Backend> Victim<B> {
     /// The true input of the linear part for `sample`: its conv features and its vector.
     pub fn linear_part_input(&self, sample: &Sample) -> Result<LinearPartInput, AttackError> {
         let (rgb, depth, vector) = self.state_tensors::<Outer<B>>(std::slice::from_ref(sample))?;
-        let features = |encoder: Option<&privrl_agents::ConvEncoder<Outer<B>>>, images: Option<Tensor<Outer<B>, 4>>| {
+        let features = |encoder: Option<&privrl_agents::ConvEncoder<Outer<B>>>,
+                        images: Option<Tensor<Outer<B>, 4>>| {
             match (encoder, images) {
                 (Some(e), Some(x)) => Some(host(e.forward(x))),
                 _ => None,
@@ -254,7 +261,10 @@ impl<B: Backend> Victim<B> {
     }
 
     /// The network output and the last layer's input for a linear-part input.
-    pub fn linear_part_output(&self, input: &LinearPartInput) -> Result<LinearPartOutput, AttackError> {
+    pub fn linear_part_output(
+        &self,
+        input: &LinearPartInput,
+    ) -> Result<LinearPartOutput, AttackError> {
         let (rgb, depth, vector) = self.linear_part_tensors::<Outer<B>>(input)?;
         let (output, last_layer_input) = linear_part_forward(&self.net, rgb, depth, vector);
         Ok(LinearPartOutput {
@@ -290,8 +300,8 @@ impl<B: Backend> Victim<B> {
         }
         let batch = samples.len();
         let image = |name: &'static str,
-                         shape: Option<privrl_agents::ImageShape>,
-                         pick: &dyn Fn(&Sample) -> Option<&Vec<f32>>|
+                     shape: Option<privrl_agents::ImageShape>,
+                     pick: &dyn Fn(&Sample) -> Option<&Vec<f32>>|
          -> Result<Option<Tensor<BB, 4>>, AttackError> {
             let mut values = Vec::new();
             for (index, sample) in samples.iter().enumerate() {
@@ -299,7 +309,11 @@ impl<B: Backend> Victim<B> {
                     (Some(s), Some(v)) => {
                         if v.len() != s.len() {
                             return Err(AttackError::ShapeMismatch {
-                                what: if name == "rgb" { "rgb image" } else { "depth image" },
+                                what: if name == "rgb" {
+                                    "rgb image"
+                                } else {
+                                    "depth image"
+                                },
                                 expected: s.len(),
                                 got: v.len(),
                             });
@@ -325,7 +339,8 @@ impl<B: Backend> Victim<B> {
             }
             Ok(shape.map(|s| {
                 Tensor::from_data(
-                    TensorData::new(values, [batch, s.channels, s.size, s.size]).convert::<BB::FloatElem>(),
+                    TensorData::new(values, [batch, s.channels, s.size, s.size])
+                        .convert::<BB::FloatElem>(),
                     &self.device,
                 )
             }))
@@ -350,7 +365,11 @@ impl<B: Backend> Victim<B> {
             }
             vector.extend_from_slice(&sample.vector);
         }
-        Ok((rgb, depth, tensor2::<BB>(&vector, self.net.d_vector, &self.device)))
+        Ok((
+            rgb,
+            depth,
+            tensor2::<BB>(&vector, self.net.d_vector, &self.device),
+        ))
     }
 
     /// A linear-part input as `[1, …]` tensors, checked against the network.
@@ -390,7 +409,11 @@ impl<B: Backend> Victim<B> {
                 got: input.vector.len(),
             });
         }
-        Ok((rgb, depth, tensor2::<BB>(&input.vector, self.net.d_vector, &self.device)))
+        Ok((
+            rgb,
+            depth,
+            tensor2::<BB>(&input.vector, self.net.d_vector, &self.device),
+        ))
     }
 }
 
@@ -407,24 +430,42 @@ pub fn linear_part_forward<BB: Backend>(
     for layer in &net.vector_layers {
         h = net.activation.forward(layer.forward(h));
     }
-    let parts: Vec<Tensor<BB, 2>> = rgb_features.into_iter().chain(depth_features).chain([h]).collect();
+    let parts: Vec<Tensor<BB, 2>> = rgb_features
+        .into_iter()
+        .chain(depth_features)
+        .chain([h])
+        .collect();
     let (output, mut inputs) = net.head.forward_with_layer_inputs(Tensor::cat(parts, 1));
     let last_input = inputs.pop().expect("the head has at least one layer");
     (output, last_input)
 }
 
 pub(crate) fn tensor1<BB: Backend>(values: &[f32], device: &BB::Device) -> Tensor<BB, 1> {
-    Tensor::from_data(TensorData::new(values.to_vec(), [values.len()]).convert::<BB::FloatElem>(), device)
+    Tensor::from_data(
+        TensorData::new(values.to_vec(), [values.len()]).convert::<BB::FloatElem>(),
+        device,
+    )
 }
 
-pub(crate) fn tensor2<BB: Backend>(values: &[f32], cols: usize, device: &BB::Device) -> Tensor<BB, 2> {
+pub(crate) fn tensor2<BB: Backend>(
+    values: &[f32],
+    cols: usize,
+    device: &BB::Device,
+) -> Tensor<BB, 2> {
     let rows = values.len().checked_div(cols).unwrap_or(0);
-    Tensor::from_data(TensorData::new(values.to_vec(), [rows, cols]).convert::<BB::FloatElem>(), device)
+    Tensor::from_data(
+        TensorData::new(values.to_vec(), [rows, cols]).convert::<BB::FloatElem>(),
+        device,
+    )
 }
 
 /// Copies a tensor's values to the host.
 pub(crate) fn host<BB: Backend, const D: usize>(tensor: Tensor<BB, D>) -> Vec<f32> {
-    tensor.into_data().convert::<f32>().into_vec::<f32>().expect("float tensor data")
+    tensor
+        .into_data()
+        .convert::<f32>()
+        .into_vec::<f32>()
+        .expect("float tensor data")
 }
 
 struct ParamCollector {

@@ -6,8 +6,8 @@ mod common;
 
 use burn::backend::NdArray;
 use privrl_attacks::{
-    attack, gaussian_noise, psnr, score_reconstruction, AttackConfig, AttackError, ImageNormalisation, ImagePrior,
-    Stage, StateOptimisation, Victim, VictimKind,
+    attack, gaussian_noise, psnr, score_reconstruction, AttackConfig, AttackError,
+    ImageNormalisation, ImagePrior, Stage, StateOptimisation, Victim, VictimKind,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -35,20 +35,43 @@ fn gaussian_baseline_psnr(truth: &[f32], seed: u64) -> f64 {
 #[test]
 fn qgi_reconstructs_a_depth_state_action_and_q_values() {
     let device = Default::default();
-    let victim = Victim::<B>::from_seed(&common::depth_config(SIZE), VictimKind::Dqn, 3, &device).unwrap();
+    let victim =
+        Victim::<B>::from_seed(&common::depth_config(SIZE), VictimKind::Dqn, 3, &device).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let sample = common::synthetic_sample(None, Some(SIZE), 7, 1.0..5.0, &mut rng);
-    let record = victim.shared_gradient(std::slice::from_ref(&sample)).unwrap();
+    let record = victim
+        .shared_gradient(std::slice::from_ref(&sample))
+        .unwrap();
     let reconstruction = attack(&victim, &record, &quick(AttackConfig::qgi())).unwrap();
-    let row = score_reconstruction(&victim, &sample, &reconstruction, ImageNormalisation::Clamp, 0, 0.0).unwrap();
+    let row = score_reconstruction(
+        &victim,
+        &sample,
+        &reconstruction,
+        ImageNormalisation::Clamp,
+        0,
+        0.0,
+    )
+    .unwrap();
     let depth = row.depth.unwrap();
     let baseline = gaussian_baseline_psnr(sample.depth.as_ref().unwrap(), 0);
     println!("QGI: {row:?}, Gaussian baseline PSNR {baseline:.2} dB");
     assert!(row.vector_iou.unwrap() > 0.9, "IoU {:?}", row.vector_iou);
     assert!(row.action_correct);
-    assert!(row.predicted_q_error_pct.unwrap() < 1.0, "ε(Q̂) {:?}", row.predicted_q_error_pct);
-    assert!(row.target_q_error_pct.unwrap() < 1.0, "ε(Q) {:?}", row.target_q_error_pct);
-    assert!(depth.psnr > baseline + 8.0, "PSNR {} vs baseline {baseline}", depth.psnr);
+    assert!(
+        row.predicted_q_error_pct.unwrap() < 1.0,
+        "ε(Q̂) {:?}",
+        row.predicted_q_error_pct
+    );
+    assert!(
+        row.target_q_error_pct.unwrap() < 1.0,
+        "ε(Q) {:?}",
+        row.target_q_error_pct
+    );
+    assert!(
+        depth.psnr > baseline + 8.0,
+        "PSNR {} vs baseline {baseline}",
+        depth.psnr
+    );
     assert!(depth.ssim > 0.6, "SSIM {}", depth.ssim);
     // Both stages ran, each with its restarts, and stage 1 converged.
     let stage1_final = reconstruction
@@ -58,24 +81,43 @@ fn qgi_reconstructs_a_depth_state_action_and_q_values() {
         .map(|r| r.loss)
         .fold(f64::INFINITY, f64::min);
     assert!(stage1_final < 1e-3, "stage-1 loss {stage1_final}");
-    assert!(reconstruction.loss_history.iter().any(|r| r.stage == Stage::Images && r.restart == 2));
+    assert!(reconstruction
+        .loss_history
+        .iter()
+        .any(|r| r.stage == Stage::Images && r.restart == 2));
 }
 
 #[test]
 fn rgi_reconstructs_a_depth_state_action_and_reward() {
     let device = Default::default();
-    let kind = VictimKind::Reinforce { entropy_weight: 0.01 };
+    let kind = VictimKind::Reinforce {
+        entropy_weight: 0.01,
+    };
     let victim = Victim::<B>::from_seed(&common::depth_config(SIZE), kind, 3, &device).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let sample = common::synthetic_sample(None, Some(SIZE), 7, 1.0..5.0, &mut rng);
-    let record = victim.shared_gradient(std::slice::from_ref(&sample)).unwrap();
+    let record = victim
+        .shared_gradient(std::slice::from_ref(&sample))
+        .unwrap();
     let reconstruction = attack(&victim, &record, &quick(AttackConfig::rgi())).unwrap();
-    let row = score_reconstruction(&victim, &sample, &reconstruction, ImageNormalisation::Clamp, 0, 0.0).unwrap();
+    let row = score_reconstruction(
+        &victim,
+        &sample,
+        &reconstruction,
+        ImageNormalisation::Clamp,
+        0,
+        0.0,
+    )
+    .unwrap();
     let baseline = gaussian_baseline_psnr(sample.depth.as_ref().unwrap(), 0);
     println!("RGI: {row:?}, Gaussian baseline PSNR {baseline:.2} dB");
     assert!(row.vector_iou.unwrap() > 0.9, "IoU {:?}", row.vector_iou);
     assert!(row.action_correct);
-    assert!(row.reward_abs_error.unwrap() < 1e-2, "|Δr| {:?}", row.reward_abs_error);
+    assert!(
+        row.reward_abs_error.unwrap() < 1e-2,
+        "|Δr| {:?}",
+        row.reward_abs_error
+    );
     assert!(row.depth.unwrap().psnr > baseline + 8.0);
     let p = reconstruction.probabilities.unwrap();
     assert!((p.iter().sum::<f32>() - 1.0).abs() < 1e-5);
@@ -86,34 +128,64 @@ fn rgi_reconstructs_a_depth_state_action_and_reward() {
 #[test]
 fn baselines_and_the_joint_ablation_run_through_the_same_loop() {
     let device = Default::default();
-    let victim = Victim::<B>::from_seed(&common::rgbd_config(8), VictimKind::Dqn, 4, &device).unwrap();
+    let victim =
+        Victim::<B>::from_seed(&common::rgbd_config(8), VictimKind::Dqn, 4, &device).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(12);
     let sample = common::synthetic_sample(Some(8), Some(8), 7, 1.0..5.0, &mut rng);
-    let record = victim.shared_gradient(std::slice::from_ref(&sample)).unwrap();
+    let record = victim
+        .shared_gradient(std::slice::from_ref(&sample))
+        .unwrap();
     for config in [
         AttackConfig::dlg(),
         AttackConfig::inverting_gradients(),
         AttackConfig::qgi().with_state(StateOptimisation::Joint),
     ] {
-        let reconstruction = attack(&victim, &record, &config.clone().with_iterations_per_stage(20)).unwrap();
+        let reconstruction = attack(
+            &victim,
+            &record,
+            &config.clone().with_iterations_per_stage(20),
+        )
+        .unwrap();
         assert_eq!(reconstruction.rgb.as_ref().unwrap().len(), 3 * 64);
         assert_eq!(reconstruction.depth.as_ref().unwrap().len(), 64);
         assert_eq!(reconstruction.vector.len(), 4);
-        assert!(reconstruction.loss_history.iter().all(|r| r.loss.is_finite()), "{config:?}");
+        assert!(
+            reconstruction
+                .loss_history
+                .iter()
+                .all(|r| r.loss.is_finite()),
+            "{config:?}"
+        );
         assert!(reconstruction.signal.is_finite());
     }
     // IG reads the action off ∇b_last (eq. 7 for the MSE victim).
-    let ig = attack(&victim, &record, &AttackConfig::inverting_gradients().with_iterations_per_stage(5)).unwrap();
+    let ig = attack(
+        &victim,
+        &record,
+        &AttackConfig::inverting_gradients().with_iterations_per_stage(5),
+    )
+    .unwrap();
     assert_eq!(ig.action, sample.action);
 }
 
 #[test]
 fn attacks_are_deterministic_given_the_seed() {
     let device = Default::default();
-    let victim = Victim::<B>::from_seed(&common::depth_config(8), VictimKind::Dqn, 5, &device).unwrap();
-    let sample = common::synthetic_sample(None, Some(8), 7, 1.0..5.0, &mut ChaCha8Rng::seed_from_u64(3));
-    let record = victim.shared_gradient(std::slice::from_ref(&sample)).unwrap();
-    let config = AttackConfig::qgi().with_iterations_per_stage(15).with_seed(9);
+    let victim =
+        Victim::<B>::from_seed(&common::depth_config(8), VictimKind::Dqn, 5, &device).unwrap();
+    let sample = common::synthetic_sample(
+        None,
+        Some(8),
+        7,
+        1.0..5.0,
+        &mut ChaCha8Rng::seed_from_u64(3),
+    );
+    let record = victim
+        .shared_gradient(std::slice::from_ref(&sample))
+        .unwrap();
+    let config = AttackConfig::qgi()
+        .with_iterations_per_stage(15)
+        .with_seed(9);
     let a = attack(&victim, &record, &config).unwrap();
     let b = attack(&victim, &record, &config).unwrap();
     assert_eq!(a, b);
@@ -124,28 +196,72 @@ fn attacks_are_deterministic_given_the_seed() {
 #[test]
 fn invalid_configurations_are_named_errors() {
     let device = Default::default();
-    let dqn = Victim::<B>::from_seed(&common::depth_config(8), VictimKind::Dqn, 5, &device).unwrap();
-    let sample = common::synthetic_sample(None, Some(8), 7, 1.0..5.0, &mut ChaCha8Rng::seed_from_u64(3));
+    let dqn =
+        Victim::<B>::from_seed(&common::depth_config(8), VictimKind::Dqn, 5, &device).unwrap();
+    let sample = common::synthetic_sample(
+        None,
+        Some(8),
+        7,
+        1.0..5.0,
+        &mut ChaCha8Rng::seed_from_u64(3),
+    );
     let record = dqn.shared_gradient(std::slice::from_ref(&sample)).unwrap();
-    let err = attack(&dqn, &record, &AttackConfig::qgi().with_iterations_per_stage(0)).unwrap_err();
-    assert!(matches!(err, AttackError::OutOfRange { name: "iterations_per_stage", .. }), "{err}");
+    let err = attack(
+        &dqn,
+        &record,
+        &AttackConfig::qgi().with_iterations_per_stage(0),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AttackError::OutOfRange {
+                name: "iterations_per_stage",
+                ..
+            }
+        ),
+        "{err}"
+    );
     let err = attack(&dqn, &record, &AttackConfig::qgi().with_init_std(-1.0)).unwrap_err();
-    assert!(matches!(err, AttackError::OutOfRange { name: "init_std", .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            AttackError::OutOfRange {
+                name: "init_std",
+                ..
+            }
+        ),
+        "{err}"
+    );
     let err = attack(&dqn, &record, &AttackConfig::rgi()).unwrap_err();
     assert!(matches!(err, AttackError::Incompatible(_)), "{err}");
     let err = Victim::<B>::from_seed(
         &common::depth_config(8),
-        VictimKind::Reinforce { entropy_weight: -0.1 },
+        VictimKind::Reinforce {
+            entropy_weight: -0.1,
+        },
         0,
         &device,
     )
     .unwrap_err();
-    assert!(matches!(err, AttackError::OutOfRange { name: "entropy_weight", .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            AttackError::OutOfRange {
+                name: "entropy_weight",
+                ..
+            }
+        ),
+        "{err}"
+    );
     let mut wrong = sample.clone();
     wrong.vector.push(0.0);
     assert!(matches!(
         dqn.shared_gradient(&[wrong]).unwrap_err(),
-        AttackError::ShapeMismatch { what: "vector state", .. }
+        AttackError::ShapeMismatch {
+            what: "vector state",
+            ..
+        }
     ));
     let mut truncated = record.clone();
     truncated.params[0].values.pop();

@@ -2,7 +2,8 @@
 
 use privrl_attacks::metrics::{gaussian_window, score_rgb, SSIM_SIGMA, SSIM_WINDOW};
 use privrl_attacks::{
-    absolute_error, action_accuracy, bbox_iou, luma_bt601, percentage_error, psnr, ssim, ImageNormalisation,
+    absolute_error, action_accuracy, bbox_iou, luma_bt601, percentage_error, psnr, ssim,
+    ImageNormalisation,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -20,8 +21,9 @@ fn brute_force_ssim(x: &[f32], y: &[f32], width: usize, height: usize) -> f64 {
     let mut weights = vec![0.0; k * k];
     for i in 0..k {
         for j in 0..k {
-            weights[i * k + j] =
-                (-((i as f64 - centre).powi(2) + (j as f64 - centre).powi(2)) / (2.0 * SSIM_SIGMA * SSIM_SIGMA)).exp();
+            weights[i * k + j] = (-((i as f64 - centre).powi(2) + (j as f64 - centre).powi(2))
+                / (2.0 * SSIM_SIGMA * SSIM_SIGMA))
+                .exp();
         }
     }
     let total: f64 = weights.iter().sum();
@@ -50,7 +52,8 @@ fn brute_force_ssim(x: &[f32], y: &[f32], width: usize, height: usize) -> f64 {
                     cov += w * dx * dy;
                 }
             }
-            sum += ((2.0 * mx * my + c1) * (2.0 * cov + c2)) / ((mx * mx + my * my + c1) * (vx + vy + c2));
+            sum += ((2.0 * mx * my + c1) * (2.0 * cov + c2))
+                / ((mx * mx + my * my + c1) * (vx + vy + c2));
             count += 1;
         }
     }
@@ -66,7 +69,11 @@ fn psnr_of_identical_images_is_infinite_and_of_an_offset_is_known() {
     let y: Vec<f32> = x.iter().map(|v| v + 0.1).collect();
     assert!((psnr(&x, &y, 1.0).unwrap() - 20.0).abs() < 1e-4);
     // Offset 0.5 on a quarter of the pixels: MSE = 0.0625, PSNR = 10 log10(16) ≈ 12.0412 dB.
-    let z: Vec<f32> = x.iter().enumerate().map(|(i, v)| if i % 4 == 0 { v + 0.5 } else { *v }).collect();
+    let z: Vec<f32> = x
+        .iter()
+        .enumerate()
+        .map(|(i, v)| if i % 4 == 0 { v + 0.5 } else { *v })
+        .collect();
     assert!((psnr(&x, &z, 1.0).unwrap() - 10.0 * 16f64.log10()).abs() < 1e-4);
     assert!(psnr(&x, &z[..10], 1.0).is_err());
 }
@@ -91,12 +98,22 @@ fn ssim_matches_a_brute_force_implementation() {
         for other in [&y, &z] {
             let fast = ssim(&x, other, width, height, 1.0).unwrap();
             let slow = brute_force_ssim(&x, other, width, height);
-            assert!((fast - slow).abs() < 1e-10, "{width}×{height}: {fast} vs {slow}");
+            assert!(
+                (fast - slow).abs() < 1e-10,
+                "{width}×{height}: {fast} vs {slow}"
+            );
         }
         // Symmetric, and an unrelated uniform-noise image scores near 0.
-        assert!((ssim(&x, &y, width, height, 1.0).unwrap() - ssim(&y, &x, width, height, 1.0).unwrap()).abs() < 1e-12);
+        assert!(
+            (ssim(&x, &y, width, height, 1.0).unwrap() - ssim(&y, &x, width, height, 1.0).unwrap())
+                .abs()
+                < 1e-12
+        );
         let unrelated = ssim(&x, &z, width, height, 1.0).unwrap();
-        assert!(unrelated.abs() < 0.2, "{width}×{height}: unrelated images score {unrelated}");
+        assert!(
+            unrelated.abs() < 0.2,
+            "{width}×{height}: unrelated images score {unrelated}"
+        );
     }
     // A constant offset c on a constant image a: SSIM = (2a(a+c) + C1)/(a² + (a+c)² + C1).
     let (a, c) = (0.4f64, 0.2f64);
@@ -133,7 +150,8 @@ fn normalisation_clamps_or_rescales_by_the_brightest_pixel() {
     let (rgb, depth) = ImageNormalisation::Clamp.apply(Some(&[-0.5, 0.5, 1.5]), Some(&[2.0]));
     assert_eq!(rgb.unwrap(), vec![0.0, 0.5, 1.0]);
     assert_eq!(depth.unwrap(), vec![1.0]);
-    let (rgb, depth) = ImageNormalisation::BrightestPixel.apply(Some(&[-0.5, 0.5, 2.0]), Some(&[1.0]));
+    let (rgb, depth) =
+        ImageNormalisation::BrightestPixel.apply(Some(&[-0.5, 0.5, 2.0]), Some(&[1.0]));
     assert_eq!(rgb.unwrap(), vec![0.0, 0.25, 1.0]);
     assert_eq!(depth.unwrap(), vec![0.5]);
     let (_, depth) = ImageNormalisation::BrightestPixel.apply(None, Some(&[0.2, 0.4]));

@@ -4,8 +4,8 @@
 use burn::backend::NdArray;
 use burn::tensor::{Tensor, TensorData};
 use privrl_attacks::{
-    action_from_bias_gradient, gaussian_noise, odd_sign_action, total_variation, GradientMatchingLoss, ImagePrior,
-    LrSchedule, TensorAdamConfig,
+    action_from_bias_gradient, gaussian_noise, odd_sign_action, total_variation,
+    GradientMatchingLoss, ImagePrior, LrSchedule, TensorAdamConfig,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -13,7 +13,10 @@ use rand_chacha::ChaCha8Rng;
 type B = NdArray;
 
 fn t1(values: &[f32]) -> Tensor<B, 1> {
-    Tensor::from_data(TensorData::new(values.to_vec(), [values.len()]), &Default::default())
+    Tensor::from_data(
+        TensorData::new(values.to_vec(), [values.len()]),
+        &Default::default(),
+    )
 }
 
 fn scalar(t: Tensor<B, 1>) -> f64 {
@@ -94,7 +97,11 @@ fn gaussian_noise_has_the_requested_moments() {
     assert_eq!(x.len(), 20_001);
     let n = x.len() as f64;
     let mean = x.iter().map(|&v| f64::from(v)).sum::<f64>() / n;
-    let var = x.iter().map(|&v| (f64::from(v) - mean).powi(2)).sum::<f64>() / n;
+    let var = x
+        .iter()
+        .map(|&v| (f64::from(v) - mean).powi(2))
+        .sum::<f64>()
+        / n;
     // Standard errors: 2/√n ≈ 0.014 for the mean, 4·√(2/n) ≈ 0.04 for the variance.
     assert!(mean.abs() < 0.06, "mean {mean}");
     assert!((var - 4.0).abs() < 0.16, "variance {var}");

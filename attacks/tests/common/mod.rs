@@ -11,10 +11,19 @@ use rand::Rng;
 /// rectangle with sharp edges, with per-channel colours.
 pub fn synthetic_image(channels: usize, size: usize, rng: &mut impl Rng) -> Vec<f32> {
     let s = size as f32;
-    let (bx, by) = (rng.random_range(0.2..0.8) * s, rng.random_range(0.2..0.8) * s);
+    let (bx, by) = (
+        rng.random_range(0.2..0.8) * s,
+        rng.random_range(0.2..0.8) * s,
+    );
     let radius = rng.random_range(0.1..0.25) * s;
-    let (rx0, ry0) = (rng.random_range(0.0..0.5) * s, rng.random_range(0.0..0.5) * s);
-    let (rx1, ry1) = (rx0 + rng.random_range(0.2..0.5) * s, ry0 + rng.random_range(0.2..0.5) * s);
+    let (rx0, ry0) = (
+        rng.random_range(0.0..0.5) * s,
+        rng.random_range(0.0..0.5) * s,
+    );
+    let (rx1, ry1) = (
+        rx0 + rng.random_range(0.2..0.5) * s,
+        ry0 + rng.random_range(0.2..0.5) * s,
+    );
     let mut image = Vec::with_capacity(channels * size * size);
     for _ in 0..channels {
         let base = rng.random_range(0.1..0.4);
@@ -25,7 +34,8 @@ pub fn synthetic_image(channels: usize, size: usize, rng: &mut impl Rng) -> Vec<
             for x in 0..size {
                 let (xf, yf) = (x as f32, y as f32);
                 let mut v = base + gx * xf / s + gy * yf / s;
-                v += blob * (-((xf - bx).powi(2) + (yf - by).powi(2)) / (2.0 * radius * radius)).exp();
+                v += blob
+                    * (-((xf - bx).powi(2) + (yf - by).powi(2)) / (2.0 * radius * radius)).exp();
                 if xf >= rx0 && xf < rx1 && yf >= ry0 && yf < ry1 {
                     v += rect;
                 }
@@ -38,7 +48,10 @@ pub fn synthetic_image(channels: usize, size: usize, rng: &mut impl Rng) -> Vec<
 
 /// A bounding box (x_min, y_min, x_max, y_max) in [−1, 1] with positive area.
 pub fn synthetic_bbox(rng: &mut impl Rng) -> Vec<f32> {
-    let (x0, y0) = (rng.random_range(-1.0..0.4f32), rng.random_range(-1.0..0.4f32));
+    let (x0, y0) = (
+        rng.random_range(-1.0..0.4f32),
+        rng.random_range(-1.0..0.4f32),
+    );
     let (x1, y1) = (
         (x0 + rng.random_range(0.2..0.6f32)).min(1.0),
         (y0 + rng.random_range(0.2..0.6f32)).min(1.0),
@@ -65,17 +78,33 @@ pub fn synthetic_sample(
 
 /// RGB + depth encoders at `size`, a 4-vector, 7 actions (the active-perception layout).
 pub fn rgbd_config(size: usize) -> MultimodalNetConfig {
+    rgbd_config_with_channels(size, vec![4, 8])
+}
+
+/// As [`rgbd_config`] with the given conv channels.
+pub fn rgbd_config_with_channels(size: usize, channels: Vec<usize>) -> MultimodalNetConfig {
     MultimodalNetConfig::new(4, 7)
-        .with_rgb(Some(ConvEncoderConfig::new(3, size).with_channels(vec![4, 8])))
-        .with_depth(Some(ConvEncoderConfig::new(1, size).with_channels(vec![4, 8])))
+        .with_rgb(Some(
+            ConvEncoderConfig::new(3, size).with_channels(channels.clone()),
+        ))
+        .with_depth(Some(
+            ConvEncoderConfig::new(1, size).with_channels(channels),
+        ))
         .with_vector_hidden(vec![16])
-    .with_head_hidden(vec![32])
+        .with_head_hidden(vec![32])
 }
 
 /// Depth only (the paper's setting S2).
 pub fn depth_config(size: usize) -> MultimodalNetConfig {
+    depth_config_with_channels(size, vec![4, 8])
+}
+
+/// As [`depth_config`] with the given conv channels.
+pub fn depth_config_with_channels(size: usize, channels: Vec<usize>) -> MultimodalNetConfig {
     MultimodalNetConfig::new(4, 7)
-        .with_depth(Some(ConvEncoderConfig::new(1, size).with_channels(vec![4, 8])))
+        .with_depth(Some(
+            ConvEncoderConfig::new(1, size).with_channels(channels),
+        ))
         .with_vector_hidden(vec![16])
         .with_head_hidden(vec![32])
 }
