@@ -7,6 +7,7 @@ mod backend;
 mod bench_cmd;
 mod doctor;
 mod env_cmd;
+mod inversion_suite;
 mod plot;
 mod privacy_cli;
 mod quickstart;
@@ -14,6 +15,7 @@ mod report;
 mod room_cmd;
 mod run;
 mod sweep;
+mod train;
 
 use std::path::PathBuf;
 
@@ -40,6 +42,11 @@ enum Command {
     Quickstart(quickstart::QuickstartArgs),
     /// Measure throughput and write a markdown table to runs/bench/.
     Bench(bench_cmd::BenchArgs),
+    /// Train PPO, DQN, REINFORCE or A3C and write run directories with learning curves.
+    Train(train::TrainArgs),
+    /// Reproduce a paper's experiments.
+    #[command(subcommand)]
+    Suite(SuiteCommand),
     /// Inspect environments and replay their dynamics.
     #[command(subcommand)]
     Env(env_cmd::EnvCommand),
@@ -57,6 +64,14 @@ enum Command {
         #[arg(long, value_enum, default_value_t = BackendChoice::default())]
         backend: BackendChoice,
     },
+}
+
+/// The experiment suites.
+#[derive(Subcommand, Debug)]
+enum SuiteCommand {
+    /// Gradient inversion (QGI, RGI) on the active-perception rooms: Table I and Section V-A
+    /// of Li, Ding, Zhao; writes runs/inversion/report.md.
+    Inversion(inversion_suite::InversionArgs),
 }
 
 fn main() {
@@ -77,7 +92,9 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Quickstart(args) => quickstart::run(args),
         Command::Bench(args) => bench_cmd::run(args),
+        Command::Train(args) => train::run(args),
         Command::Env(cmd) => env_cmd::run(cmd),
+        Command::Suite(SuiteCommand::Inversion(args)) => inversion_suite::run(args).map(|_| ()),
         Command::Privacy(cmd) => privacy_cli::run(cmd),
         Command::Merge { suite_dir } => {
             let merged = sweep::merge_shards(&suite_dir)?;

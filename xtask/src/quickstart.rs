@@ -206,6 +206,25 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
         report.plot(caption, files);
     }
 
+    // 4. Gradient inversion (QGI, RGI) on the rooms, quick mode.
+    let inversion = crate::inversion_suite::run(crate::inversion_suite::InversionArgs {
+        quick: true,
+        samples: None,
+        image_size: None,
+        iterations: None,
+        tv_weight: None,
+        seed: args.seeds.first().copied().unwrap_or(0),
+        backend: args.backend,
+        threads: args.threads,
+    })?;
+    report.heading("Gradient inversion").paragraph(&format!(
+        "QGI and RGI on the active-perception rooms in quick mode (16×16 images, 4 samples, \
+         300 iterations per stage): see [{}]({}). `cargo xtask suite inversion` runs larger \
+         settings.",
+        inversion.display(),
+        pathdiff(&inversion, &dir)
+    ));
+
     report.paragraph(&format!(
         "Quickstart took {:.0} s.",
         start.elapsed().as_secs_f64()
@@ -214,4 +233,15 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
     let path = report.write()?;
     println!("wrote {}", path.display());
     Ok(())
+}
+
+/// `target` relative to the directory `from`, for links inside runs/ (both under the runs root).
+fn pathdiff(target: &std::path::Path, from: &std::path::Path) -> String {
+    match (
+        from.parent(),
+        target.strip_prefix(from.parent().unwrap_or(from)),
+    ) {
+        (Some(_), Ok(rest)) => format!("../{}", rest.display()),
+        _ => target.display().to_string(),
+    }
 }
