@@ -7,7 +7,9 @@
 use std::time::Instant;
 
 use burn::backend::{Autodiff, NdArray};
-use privrl_agents::{A3c, A3cConfig, Agent, Dqn, DqnConfig, Ppo, PpoConfig, Reinforce, ReinforceConfig};
+use privrl_agents::{
+    A3c, A3cConfig, Agent, Dqn, DqnConfig, Ppo, PpoConfig, Reinforce, ReinforceConfig,
+};
 
 type B = Autodiff<NdArray>;
 
@@ -21,9 +23,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut agent: Box<dyn Agent> = match algorithm {
         "ppo" => Box::new(Ppo::<B>::new(PpoConfig::new(), env()?, &device, seed)?),
         "dqn" => Box::new(Dqn::<B>::new(DqnConfig::new(), env()?, &device, seed)?),
-        "reinforce" => Box::new(Reinforce::<B>::new(ReinforceConfig::new(), env()?, &device, seed)?),
-        "a3c" => Box::new(A3c::<B>::for_env(A3cConfig::new(), "CartPole-v1", &device, seed)?),
-        other => return Err(format!("unknown algorithm {other}; use ppo, dqn, reinforce or a3c").into()),
+        "reinforce" => Box::new(Reinforce::<B>::new(
+            ReinforceConfig::new(),
+            env()?,
+            &device,
+            seed,
+        )?),
+        "a3c" => Box::new(A3c::<B>::for_env(
+            A3cConfig::new(),
+            "CartPole-v1",
+            &device,
+            seed,
+        )?),
+        other => {
+            return Err(format!("unknown algorithm {other}; use ppo, dqn, reinforce or a3c").into())
+        }
     };
     let start = Instant::now();
     let mut last_print = 0.0;
@@ -45,6 +59,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             return Ok(());
         }
     }
-    println!("not solved within {steps} steps ({:.1} s)", start.elapsed().as_secs_f64());
+    println!(
+        "not solved within {steps} steps ({:.1} s)",
+        start.elapsed().as_secs_f64()
+    );
     Ok(())
 }

@@ -178,7 +178,11 @@ fn checkpoint_error(path: &Path, error: impl std::fmt::Display) -> AgentError {
 }
 
 /// Saves `module` to `dir/name.mpk`.
-pub fn save_module<B: Backend, M: Module<B>>(module: &M, dir: &Path, name: &str) -> Result<(), AgentError> {
+pub fn save_module<B: Backend, M: Module<B>>(
+    module: &M,
+    dir: &Path,
+    name: &str,
+) -> Result<(), AgentError> {
     std::fs::create_dir_all(dir).map_err(|e| checkpoint_error(dir, e))?;
     let path = dir.join(name);
     module
@@ -201,7 +205,11 @@ pub fn load_module<B: Backend, M: Module<B>>(
 }
 
 /// Saves any Burn record (an optimizer state) to `dir/name.mpk`.
-pub fn save_record<B: Backend, R: Record<B>>(record: R, dir: &Path, name: &str) -> Result<(), AgentError> {
+pub fn save_record<B: Backend, R: Record<B>>(
+    record: R,
+    dir: &Path,
+    name: &str,
+) -> Result<(), AgentError> {
     std::fs::create_dir_all(dir).map_err(|e| checkpoint_error(dir, e))?;
     let path = dir.join(name);
     Recorder::<B>::record(&CheckpointRecorder::new(), record, path.clone())
@@ -209,9 +217,14 @@ pub fn save_record<B: Backend, R: Record<B>>(record: R, dir: &Path, name: &str) 
 }
 
 /// Loads a record written by [`save_record`].
-pub fn load_record<B: Backend, R: Record<B>>(dir: &Path, name: &str, device: &B::Device) -> Result<R, AgentError> {
+pub fn load_record<B: Backend, R: Record<B>>(
+    dir: &Path,
+    name: &str,
+    device: &B::Device,
+) -> Result<R, AgentError> {
     let path = dir.join(name);
-    Recorder::<B>::load(&CheckpointRecorder::new(), path.clone(), device).map_err(|e| checkpoint_error(&path, e))
+    Recorder::<B>::load(&CheckpointRecorder::new(), path.clone(), device)
+        .map_err(|e| checkpoint_error(&path, e))
 }
 
 /// The state of an agent besides its networks: generator position, counters, episode log.

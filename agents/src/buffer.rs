@@ -138,7 +138,10 @@ impl RolloutBuffer {
             obs_len: self.obs_len,
             obs: std::mem::take(&mut self.obs),
             actions: std::mem::take(&mut self.actions),
-            advantages: advantages.iter().map(|a| ((a - mean) * scale) as f32).collect(),
+            advantages: advantages
+                .iter()
+                .map(|a| ((a - mean) * scale) as f32)
+                .collect(),
             returns: self.returns[..n].iter().map(|&r| r as f32).collect(),
             log_probs: std::mem::take(&mut self.log_probs),
         };
@@ -219,7 +222,14 @@ impl ReplayBuffer {
     }
 
     /// Stores a transition, overwriting the oldest once full.
-    pub fn push(&mut self, obs: &[f32], action: usize, reward: f32, next_obs: &[f32], terminated: bool) {
+    pub fn push(
+        &mut self,
+        obs: &[f32],
+        action: usize,
+        reward: f32,
+        next_obs: &[f32],
+        terminated: bool,
+    ) {
         let i = self.next;
         let row = i * self.obs_len..(i + 1) * self.obs_len;
         self.obs[row.clone()].copy_from_slice(obs);
@@ -233,7 +243,9 @@ impl ReplayBuffer {
 
     /// Samples `batch_size` transitions uniformly with replacement.
     pub fn sample(&self, batch_size: usize, rng: &mut impl Rng) -> TransitionBatch {
-        let indices: Vec<usize> = (0..batch_size).map(|_| rng.random_range(0..self.len)).collect();
+        let indices: Vec<usize> = (0..batch_size)
+            .map(|_| rng.random_range(0..self.len))
+            .collect();
         self.gather(&indices)
     }
 
@@ -250,7 +262,9 @@ impl ReplayBuffer {
         };
         for &i in indices {
             batch.obs.extend_from_slice(&self.obs[i * d..(i + 1) * d]);
-            batch.next_obs.extend_from_slice(&self.next_obs[i * d..(i + 1) * d]);
+            batch
+                .next_obs
+                .extend_from_slice(&self.next_obs[i * d..(i + 1) * d]);
             batch.actions.push(self.actions[i]);
             batch.rewards.push(self.rewards[i]);
             batch.terminated.push(self.terminated[i]);
@@ -283,11 +297,16 @@ mod tests {
         buffer.store(&[1.0], 1, 1.0, 0.25, -0.2);
         buffer.finish_path(2.0);
         let raw = buffer.advantages.clone();
-        assert!((raw[0] - 2.561).abs() < 1e-12 && (raw[1] - 2.55).abs() < 1e-12, "{raw:?}");
+        assert!(
+            (raw[0] - 2.561).abs() < 1e-12 && (raw[1] - 2.55).abs() < 1e-12,
+            "{raw:?}"
+        );
         let batch = buffer.take();
         assert!((batch.returns[0] - 3.52).abs() < 1e-6 && (batch.returns[1] - 2.8).abs() < 1e-6);
         // Normalised: two values → ±1.
-        assert!((batch.advantages[0] - 1.0).abs() < 1e-6 && (batch.advantages[1] + 1.0).abs() < 1e-6);
+        assert!(
+            (batch.advantages[0] - 1.0).abs() < 1e-6 && (batch.advantages[1] + 1.0).abs() < 1e-6
+        );
         assert!(buffer.is_empty());
     }
 

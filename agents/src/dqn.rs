@@ -286,7 +286,7 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Dqn<B, N> {
 
         let t = self.log.env_steps as usize;
         let mut trained = None;
-        if t >= self.config.learning_starts && t % self.config.train_frequency == 0 {
+        if t >= self.config.learning_starts && t.is_multiple_of(self.config.train_frequency) {
             let (mut loss, mut q) = (0.0, 0.0);
             for _ in 0..self.config.gradient_steps {
                 let batch = self.replay.sample(self.config.batch_size, &mut self.rng);
@@ -297,7 +297,7 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Dqn<B, N> {
             let n = self.config.gradient_steps as f64;
             trained = Some((loss / n, q / n));
         }
-        if t % self.config.target_update_interval == 0 {
+        if t.is_multiple_of(self.config.target_update_interval) {
             self.sync_target();
         }
         Ok(trained)

@@ -9,13 +9,13 @@ use crate::error::AgentError;
 /// Observation width and number of actions of an environment with flat observations and a
 /// discrete action space, or an error saying which of the two is missing.
 pub fn discrete_env_dims(env: &dyn Env) -> Result<(usize, usize), AgentError> {
-    let num_actions = env
-        .action_space()
-        .discrete_n()
-        .ok_or_else(|| AgentError::UnsupportedEnv {
-            env: env.id().to_string(),
-            reason: "the action space is not discrete; these agents need Discrete(n)".into(),
-        })?;
+    let num_actions =
+        env.action_space()
+            .discrete_n()
+            .ok_or_else(|| AgentError::UnsupportedEnv {
+                env: env.id().to_string(),
+                reason: "the action space is not discrete; these agents need Discrete(n)".into(),
+            })?;
     if num_actions == 0 {
         return Err(AgentError::UnsupportedEnv {
             env: env.id().to_string(),

@@ -41,7 +41,9 @@ pub enum AgentError {
     #[error("empty batch passed to {0}; it needs at least one sample")]
     EmptyBatch(&'static str),
     /// A per-layer DP-SGD clipping rule whose segments are not the network's parameters.
-    #[error("clipping layer_sizes {given:?} must equal the network's parameter sizes {expected:?}")]
+    #[error(
+        "clipping layer_sizes {given:?} must equal the network's parameter sizes {expected:?}"
+    )]
     ClippingLayout {
         /// The segment sizes of the clipping rule.
         given: Vec<usize>,
@@ -149,7 +151,10 @@ pub(crate) fn check_unit_interval(name: &'static str, value: f64) -> Result<(), 
 }
 
 /// Checks that `value` lies in `[0, 1)`.
-pub(crate) fn check_probability_below_one(name: &'static str, value: f64) -> Result<(), AgentError> {
+pub(crate) fn check_probability_below_one(
+    name: &'static str,
+    value: f64,
+) -> Result<(), AgentError> {
     if (0.0..1.0).contains(&value) {
         Ok(())
     } else {

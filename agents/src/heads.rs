@@ -16,7 +16,11 @@ use crate::network::{HostMlp, Network};
 use crate::nn::{Activation, Dense, DenseConfig, Mlp};
 
 /// One-hot rows `[actions.len(), num_actions]` for the given actions.
-pub fn one_hot<B: Backend>(actions: &[usize], num_actions: usize, device: &B::Device) -> Tensor<B, 2> {
+pub fn one_hot<B: Backend>(
+    actions: &[usize],
+    num_actions: usize,
+    device: &B::Device,
+) -> Tensor<B, 2> {
     let mut values = vec![0.0f32; actions.len() * num_actions];
     for (row, &a) in actions.iter().enumerate() {
         values[row * num_actions + a] = 1.0;
@@ -105,7 +109,10 @@ pub fn state_value<B: Backend>(output: Tensor<B, 2>) -> Tensor<B, 1> {
 }
 
 /// Q head: Q(s, a) of the actions given as one-hot rows, `[batch]`.
-pub fn q_of_actions<B: Backend>(q_values: Tensor<B, 2>, actions_one_hot: Tensor<B, 2>) -> Tensor<B, 1> {
+pub fn q_of_actions<B: Backend>(
+    q_values: Tensor<B, 2>,
+    actions_one_hot: Tensor<B, 2>,
+) -> Tensor<B, 1> {
     (q_values * actions_one_hot).sum_dim(1).squeeze_dim(1)
 }
 
@@ -194,7 +201,11 @@ impl ActorCriticConfig {
         let mut width = self.d_input;
         let mut trunk = Vec::with_capacity(self.hidden.len());
         for &h in &self.hidden {
-            trunk.push(DenseConfig::new(width, h).with_bias(self.bias).init(device, rng));
+            trunk.push(
+                DenseConfig::new(width, h)
+                    .with_bias(self.bias)
+                    .init(device, rng),
+            );
             width = h;
         }
         ActorCritic {
@@ -202,7 +213,9 @@ impl ActorCriticConfig {
             policy: DenseConfig::new(width, self.num_actions)
                 .with_bias(self.bias)
                 .init(device, rng),
-            value: DenseConfig::new(width, 1).with_bias(self.bias).init(device, rng),
+            value: DenseConfig::new(width, 1)
+                .with_bias(self.bias)
+                .init(device, rng),
             activation: self.activation,
         }
     }
@@ -215,19 +228,32 @@ impl<B: Backend> ActorCritic<B> {
             .trunk
             .iter()
             .fold(obs, |h, layer| self.activation.forward(layer.forward(h)));
-        (self.policy.forward(h.clone()), state_value(self.value.forward(h)))
+        (
+            self.policy.forward(h.clone()),
+            state_value(self.value.forward(h)),
+        )
     }
 
     /// Host copies of the policy (trunk + policy head) and the value function (trunk + value
     /// head), for fast acting.
     pub fn host_copies(&self) -> (HostMlp, HostMlp) {
         let policy = Mlp {
-            layers: self.trunk.iter().cloned().chain([self.policy.clone()]).collect(),
+            layers: self
+                .trunk
+                .iter()
+                .cloned()
+                .chain([self.policy.clone()])
+                .collect(),
             activation: self.activation,
             dropout: burn::nn::DropoutConfig::new(0.0).init(),
         };
         let value = Mlp {
-            layers: self.trunk.iter().cloned().chain([self.value.clone()]).collect(),
+            layers: self
+                .trunk
+                .iter()
+                .cloned()
+                .chain([self.value.clone()])
+                .collect(),
             activation: self.activation,
             dropout: burn::nn::DropoutConfig::new(0.0).init(),
         };

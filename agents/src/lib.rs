@@ -39,8 +39,8 @@ pub use gradient::{param_gradients, ParamGradient};
 pub use heads::{ActorCritic, ActorCriticConfig, Categorical};
 pub use network::{HostMlp, Network, TrainableNetwork};
 pub use nn::{
-    Activation, Conv2dLayer, Conv2dLayerConfig, ConvEncoder, ConvEncoderConfig, Dense,
-    DenseConfig, ImageShape, LinearInputs, Mlp, MlpConfig, MultimodalNet, MultimodalNetConfig,
+    Activation, Conv2dLayer, Conv2dLayerConfig, ConvEncoder, ConvEncoderConfig, Dense, DenseConfig,
+    ImageShape, LinearInputs, Mlp, MlpConfig, MultimodalNet, MultimodalNetConfig,
 };
 pub use optim::{AgentOptimizer, OptimizerKind};
 pub use per_sample::{dp_sgd_gradient, per_sample_gradients_by_loop, PerSampleFactors};

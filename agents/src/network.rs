@@ -195,7 +195,13 @@ pub fn draw_dropout_mask(rng: &mut impl Rng, width: usize, p: f64) -> Vec<f32> {
     let keep = 1.0 - p;
     let scale = (1.0 / keep) as f32;
     (0..width)
-        .map(|_| if rng.random::<f64>() < keep { scale } else { 0.0 })
+        .map(|_| {
+            if rng.random::<f64>() < keep {
+                scale
+            } else {
+                0.0
+            }
+        })
         .collect()
 }
 

@@ -64,9 +64,7 @@ pub fn fast_tanh<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
 /// Draws `len` values from U(−bound, bound), PyTorch's default for `nn.Linear` and `nn.Conv2d`
 /// (Kaiming-uniform with a = √5 gives bound = 1/√fan_in for weights and biases alike).
 fn uniform_values(rng: &mut impl Rng, len: usize, bound: f32) -> Vec<f32> {
-    (0..len)
-        .map(|_| rng.random_range(-bound..=bound))
-        .collect()
+    (0..len).map(|_| rng.random_range(-bound..=bound)).collect()
 }
 
 fn param_from_values<B: Backend, const D: usize>(
@@ -111,9 +109,13 @@ impl DenseConfig {
             [self.d_input, self.d_output],
             device,
         );
-        let bias = self
-            .bias
-            .then(|| param_from_values(uniform_values(rng, self.d_output, bound), [self.d_output], device));
+        let bias = self.bias.then(|| {
+            param_from_values(
+                uniform_values(rng, self.d_output, bound),
+                [self.d_output],
+                device,
+            )
+        });
         Dense { weight, bias }
     }
 }
@@ -265,10 +267,23 @@ impl Conv2dLayerConfig {
     pub fn init<B: Backend>(&self, device: &B::Device, rng: &mut impl Rng) -> Conv2dLayer<B> {
         let fan_in = self.channels_in * self.kernel * self.kernel;
         let bound = 1.0 / (fan_in.max(1) as f32).sqrt();
-        let shape = [self.channels_out, self.channels_in, self.kernel, self.kernel];
+        let shape = [
+            self.channels_out,
+            self.channels_in,
+            self.kernel,
+            self.kernel,
+        ];
         Conv2dLayer {
-            weight: param_from_values(uniform_values(rng, shape.iter().product(), bound), shape, device),
-            bias: param_from_values(uniform_values(rng, self.channels_out, bound), [self.channels_out], device),
+            weight: param_from_values(
+                uniform_values(rng, shape.iter().product(), bound),
+                shape,
+                device,
+            ),
+            bias: param_from_values(
+                uniform_values(rng, self.channels_out, bound),
+                [self.channels_out],
+                device,
+            ),
             stride: self.stride,
             padding: self.padding,
         }
@@ -571,12 +586,21 @@ impl<B: Backend> MultimodalNet<B> {
     ) -> (Tensor<B, 2>, LinearInputs<B>) {
         let (features, vector_branch) = self.features_with_vector_inputs(rgb, depth, vector);
         let (out, head) = self.head.forward_with_layer_inputs(features);
-        (out, LinearInputs { vector_branch, head })
+        (
+            out,
+            LinearInputs {
+                vector_branch,
+                head,
+            },
+        )
     }
 
     /// Every Dense layer: the vector branch, then the head, input to output.
     pub fn linear_layers(&self) -> Vec<&Dense<B>> {
-        self.vector_layers.iter().chain(self.head.layers.iter()).collect()
+        self.vector_layers
+            .iter()
+            .chain(self.head.layers.iter())
+            .collect()
     }
 
     /// The output layer (Q-values or policy logits).
@@ -587,7 +611,9 @@ impl<B: Backend> MultimodalNet<B> {
     /// Values per flattened observation: RGB, then depth, then the vector, as
     /// `privrl_envs::Obs::write_flat` lays them out.
     pub fn flat_obs_len(&self) -> usize {
-        self.rgb_shape.map_or(0, |s| s.len()) + self.depth_shape.map_or(0, |s| s.len()) + self.d_vector
+        self.rgb_shape.map_or(0, |s| s.len())
+            + self.depth_shape.map_or(0, |s| s.len())
+            + self.d_vector
     }
 
     /// Splits flat observations `[batch, flat_obs_len()]` into the images and the vector.

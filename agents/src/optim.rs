@@ -62,8 +62,12 @@ impl<M: AutodiffModule<B>, B: AutodiffBackend> AgentOptimizer<M, B> {
     /// Loads the state written by [`AgentOptimizer::save`].
     pub fn load(self, dir: &Path, name: &str, device: &B::Device) -> Result<Self, AgentError> {
         Ok(match self {
-            Self::Adam(optim) => Self::Adam(optim.load_record(load_record::<B, _>(dir, name, device)?)),
-            Self::Sgd(optim) => Self::Sgd(optim.load_record(load_record::<B, _>(dir, name, device)?)),
+            Self::Adam(optim) => {
+                Self::Adam(optim.load_record(load_record::<B, _>(dir, name, device)?))
+            }
+            Self::Sgd(optim) => {
+                Self::Sgd(optim.load_record(load_record::<B, _>(dir, name, device)?))
+            }
         })
     }
 }

@@ -383,39 +383,12 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Ppo<B, N> {
     /// The clipped surrogate (plus the auxiliary term) and its diagnostics, at the current
     /// policy.
     fn policy_loss(&mut self, batch: &BatchTensors<B>) -> PolicyLoss<B> {
-        let logits = self.actor.forward_flat(batch.obs.clone());
-        let terms = clipped_surrogate(
-            logits.clone(),
-            batch.actions.clone(),
-            batch.advantages.clone(),
-            batch.log_probs.clone(),
+        policy_loss(
+            &self.actor,
+            self.auxiliary.as_deref_mut(),
+            batch,
             self.config.clip_ratio,
-        );
-        let mut loss = terms.loss;
-        let mut aux = Tensor::<B, 1>::zeros([1], &self.device);
-        if let Some(auxiliary) = &mut self.auxiliary {
-            aux = auxiliary.loss(&batch.obs, softmax(logits, 1));
-            loss = loss + aux.clone();
-        }
-        // Diagnostics, read back in one transfer.
-        let diagnostics = to_host(Tensor::cat(
-            vec![
-                loss.clone().detach(),
-                terms.approx_kl,
-                terms.entropy,
-                terms.clip_frac,
-                aux.detach(),
-            ],
-            0,
-        ));
-        PolicyLoss {
-            loss,
-            value: f64::from(diagnostics[0]),
-            kl: f64::from(diagnostics[1]),
-            entropy: f64::from(diagnostics[2]),
-            clip_frac: f64::from(diagnostics[3]),
-            aux: f64::from(diagnostics[4]),
-        }
+        )
     }
 
     /// Value loss of the critic on the batch.
@@ -457,64 +430,38 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Ppo<B, N> {
             if let Some(auxiliary) = &mut self.auxiliary {
                 auxiliary.prepare(&batch.obs, batch.obs_len)?;
             }
-            let mut first: Option<PolicyLoss<B>> = None;
-            let mut last_loss_pi = 0.0;
-            let mut kl = 0.0;
-            let mut clip_frac = 0.0;
-            let mut stop_iter = self.config.train_pi_iters;
-            for i in 0..self.config.train_pi_iters {
-                let terms = self.policy_loss(&tensors);
-                if !terms.value.is_finite() {
-                    return Err(AgentError::NonFinite {
-                        what: "policy loss",
-                        value: terms.value,
-                        update: self.updates,
-                    });
-                }
-                last_loss_pi = terms.value;
-                kl = terms.kl;
-                clip_frac = terms.clip_frac;
-                if first.is_none() {
-                    first = Some(PolicyLoss {
-                        loss: terms.loss.clone().detach(),
-                        ..terms
-                    });
-                }
-                if terms.kl > 1.5 * self.config.target_kl {
-                    stop_iter = i;
-                    break;
-                }
-                let grads = GradientsParams::from_grads(terms.loss.backward(), &self.actor);
-                self.actor = self
-                    .actor_optim
-                    .step(self.config.pi_lr, self.actor.clone(), grads);
-            }
+            // The policy and value iterations touch disjoint networks and optimizers, so they
+            // run side by side (the same computations as one after the other).
+            let Self {
+                config,
+                actor,
+                critic,
+                actor_optim,
+                critic_optim,
+                auxiliary,
+                updates,
+                ..
+            } = self;
+            let (policy, (loss_v_old, loss_v)) = rayon::join(
+                || {
+                    policy_iterations(
+                        actor,
+                        actor_optim,
+                        auxiliary.as_deref_mut(),
+                        &tensors,
+                        config,
+                        *updates,
+                    )
+                },
+                || value_iterations(critic, critic_optim, &tensors, config),
+            );
+            let policy = policy?;
             self.host_actor = None;
-            let mut loss_v_old = f64::NAN;
-            let mut loss_v = f64::NAN;
-            for i in 0..self.config.train_v_iters {
-                let loss = self.value_loss(&tensors);
-                loss_v = f64::from(to_host(loss.clone().detach())[0]);
-                if i == 0 {
-                    loss_v_old = loss_v;
-                }
-                let grads = GradientsParams::from_grads(loss.backward(), &self.critic);
-                self.critic = self
-                    .critic_optim
-                    .step(self.config.vf_lr, self.critic.clone(), grads);
-            }
             self.updates += 1;
-            let first = first.expect("validate() guarantees train_pi_iters >= 1");
             Ok(PpoStats {
-                loss_pi: first.value,
                 loss_v: loss_v_old,
-                kl,
-                entropy: first.entropy,
-                clip_frac,
-                delta_loss_pi: last_loss_pi - first.value,
                 delta_loss_v: loss_v - loss_v_old,
-                stop_iter,
-                aux_loss: first.aux,
+                ..policy
             })
         })
     }
@@ -589,6 +536,118 @@ struct PolicyLoss<B: AutodiffBackend> {
     entropy: f64,
     clip_frac: f64,
     aux: f64,
+}
+
+/// The clipped surrogate (plus the auxiliary term) of `actor` on the batch, with its
+/// diagnostics read back in one transfer.
+fn policy_loss<B: AutodiffBackend, N: Network<B>>(
+    actor: &N,
+    auxiliary: Option<&mut (dyn AuxiliaryPolicyLoss<B> + 'static)>,
+    batch: &BatchTensors<B>,
+    clip_ratio: f64,
+) -> PolicyLoss<B> {
+    let logits = actor.forward_flat(batch.obs.clone());
+    let terms = clipped_surrogate(
+        logits.clone(),
+        batch.actions.clone(),
+        batch.advantages.clone(),
+        batch.log_probs.clone(),
+        clip_ratio,
+    );
+    let mut loss = terms.loss;
+    let mut aux = Tensor::<B, 1>::zeros([1], &batch.obs.device());
+    if let Some(auxiliary) = auxiliary {
+        aux = auxiliary.loss(&batch.obs, softmax(logits, 1));
+        loss = loss + aux.clone();
+    }
+    let diagnostics = to_host(Tensor::cat(
+        vec![
+            loss.clone().detach(),
+            terms.approx_kl,
+            terms.entropy,
+            terms.clip_frac,
+            aux.detach(),
+        ],
+        0,
+    ));
+    PolicyLoss {
+        loss,
+        value: f64::from(diagnostics[0]),
+        kl: f64::from(diagnostics[1]),
+        entropy: f64::from(diagnostics[2]),
+        clip_frac: f64::from(diagnostics[3]),
+        aux: f64::from(diagnostics[4]),
+    }
+}
+
+/// Spinning Up's policy loop: up to `train_pi_iters` Adam steps on the surrogate, stopping
+/// before the step at which the approximate KL exceeds 1.5 × `target_kl`. Returns the policy
+/// half of the stats.
+fn policy_iterations<B: AutodiffBackend, N: TrainableNetwork<B>>(
+    actor: &mut N,
+    optim: &mut AgentOptimizer<N, B>,
+    mut auxiliary: Option<&mut (dyn AuxiliaryPolicyLoss<B> + 'static)>,
+    batch: &BatchTensors<B>,
+    config: &PpoConfig,
+    update: u64,
+) -> Result<PpoStats, AgentError> {
+    let mut first: Option<(f64, f64, f64)> = None;
+    let (mut last_loss, mut kl, mut clip_frac) = (0.0, 0.0, 0.0);
+    let mut stop_iter = config.train_pi_iters;
+    for i in 0..config.train_pi_iters {
+        let terms = policy_loss(actor, auxiliary.as_deref_mut(), batch, config.clip_ratio);
+        if !terms.value.is_finite() {
+            return Err(AgentError::NonFinite {
+                what: "policy loss",
+                value: terms.value,
+                update,
+            });
+        }
+        (last_loss, kl, clip_frac) = (terms.value, terms.kl, terms.clip_frac);
+        first.get_or_insert((terms.value, terms.entropy, terms.aux));
+        if terms.kl > 1.5 * config.target_kl {
+            stop_iter = i;
+            break;
+        }
+        let grads = GradientsParams::from_grads(terms.loss.backward(), actor);
+        *actor = optim.step(config.pi_lr, actor.clone(), grads);
+    }
+    let (loss_pi, entropy, aux_loss) = first.expect("validate() guarantees train_pi_iters >= 1");
+    Ok(PpoStats {
+        loss_pi,
+        loss_v: f64::NAN,
+        kl,
+        entropy,
+        clip_frac,
+        delta_loss_pi: last_loss - loss_pi,
+        delta_loss_v: f64::NAN,
+        stop_iter,
+        aux_loss,
+    })
+}
+
+/// Spinning Up's value loop: `train_v_iters` Adam steps on the value loss. Returns the loss
+/// before the first and before the last step.
+fn value_iterations<B: AutodiffBackend, N: TrainableNetwork<B>>(
+    critic: &mut N,
+    optim: &mut AgentOptimizer<N, B>,
+    batch: &BatchTensors<B>,
+    config: &PpoConfig,
+) -> (f64, f64) {
+    let (mut first, mut last) = (f64::NAN, f64::NAN);
+    for i in 0..config.train_v_iters {
+        let loss = value_loss(
+            state_value(critic.forward_flat(batch.obs.clone())),
+            batch.returns.clone(),
+        );
+        last = f64::from(to_host(loss.clone().detach())[0]);
+        if i == 0 {
+            first = last;
+        }
+        let grads = GradientsParams::from_grads(loss.backward(), critic);
+        *critic = optim.step(config.vf_lr, critic.clone(), grads);
+    }
+    (first, last)
 }
 
 fn check_widths<B: Backend, N: Network<B>>(

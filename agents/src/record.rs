@@ -309,8 +309,8 @@ impl<B: AutodiffBackend> ModuleVisitor<B> for ParamsConverter<'_, B> {
             return;
         }
         self.used[index] = true;
-        let data = TensorData::new(entry.values.clone(), entry.shape.clone())
-            .convert::<B::FloatElem>();
+        let data =
+            TensorData::new(entry.values.clone(), entry.shape.clone()).convert::<B::FloatElem>();
         let gradient = Tensor::<B::InnerBackend, D>::from_data(data, &tensor.device());
         self.out.register::<B::InnerBackend, D>(param.id, gradient);
     }

@@ -50,7 +50,11 @@ fn check_against_finite_differences<M: AutodiffModule<B>>(
         // SGD with lr 1 computes θ − g: a record −δ eᵢ moves θᵢ by +δ.
         let mut direction = vec![0.0f32; flat.len()];
         direction[i] = -delta as f32;
-        let grads = analytic.with_flat(&direction).unwrap().to_gradients_params(module).unwrap();
+        let grads = analytic
+            .with_flat(&direction)
+            .unwrap()
+            .to_gradients_params(module)
+            .unwrap();
         let mut sgd = SgdConfig::new().init::<B, M>();
         sgd.step(1.0, module.clone(), grads)
     };
@@ -69,7 +73,9 @@ fn check_against_finite_differences<M: AutodiffModule<B>>(
 #[test]
 fn ppo_surrogate_and_value_gradients_match_finite_differences() {
     let device = Default::default();
-    let config = PpoConfig::new().with_steps_per_epoch(40).with_hidden(vec![5]);
+    let config = PpoConfig::new()
+        .with_steps_per_epoch(40)
+        .with_hidden(vec![5]);
     let mut ppo = Ppo::<B>::new(config, cartpole(), &device, 3).unwrap();
     let mut batch = ppo.collect_rollout().unwrap();
     // Move some old log-probabilities so that ratios fall on both sides of the clip range.
@@ -86,7 +92,16 @@ fn ppo_surrogate_and_value_gradients_match_finite_differences() {
 
     let surrogate = |actor: &privrl_agents::Mlp<B>| {
         let logits = actor.forward_flat(obs.clone());
-        scalar(clipped_surrogate(logits, actions.clone(), advantages.clone(), log_probs.clone(), 0.2).loss)
+        scalar(
+            clipped_surrogate(
+                logits,
+                actions.clone(),
+                advantages.clone(),
+                log_probs.clone(),
+                0.2,
+            )
+            .loss,
+        )
     };
     let clipped = clipped_surrogate(
         ppo.actor().forward_flat(obs.clone()),
@@ -96,13 +111,29 @@ fn ppo_surrogate_and_value_gradients_match_finite_differences() {
         0.2,
     );
     let clip_frac = scalar(clipped.clip_frac);
-    assert!(clip_frac > 0.1 && clip_frac < 0.9, "clip fraction {clip_frac}");
-    check_against_finite_differences("PPO surrogate", ppo.actor(), &record.strip_prefix("actor"), surrogate);
+    assert!(
+        clip_frac > 0.1 && clip_frac < 0.9,
+        "clip fraction {clip_frac}"
+    );
+    check_against_finite_differences(
+        "PPO surrogate",
+        ppo.actor(),
+        &record.strip_prefix("actor"),
+        surrogate,
+    );
 
     let critic_loss = |critic: &privrl_agents::Mlp<B>| {
-        scalar(value_loss(state_value(critic.forward_flat(obs.clone())), returns.clone()))
+        scalar(value_loss(
+            state_value(critic.forward_flat(obs.clone())),
+            returns.clone(),
+        ))
     };
-    check_against_finite_differences("PPO value loss", ppo.critic(), &record.strip_prefix("critic"), critic_loss);
+    check_against_finite_differences(
+        "PPO value loss",
+        ppo.critic(),
+        &record.strip_prefix("critic"),
+        critic_loss,
+    );
 }
 
 #[test]
@@ -123,7 +154,13 @@ fn dqn_td_gradient_matches_finite_differences() {
     let targets = Tensor::<B, 1>::from_inner(dqn.td_targets(&batch));
     let obs = matrix::<B>(&batch.obs, batch.obs_len, &device);
     let actions = one_hot::<B>(&batch.actions, 2, &device);
-    let loss = |q: &privrl_agents::Mlp<B>| scalar(td_loss(q.forward_flat(obs.clone()), actions.clone(), targets.clone()));
+    let loss = |q: &privrl_agents::Mlp<B>| {
+        scalar(td_loss(
+            q.forward_flat(obs.clone()),
+            actions.clone(),
+            targets.clone(),
+        ))
+    };
     check_against_finite_differences("DQN TD loss", dqn.q_network(), &record, loss);
 }
 
@@ -136,11 +173,19 @@ fn reinforce_gradient_with_entropy_and_dropout_matches_finite_differences() {
         .with_entropy_coef(0.1);
     let mut agent = Reinforce::<B>::new(config, cartpole(), &device, 5).unwrap();
     let batch = agent.collect_episode().unwrap();
-    assert_eq!(batch.dropout_masks.len(), 1, "one mask matrix per hidden layer");
+    assert_eq!(
+        batch.dropout_masks.len(),
+        1,
+        "one mask matrix per hidden layer"
+    );
     let record = agent.gradient(&batch).unwrap();
     let n = batch.len();
     let obs = matrix::<B>(&batch.obs, batch.obs_len, &device);
-    let masks: Vec<Tensor<B, 2>> = batch.dropout_masks.iter().map(|m| matrix::<B>(m, m.len() / n, &device)).collect();
+    let masks: Vec<Tensor<B, 2>> = batch
+        .dropout_masks
+        .iter()
+        .map(|m| matrix::<B>(m, m.len() / n, &device))
+        .collect();
     let actions = one_hot::<B>(&batch.actions, 2, &device);
     let returns = vector::<B>(&batch.returns, &device);
     let loss = |policy: &privrl_agents::Mlp<B>| {
@@ -157,7 +202,10 @@ fn reinforce_gradient_with_entropy_and_dropout_matches_finite_differences() {
 #[test]
 fn a3c_episode_gradient_matches_finite_differences() {
     let device = Default::default();
-    let config = A3cConfig::new().with_workers(1).with_hidden(vec![5]).with_bias(true);
+    let config = A3cConfig::new()
+        .with_workers(1)
+        .with_hidden(vec![5])
+        .with_bias(true);
     let a3c = A3c::<B>::for_env(config.clone(), "CartPole-v1", &device, 6).unwrap();
     // A short random episode, cut off (bootstrapped) at step 12.
     let mut env = cartpole();
@@ -184,11 +232,21 @@ fn a3c_episode_gradient_matches_finite_differences() {
     let model = a3c.model();
     let obs = matrix::<B>(&episode.obs, 4, &device);
     let actions = one_hot::<B>(&episode.actions, 2, &device);
-    let targets = vector::<B>(&value_targets(&episode.rewards, episode.bootstrap_value, 0.99), &device);
+    let targets = vector::<B>(
+        &value_targets(&episode.rewards, episode.bootstrap_value, 0.99),
+        &device,
+    );
     let base_values = model.forward(obs.clone()).1.detach();
     let loss = |m: &privrl_agents::ActorCritic<B>| {
         let (logits, values) = m.forward(obs.clone());
-        let policy = actor_critic_loss(logits, base_values.clone(), actions.clone(), targets.clone(), 0.0, 0.01);
+        let policy = actor_critic_loss(
+            logits,
+            base_values.clone(),
+            actions.clone(),
+            targets.clone(),
+            0.0,
+            0.01,
+        );
         scalar(policy.loss) + 0.5 * scalar((targets.clone() - values).powi_scalar(2).sum())
     };
     let (total, _) = episode_loss(&model, &episode, &config, &device).unwrap();
@@ -201,11 +259,17 @@ fn a3c_episode_gradient_matches_finite_differences() {
 // ---------------------------------------------------------------------------------------------
 
 fn tensor2(values: &[f64], cols: usize) -> Tensor<B, 2> {
-    Tensor::from_data(TensorData::new(values.to_vec(), [values.len() / cols, cols]), &Default::default())
+    Tensor::from_data(
+        TensorData::new(values.to_vec(), [values.len() / cols, cols]),
+        &Default::default(),
+    )
 }
 
 fn tensor1(values: &[f64]) -> Tensor<B, 1> {
-    Tensor::from_data(TensorData::new(values.to_vec(), [values.len()]), &Default::default())
+    Tensor::from_data(
+        TensorData::new(values.to_vec(), [values.len()]),
+        &Default::default(),
+    )
 }
 
 #[test]
@@ -217,7 +281,13 @@ fn clipped_surrogate_by_hand() {
     let actions = tensor2(&[1.0, 0.0, 1.0, 0.0], 2);
     let old = tensor1(&[-ln2 - 1.5f64.ln(), -ln2 - 0.5f64.ln()]);
     // A = (+1, +1): min(1.5, 1.2) = 1.2 and min(0.5, 0.8) = 0.5 → L = −(1.2 + 0.5)/2 = −0.85.
-    let terms = clipped_surrogate(logits.clone(), actions.clone(), tensor1(&[1.0, 1.0]), old.clone(), 0.2);
+    let terms = clipped_surrogate(
+        logits.clone(),
+        actions.clone(),
+        tensor1(&[1.0, 1.0]),
+        old.clone(),
+        0.2,
+    );
     assert!((scalar(terms.loss) + 0.85).abs() < 1e-12);
     assert!((scalar(terms.clip_frac) - 1.0).abs() < 1e-12);
     // KL estimate E[log π_old − log π] = (−ln 1.5 − ln 0.5)/2.
@@ -231,7 +301,11 @@ fn clipped_surrogate_by_hand() {
 #[test]
 fn td_and_value_losses_by_hand() {
     // Q = [[1, 2], [3, 5]], actions (1, 0), targets (0, 4): errors 2 and −1 → (4 + 1)/2.
-    let loss = td_loss(tensor2(&[1.0, 2.0, 3.0, 5.0], 2), tensor2(&[0.0, 1.0, 1.0, 0.0], 2), tensor1(&[0.0, 4.0]));
+    let loss = td_loss(
+        tensor2(&[1.0, 2.0, 3.0, 5.0], 2),
+        tensor2(&[0.0, 1.0, 1.0, 0.0], 2),
+        tensor1(&[0.0, 4.0]),
+    );
     assert!((scalar(loss) - 2.5).abs() < 1e-12);
     assert!((scalar(value_loss(tensor1(&[1.0, 3.0]), tensor1(&[0.0, 0.0]))) - 5.0).abs() < 1e-12);
 }
@@ -254,7 +328,14 @@ fn actor_critic_loss_and_targets_by_hand() {
     // One step, uniform policy over 2 actions, V(s) = 1, V̂ = 3: A = 2.
     // L^(p) = −(−ln 2)·2 − β ln 2, L^(v) = 4, L = L^(p) + λ·4.
     let ln2 = std::f64::consts::LN_2;
-    let terms = actor_critic_loss(tensor2(&[0.0, 0.0], 2), tensor1(&[1.0]), tensor2(&[1.0, 0.0], 2), tensor1(&[3.0]), 0.5, 0.1);
+    let terms = actor_critic_loss(
+        tensor2(&[0.0, 0.0], 2),
+        tensor1(&[1.0]),
+        tensor2(&[1.0, 0.0], 2),
+        tensor1(&[3.0]),
+        0.5,
+        0.1,
+    );
     let policy = 2.0 * ln2 - 0.1 * ln2;
     assert!((scalar(terms.policy_loss) - policy).abs() < 1e-12);
     assert!((scalar(terms.value_loss) - 4.0).abs() < 1e-12);
@@ -279,7 +360,13 @@ fn categorical_head_matches_log_softmax() {
 fn agents_share_gradients_that_apply_back() {
     // A record round-trips through JSON and applies through the agent's optimizer.
     let device = Default::default();
-    let mut agent = Reinforce::<B>::new(ReinforceConfig::new().with_hidden(vec![4]), cartpole(), &device, 9).unwrap();
+    let mut agent = Reinforce::<B>::new(
+        ReinforceConfig::new().with_hidden(vec![4]),
+        cartpole(),
+        &device,
+        9,
+    )
+    .unwrap();
     let batch = agent.collect_episode().unwrap();
     let record = agent.gradient(&batch).unwrap();
     let json = serde_json::to_string(&record).unwrap();

@@ -1,6 +1,6 @@
 //! The backend switch: library crates stay generic, and only here is a concrete backend named.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use burn::tensor::backend::Backend;
 use clap::ValueEnum;
 use serde::Serialize;
@@ -52,7 +52,7 @@ pub fn dispatch<T: BackendTask>(choice: BackendChoice, task: T) -> Result<T::Out
             #[cfg(not(feature = "ndarray"))]
             {
                 let _ = task;
-                bail!("--backend ndarray: this build lacks the `ndarray` feature; rebuild with `--features ndarray`")
+                anyhow::bail!("--backend ndarray: this build lacks the `ndarray` feature; rebuild with `--features ndarray`")
             }
         }
         BackendChoice::Wgpu => {
@@ -61,7 +61,7 @@ pub fn dispatch<T: BackendTask>(choice: BackendChoice, task: T) -> Result<T::Out
             #[cfg(not(feature = "wgpu"))]
             {
                 let _ = task;
-                bail!("--backend wgpu: this build lacks the `wgpu` feature; use `cargo xtask-wgpu ...` (see README)")
+                anyhow::bail!("--backend wgpu: this build lacks the `wgpu` feature; use `cargo xtask-wgpu ...` (see README)")
             }
         }
     }
