@@ -11,7 +11,11 @@
 //! Every agent exposes `act`, `update(batch)`, `gradient(batch) -> GradientRecord` and
 //! checkpoints; the [`Agent`] trait is the loop-level part that `cargo xtask train` uses.
 //! Randomness comes from a `ChaCha8Rng` seeded by the caller, never from Burn's global
-//! generator, so the same seed gives the same numbers on the same backend.
+//! generator (dropout included), so the same seed gives the same initial networks, actions
+//! and batches on the same backend. Two caveats: A3C with more than one worker depends on
+//! thread scheduling, and Burn 0.21's autodiff may sum gradient contributions in a different
+//! order from run to run (it merges graphs in hash-map order), which changes updated
+//! parameters in the last bits.
 
 pub mod a3c;
 pub mod agent;
@@ -29,7 +33,7 @@ pub mod ppo;
 pub mod record;
 pub mod reinforce;
 
-pub use a3c::{A3c, A3cConfig, A3cStats, Exploration, GradientHook};
+pub use a3c::{A3c, A3cConfig, A3cEpisode, A3cStats, EnvFactory, Exploration, GradientHook};
 pub use agent::{ActMode, Agent, AgentState, EpisodeLog, EpochStats};
 pub use buffer::{discount_cumsum, ReplayBuffer, RolloutBatch, RolloutBuffer, TransitionBatch};
 pub use dqn::{Dqn, DqnConfig, DqnStats};

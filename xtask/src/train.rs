@@ -28,16 +28,16 @@ use privrl_agents::{
 };
 use privrl_envs::registry;
 use rand::SeedableRng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::backend::{dispatch, BackendChoice, BackendTask};
 use crate::plot::{LearningCurves, PlotFiles};
 use crate::report::{format_number, Cell, Report};
-use crate::run::{suite_dir, write_json, RunDir, RunName};
+use crate::run::{runs_root, suite_dir, write_json, RunDir, RunName};
 use crate::sweep::{merge_shards, run_parallel, Job, JobProgress, Seeds, Shard, ShardManifest};
 
 /// The algorithms `train` runs.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Algorithm {
     /// PPO-Clip, Spinning Up's defaults.
@@ -197,7 +197,7 @@ struct RunConfig<'a> {
 }
 
 /// `summary.json` of one run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TrainSummary {
     /// Algorithm.
     pub algo: Algorithm,
@@ -253,9 +253,10 @@ fn train_seed<B: AutodiffBackend>(
     seed: u64,
     device: &B::Device,
     progress: Option<&JobProgress>,
+    root: &Path,
 ) -> Result<SeedResult> {
     let threshold = reward_threshold(&args.env);
-    let run = RunDir::create(&args.suite, run_name(args.algo, &args.env, seed))?;
+    let run = RunDir::create_in(root, &args.suite, run_name(args.algo, &args.env, seed))?;
     run.write_config(&RunConfig {
         algo: args.algo,
         env: &args.env,
@@ -354,6 +355,8 @@ struct TrainTask {
     args: TrainArgs,
     config: AgentConfig,
     seeds: Vec<u64>,
+    /// Root of the run directories (`runs_root()` outside tests).
+    root: PathBuf,
 }
 
 impl BackendTask for TrainTask {
@@ -364,13 +367,14 @@ impl BackendTask for TrainTask {
             args,
             config,
             seeds,
+            root,
         } = self;
         if seeds.len() == 1 {
             let seed = seeds[0];
             let name = run_name(args.algo, &args.env, seed).to_string();
             return Ok(vec![(
                 name,
-                train_seed::<Autodiff<B>>(&args, &config, seed, &device, None),
+                train_seed::<Autodiff<B>>(&args, &config, seed, &device, None, &root),
             )]);
         }
         let jobs = seeds
@@ -378,7 +382,7 @@ impl BackendTask for TrainTask {
             .map(|&seed| Job::new(run_name(args.algo, &args.env, seed).to_string(), seed))
             .collect();
         let outcomes = run_parallel(jobs, args.threads, |seed, progress| {
-            train_seed::<Autodiff<B>>(&args, &config, seed, &device, Some(progress))
+            train_seed::<Autodiff<B>>(&args, &config, seed, &device, Some(progress), &root)
         })?;
         Ok(outcomes.0.into_iter().map(|o| (o.name, o.result)).collect())
     }
@@ -416,6 +420,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
             args: args.clone(),
             config: config.clone(),
             seeds: seeds.clone(),
+            root: runs_root(),
         },
     )?;
     let dir = suite_dir(&args.suite)?;
@@ -455,10 +460,27 @@ pub fn run(args: TrainArgs) -> Result<()> {
             s.env_steps_per_s,
         );
     }
-    if sweep && ok.len() > 1 {
+    if sweep && shard.count() > 1 {
+        // The last shard to finish draws the report over every shard's runs.
+        match merge_shards(&dir) {
+            Ok(_) => {
+                let all = load_suite_results(&dir, &args, &all_seeds)?;
+                let path = write_sweep_report(&args, &dir, &all)?;
+                println!(
+                    "all {} shards done; wrote {}",
+                    shard.count(),
+                    path.display()
+                );
+            }
+            Err(_) => println!(
+                "shard {shard} done; the last shard to finish writes {}/report.md",
+                dir.display()
+            ),
+        }
+    } else if sweep && ok.len() > 1 {
         let path = write_sweep_report(&args, &dir, &ok)?;
         println!("wrote {}", path.display());
-        if shard.count() == 1 && failed.is_empty() {
+        if failed.is_empty() {
             merge_shards(&dir)?;
         }
     } else if let Some(r) = ok.first() {
@@ -473,6 +495,29 @@ pub fn run(args: TrainArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Reads back the runs of `seeds` from the suite directory (for a report over all shards).
+fn load_suite_results(dir: &Path, args: &TrainArgs, seeds: &[u64]) -> Result<Vec<SeedResult>> {
+    seeds
+        .iter()
+        .map(|&seed| {
+            let run = dir.join(run_name(args.algo, &args.env, seed).as_str());
+            let summary: TrainSummary = crate::run::read_json(&run.join(crate::run::SUMMARY_FILE))?;
+            let metrics = crate::run::read_metrics(&run.join(crate::run::METRICS_FILE))?;
+            let finite =
+                |points: Vec<(f64, f64)>| points.into_iter().filter(|p| p.1.is_finite()).collect();
+            Ok(SeedResult {
+                summary,
+                curve_by_steps: finite(metrics.xy("env_steps", "mean_return_100")?),
+                curve_by_episodes: finite(metrics.xy("episodes", "mean_return_100")?),
+                plot: PlotFiles {
+                    svg: run.join("curve.svg"),
+                    png: run.join("curve.png"),
+                },
+            })
+        })
+        .collect()
 }
 
 /// Sweep summary written next to the runs.
@@ -706,6 +751,17 @@ pub fn quick_ppo(
     steps: u64,
     threads: usize,
 ) -> Result<(Vec<TrainSummary>, PlotFiles)> {
+    quick_ppo_in(&runs_root(), suite, seeds, steps, threads)
+}
+
+/// [`quick_ppo`] under the run root `root`.
+fn quick_ppo_in(
+    root: &Path,
+    suite: &str,
+    seeds: &[u64],
+    steps: u64,
+    threads: usize,
+) -> Result<(Vec<TrainSummary>, PlotFiles)> {
     let args = TrainArgs {
         algo: Algorithm::Ppo,
         env: "CartPole-v1".into(),
@@ -729,10 +785,10 @@ pub fn quick_ppo(
             args: args.clone(),
             config,
             seeds: seeds.to_vec(),
+            root: root.to_path_buf(),
         },
     )?;
     let results: Vec<SeedResult> = results.into_iter().map(|(_, r)| r).collect::<Result<_>>()?;
-    let dir = suite_dir(suite)?;
     let plot = LearningCurves::new(format!(
         "PPO on CartPole-v1, {} seeds (median, 10th–90th percentile)",
         results.len()
@@ -742,6 +798,125 @@ pub fn quick_ppo(
         "ppo",
         results.iter().map(|r| r.curve_by_steps.clone()).collect(),
     )
-    .save(&dir.join("ppo-cartpole-v1-curve"))?;
+    .save(&root.join(suite).join("ppo-cartpole-v1-curve"))?;
     Ok((results.into_iter().map(|r| r.summary).collect(), plot))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(algo: Algorithm) -> TrainArgs {
+        TrainArgs {
+            algo,
+            env: "CartPole-v1".into(),
+            seed: 0,
+            seeds: None,
+            steps: 1000,
+            episodes: None,
+            stop_when_solved: false,
+            steps_per_epoch: None,
+            config: None,
+            checkpoint: false,
+            backend: BackendChoice::default(),
+            suite: "test".into(),
+            shard: None,
+            threads: 1,
+        }
+    }
+
+    #[test]
+    fn unsolved_seeds_count_as_infinite_in_the_median() {
+        assert_eq!(
+            median_with_unsolved(&[Some(3.0), None, Some(1.0)]),
+            Some(3.0)
+        );
+        assert_eq!(median_with_unsolved(&[Some(3.0), None, None]), None);
+        assert_eq!(median_with_unsolved(&[]), None);
+        assert_eq!(median(&[f64::NAN, 2.0, 4.0]), 3.0);
+    }
+
+    #[test]
+    fn reward_threshold_accepts_both_spellings() {
+        assert_eq!(reward_threshold("CartPole-v1"), Some(475.0));
+        assert_eq!(reward_threshold("cartpole-v0"), Some(195.0));
+        assert_eq!(reward_threshold("nope"), None);
+    }
+
+    #[test]
+    fn configs_resolve_with_overrides_and_round_trip_through_json() {
+        let mut a = args(Algorithm::Ppo);
+        a.steps_per_epoch = Some(1000);
+        let AgentConfig::Ppo(ppo) = AgentConfig::resolve(&a).unwrap() else {
+            panic!("expected a PPO config")
+        };
+        assert_eq!(ppo.steps_per_epoch, 1000);
+        // A run's `agent` section loads back as a --config file.
+        let dir = crate::run::tests::temp_dir("train-config");
+        let path = dir.join("ppo.json");
+        std::fs::write(
+            &path,
+            serde_json::to_string(&AgentConfig::Ppo(ppo)).unwrap(),
+        )
+        .unwrap();
+        a.config = Some(path);
+        a.steps_per_epoch = None;
+        let AgentConfig::Ppo(loaded) = AgentConfig::resolve(&a).unwrap() else {
+            panic!("expected a PPO config")
+        };
+        assert_eq!(loaded.steps_per_epoch, 1000);
+        let mut r = args(Algorithm::Reinforce);
+        r.steps_per_epoch = Some(10);
+        assert!(AgentConfig::resolve(&r).is_err());
+    }
+
+    #[test]
+    fn quick_ppo_and_dqn_bench_run() {
+        let root = crate::run::tests::temp_dir("train-quick");
+        let (summaries, plot) = quick_ppo_in(&root, "quick", &[0, 1], 2000, 1).unwrap();
+        assert_eq!(summaries.len(), 2);
+        assert!(plot.png.is_file());
+        assert!(bench_dqn_updates_per_s(BackendChoice::default(), 5).unwrap() > 0.0);
+    }
+
+    #[test]
+    fn train_seed_writes_a_complete_run() {
+        let root = crate::run::tests::temp_dir("train-seed");
+        let mut a = args(Algorithm::Reinforce);
+        a.suite = "test".into();
+        a.episodes = Some(3);
+        let config = AgentConfig::resolve(&a).unwrap();
+        let result = train_seed::<Autodiff<burn::backend::NdArray>>(
+            &a,
+            &config,
+            4,
+            &Default::default(),
+            None,
+            &root,
+        )
+        .unwrap();
+        assert_eq!(result.summary.episodes, 3);
+        let run = root.join("test").join("reinforce-cartpole-v1-seed4");
+        for file in [
+            "config.json",
+            "metrics.csv",
+            "summary.json",
+            "curve.png",
+            "curve.svg",
+        ] {
+            assert!(run.join(file).is_file(), "{file} missing");
+        }
+        let metrics = crate::run::read_metrics(&run.join("metrics.csv")).unwrap();
+        assert_eq!(metrics.len(), 3);
+        assert_eq!(
+            metrics.columns[..5],
+            [
+                "epoch",
+                "env_steps",
+                "episodes",
+                "updates",
+                "mean_return_100"
+            ]
+        );
+    }
 }
