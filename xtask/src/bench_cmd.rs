@@ -36,6 +36,12 @@ pub struct BenchArgs {
     /// Training steps per timing of the network benchmarks.
     #[arg(long, default_value_t = 50)]
     pub train_steps: usize,
+    /// PPO epochs (4000 env steps each) timed for the agent throughput row.
+    #[arg(long, default_value_t = 3)]
+    pub ppo_epochs: usize,
+    /// DQN gradient steps timed for the agent throughput row.
+    #[arg(long, default_value_t = 1000)]
+    pub dqn_updates: usize,
     /// Backend of the network benchmarks.
     #[arg(long, value_enum, default_value_t = BackendChoice::default())]
     pub backend: BackendChoice,
@@ -174,6 +180,8 @@ pub fn run(args: BenchArgs) -> Result<()> {
             steps: args.train_steps,
         },
     )?;
+    let ppo_steps_per_s = crate::train::bench_ppo_steps_per_s(args.backend, args.ppo_epochs)?;
+    let dqn_updates_per_s = crate::train::bench_dqn_updates_per_s(args.backend, args.dqn_updates)?;
     let mut delta_timer = ChaCha8Rng::seed_from_u64(0);
     let start = Instant::now();
     let delta = DirichletConfig {
@@ -189,7 +197,13 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let delta_ms = start.elapsed().as_secs_f64() * 1e3;
     write_json(
         &dir.join("bench.json"),
-        &serde_json::json!({ "envs": envs, "dp_sgd": dp_sgd, "dirichlet_delta_mc_1e6_m6_ms": delta_ms }),
+        &serde_json::json!({
+            "envs": envs,
+            "dp_sgd": dp_sgd,
+            "dirichlet_delta_mc_1e6_m6_ms": delta_ms,
+            "ppo_cartpole_env_steps_per_s": ppo_steps_per_s,
+            "dqn_batch128_updates_per_s": dqn_updates_per_s,
+        }),
     )?;
     let mut report = Report::new(&dir, "privrl benchmarks");
     report
@@ -201,6 +215,28 @@ pub fn run(args: BenchArgs) -> Result<()> {
         .heading("Environment steps per second");
     env_throughput_table(&mut report, &envs, args.num_envs);
     report
+        .heading("Agents")
+        .paragraph(&format!(
+            "Backend `{}`, CartPole-v1, one core's worth of environment. PPO: Spinning Up's \
+             (64,64) tanh actor and critic, 4000 steps per epoch, up to 80 policy (early stop \
+             at 1.5 × target KL) and 80 value iterations, timed end to end over {} epochs after \
+             one warm-up epoch. DQN: (128,128) ReLU Q-network, batches of 128 sampled from the \
+             replay buffer, target computation, forward, backward and Adam, {} updates.",
+            dp_sgd.backend, args.ppo_epochs, args.dqn_updates
+        ))
+        .table(
+            &["measurement", "value"],
+            vec![
+                vec![
+                    Cell::from("PPO env steps/s (end to end)"),
+                    Cell::from(ppo_steps_per_s),
+                ],
+                vec![
+                    Cell::from("DQN updates/s (batch 128)"),
+                    Cell::from(dqn_updates_per_s),
+                ],
+            ],
+        )
         .heading("Privacy")
         .paragraph(&format!(
             "Backend `{}`. A training step of a (128,128) MLP (64 inputs, 8 outputs) on a batch \
@@ -233,8 +269,8 @@ pub fn run(args: BenchArgs) -> Result<()> {
             ],
         );
     report.reproduce(&[format!(
-        "cargo xtask bench --env-steps {} --num-envs {}",
-        args.env_steps, args.num_envs
+        "cargo xtask bench --env-steps {} --num-envs {} --ppo-epochs {} --dqn-updates {}",
+        args.env_steps, args.num_envs, args.ppo_epochs, args.dqn_updates
     )]);
     let path = report.write()?;
     println!("{}", report.markdown());
