@@ -45,7 +45,7 @@ pub use recovery::{
     action_from_bias_gradient, odd_sign_action, policy_gradient_recovery,
     q_value_from_error_magnitude, PolicyGradientRecovery, QValueRecovery,
 };
-pub use suite::{evaluate_inversion, score_reconstruction, InversionRow};
+pub use suite::{evaluate_inversion, score_reconstruction, InversionRow, ReconstructedState};
 pub use victim::{
     linear_part_forward, Inner, LinearPartInput, LinearPartOutput, Outer, Sample, Victim,
     VictimKind,

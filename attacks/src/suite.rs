@@ -38,6 +38,21 @@ pub struct InversionRow {
     pub final_loss: Option<f64>,
     /// Wall-clock time of the attack.
     pub attack_ms: f64,
+    /// The reconstructed state as it was scored (images normalised), for figures; not
+    /// serialised.
+    #[serde(skip)]
+    pub reconstructed: ReconstructedState,
+}
+
+/// A reconstructed state after [`ImageNormalisation`]: what the scores compare with the truth.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReconstructedState {
+    /// RGB image, `3 × H × W`, in `[0, 1]`.
+    pub rgb: Option<Vec<f32>>,
+    /// Depth image, `1 × H × W`, in `[0, 1]`.
+    pub depth: Option<Vec<f32>>,
+    /// Vector state.
+    pub vector: Vec<f32>,
 }
 
 /// Attacks the single-sample gradient of every sample and scores each reconstruction.
@@ -81,13 +96,18 @@ pub fn score_reconstruction<B: Backend>(
         reconstruction.rgb.as_deref(),
         reconstruction.depth.as_deref(),
     );
-    let rgb = match (&sample.rgb, rgb, net.rgb_shape) {
-        (Some(truth), Some(rec), Some(shape)) => Some(score_rgb(truth, &rec, shape.size)?),
+    let reconstructed = ReconstructedState {
+        rgb,
+        depth,
+        vector: reconstruction.vector.clone(),
+    };
+    let rgb = match (&sample.rgb, &reconstructed.rgb, net.rgb_shape) {
+        (Some(truth), Some(rec), Some(shape)) => Some(score_rgb(truth, rec, shape.size)?),
         _ => None,
     };
-    let depth = match (&sample.depth, depth, net.depth_shape) {
+    let depth = match (&sample.depth, &reconstructed.depth, net.depth_shape) {
         (Some(truth), Some(rec), Some(shape)) => {
-            Some(score_single_channel(truth, &rec, shape.size)?)
+            Some(score_single_channel(truth, rec, shape.size)?)
         }
         _ => None,
     };
@@ -119,5 +139,6 @@ pub fn score_reconstruction<B: Backend>(
         reward_abs_error,
         final_loss: reconstruction.loss_history.last().map(|r| r.loss),
         attack_ms,
+        reconstructed,
     })
 }

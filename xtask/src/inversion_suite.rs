@@ -6,17 +6,20 @@ use anyhow::Result;
 use burn::tensor::backend::Backend;
 use clap::Args;
 use privrl_agents::{ConvEncoderConfig, MultimodalNetConfig};
+use privrl_attacks::ImageScores;
 use privrl_attacks::{
-    evaluate_inversion, AttackConfig, ImageNormalisation, ImagePrior, InversionRow, Sample, Victim,
-    VictimKind,
+    evaluate_inversion, ActionRule, AttackConfig, GradientSource, ImageNormalisation, ImagePrior,
+    InversionRow, Sample, SignalRule, StateOptimisation, Victim, VictimKind,
 };
 use privrl_envs::room::{sample_observations, RoomConfig, RoomSetting, RoomType};
+use privrl_envs::{Image, MultimodalObs};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use crate::backend::{dispatch, BackendChoice, BackendTask};
 use crate::report::{format_mean_std, Cell, Report};
+use crate::room_cmd::{bbox_pixels, draw_sheet, SheetCell};
 use crate::run::{suite_dir, RunDir, RunName};
 use crate::sweep::{run_parallel, Job};
 
@@ -46,6 +49,9 @@ pub struct InversionArgs {
     /// Backend.
     #[arg(long, value_enum, default_value_t = BackendChoice::default())]
     pub backend: BackendChoice,
+    /// Skip Table II's baselines (DLG, Inverting Gradients) and Fig. 4's joint ablation.
+    #[arg(long)]
+    pub skip_ablations: bool,
     /// Worker threads (0: one per core); each runs one (attack, setting).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
@@ -82,17 +88,99 @@ impl InversionArgs {
     }
 }
 
+/// The attacks of the suite: QGI and RGI (Table I), and on the DQN victim in S1 the baselines
+/// of Table II and the joint-optimisation ablation of Fig. 4.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 enum Method {
     Qgi,
     Rgi,
+    /// DLG: objective gradients, action and target Q optimised jointly, MSE matching.
+    DlgJoint,
+    /// DLG with the action read off ∇b_last (Table II row 2).
+    DlgRule,
+    /// Inverting Gradients: objective gradients, rule-based action, cosine + TV.
+    InvertingGradients,
+    /// QGI with images and vector optimised together (Fig. 4's "joint").
+    QgiJoint,
 }
 
 impl Method {
+    /// The Table II baselines and the Fig. 4 ablation, all on the DQN victim.
+    const ABLATIONS: [Method; 4] = [
+        Method::DlgJoint,
+        Method::DlgRule,
+        Method::InvertingGradients,
+        Method::QgiJoint,
+    ];
+
     fn name(self) -> &'static str {
         match self {
             Method::Qgi => "QGI",
             Method::Rgi => "RGI",
+            Method::DlgJoint => "DLG",
+            Method::DlgRule => "DLG, rule action",
+            Method::InvertingGradients => "IG",
+            Method::QgiJoint => "QGI, joint state",
+        }
+    }
+
+    fn slug(self) -> &'static str {
+        match self {
+            Method::Qgi => "qgi",
+            Method::Rgi => "rgi",
+            Method::DlgJoint => "dlg",
+            Method::DlgRule => "dlg-rule",
+            Method::InvertingGradients => "ig",
+            Method::QgiJoint => "qgi-joint",
+        }
+    }
+
+    /// The attack's configuration before the suite's iterations, seed and TV weight.
+    fn config(self) -> AttackConfig {
+        match self {
+            Method::Qgi => AttackConfig::qgi(),
+            Method::Rgi => AttackConfig::rgi(),
+            Method::DlgJoint => AttackConfig::dlg(),
+            Method::DlgRule => AttackConfig::dlg().with_source(GradientSource::Objective {
+                action: ActionRule::FromBias,
+                signal: SignalRule::Joint,
+            }),
+            Method::InvertingGradients => AttackConfig::inverting_gradients(),
+            Method::QgiJoint => AttackConfig::qgi().with_state(StateOptimisation::Joint),
+        }
+    }
+
+    /// Table II's columns: gradient calculation, action, target Q, matching loss.
+    fn table_two_design(self) -> [&'static str; 4] {
+        match self {
+            Method::DlgJoint => ["objective J", "opt", "opt", "MSE"],
+            Method::DlgRule => ["objective J", "rule", "opt", "MSE"],
+            Method::InvertingGradients => ["objective J", "rule", "opt", "cos"],
+            Method::Qgi | Method::Rgi => ["error direction ∇b_last", "rule", "rule", "cos"],
+            Method::QgiJoint => [
+                "error direction ∇b_last",
+                "rule",
+                "rule",
+                "cos (joint state)",
+            ],
+        }
+    }
+
+    /// The paper's Table II: IoU, ε(Q̂) %, ε(Q) % (Fig. 4 gives the joint ablation only as bars).
+    fn paper_table_two(self) -> &'static str {
+        match self {
+            Method::DlgJoint => "0.649 / 1083.64 / 89.85",
+            Method::DlgRule => "0.610 / 1112.33 / 92.44",
+            Method::InvertingGradients => "0.216 / 15751.95 / 198.83",
+            Method::Qgi => "0.912 / 1.03 / 0.67",
+            Method::Rgi | Method::QgiJoint => "IoU < 0.1 (Fig. 4)",
+        }
+    }
+
+    fn victim_kind(self, entropy_weight: f64) -> VictimKind {
+        match self {
+            Method::Rgi => VictimKind::Reinforce { entropy_weight },
+            _ => VictimKind::Dqn,
         }
     }
 }
@@ -153,16 +241,10 @@ impl BackendTask for InversionJob {
     type Output = Vec<InversionRow>;
 
     fn run<B: Backend>(self, device: B::Device) -> Result<Vec<InversionRow>> {
-        let (kind, mut config) = match self.method {
-            Method::Qgi => (VictimKind::Dqn, AttackConfig::qgi()),
-            Method::Rgi => (
-                VictimKind::Reinforce {
-                    entropy_weight: self.plan.entropy_weight,
-                },
-                AttackConfig::rgi(),
-            ),
-        };
-        config = config
+        let kind = self.method.victim_kind(self.plan.entropy_weight);
+        let mut config = self
+            .method
+            .config()
             .with_iterations_per_stage(self.plan.iterations)
             .with_seed(self.plan.seed);
         if config.prior.is_some() {
@@ -218,10 +300,16 @@ pub fn run(args: InversionArgs) -> Result<std::path::PathBuf> {
     let dir = suite_dir("inversion")?;
     let mut jobs = Vec::new();
     let mut room_types = Vec::new();
+    let mut truths = Vec::new();
     for setting in [RoomSetting::S1, RoomSetting::S2] {
         let (samples, types) = samples(&plan, setting)?;
         room_types = types;
-        for method in [Method::Qgi, Method::Rgi] {
+        truths.push((setting, samples.clone()));
+        let mut methods = vec![Method::Qgi, Method::Rgi];
+        if setting == RoomSetting::S1 && !args.skip_ablations {
+            methods.extend(Method::ABLATIONS);
+        }
+        for method in methods {
             let name = format!("{} {:?}", method.name(), setting);
             jobs.push(Job::new(
                 name,
@@ -260,10 +348,12 @@ pub fn run(args: InversionArgs) -> Result<std::path::PathBuf> {
     ));
     let mut table_one = Vec::new();
     let mut table_two = Vec::new();
+    let mut ablation = Vec::new();
+    let mut sheets = Vec::new();
     for (_, (method, setting, rows)) in &outcomes {
         let run = RunDir::create(
             "inversion",
-            RunName::new(method.name())
+            RunName::new(method.slug())
                 .part(format!("{setting:?}"))
                 .seed(plan.seed),
         )?;
@@ -289,6 +379,48 @@ pub fn run(args: InversionArgs) -> Result<std::path::PathBuf> {
             ])?;
         }
         run.write_summary(rows)?;
+        if let Some((_, truth)) = truths.iter().find(|(s, _)| s == setting) {
+            let path = run.path().join("reconstructions.png");
+            reconstruction_sheet(&path, *method, *setting, truth, rows, plan.image_size)?;
+            if *method != Method::Rgi {
+                sheets.push((
+                    format!(
+                        "{} {setting:?}: originals beside reconstructions",
+                        method.name()
+                    ),
+                    path,
+                ));
+            }
+        }
+        if Method::ABLATIONS.contains(method)
+            || (*method == Method::Qgi && *setting == RoomSetting::S1)
+        {
+            let [gradient, action, target, loss] = method.table_two_design();
+            ablation.push(vec![
+                Cell::from(method.name()),
+                Cell::from(gradient),
+                Cell::from(action),
+                Cell::from(target),
+                Cell::from(loss),
+                Cell::from(summary(rows, |r| r.vector_iou)),
+                Cell::from(summary(rows, |r| r.predicted_q_error_pct)),
+                Cell::from(summary(rows, |r| r.target_q_error_pct)),
+                Cell::from(format!(
+                    "{} / {}",
+                    summary(rows, |r| r.rgb.map(|s| s.psnr)),
+                    summary(rows, |r| r.rgb.map(|s| s.ssim))
+                )),
+                Cell::from(format!(
+                    "{} / {}",
+                    summary(rows, |r| r.depth.map(|s| s.psnr)),
+                    summary(rows, |r| r.depth.map(|s| s.ssim))
+                )),
+                Cell::from(method.paper_table_two()),
+            ]);
+        }
+        if Method::ABLATIONS.contains(method) {
+            continue;
+        }
         for (modality, depth) in [("RGB", false), ("depth", true)] {
             let scores = |r: &InversionRow| if depth { r.depth } else { r.rgb };
             if rows.iter().all(|r| scores(r).is_none()) {
@@ -366,6 +498,36 @@ pub fn run(args: InversionArgs) -> Result<std::path::PathBuf> {
             ],
             table_two,
         );
+    if !ablation.is_empty() {
+        report
+            .heading("Table II and Fig. 4: baselines and ablation (DQN victim, S1)")
+            .paragraph(
+                "The same samples and victim as QGI S1. DLG and Inverting Gradients match the \
+                 objective's gradient, so they need the action and the target Q first (rule) or \
+                 optimise them with the input (opt); QGI matches the error direction (eq. 6). \
+                 \"QGI, joint state\" optimises images and vector together (Fig. 4).",
+            )
+            .table(
+                &[
+                    "method",
+                    "gradient",
+                    "action",
+                    "target Q",
+                    "loss",
+                    "bbox IoU",
+                    "ε(Q̂) %",
+                    "ε(Q) %",
+                    "RGB PSNR / SSIM",
+                    "depth PSNR / SSIM",
+                    "paper: IoU / ε(Q̂) / ε(Q)",
+                ],
+                ablation,
+            );
+    }
+    report.heading("Reconstructions");
+    for (caption, path) in &sheets {
+        report.image(caption, path, None);
+    }
     let mut command = format!(
         "cargo xtask suite inversion --samples {} --image-size {} --iterations {} --tv-weight {} --seed {}",
         plan.samples, plan.image_size, plan.iterations, plan.tv_weight, plan.seed
@@ -377,4 +539,64 @@ pub fn run(args: InversionArgs) -> Result<std::path::PathBuf> {
     let path = report.write()?;
     println!("wrote {}", path.display());
     Ok(path)
+}
+
+/// A Fig. 3-style sheet: one row per sample (up to 6), the original beside the reconstruction,
+/// with the true and the reconstructed bounding boxes.
+fn reconstruction_sheet(
+    path: &std::path::Path,
+    method: Method,
+    setting: RoomSetting,
+    truth: &[Sample],
+    rows: &[InversionRow],
+    size: usize,
+) -> Result<()> {
+    let image = |data: &Option<Vec<f32>>, channels: usize| {
+        data.as_ref().map(|d| Image {
+            channels,
+            height: size,
+            width: size,
+            data: d.clone(),
+        })
+    };
+    let sheet_rows: Vec<(String, Vec<SheetCell>)> = rows
+        .iter()
+        .take(6)
+        .filter_map(|row| truth.get(row.sample).map(|t| (row, t)))
+        .map(|(row, t)| {
+            let scores =
+                |s: Option<ImageScores>| s.map_or(String::new(), |s| format!(" {:.1} dB", s.psnr));
+            let original = SheetCell {
+                label: "original".into(),
+                obs: MultimodalObs {
+                    rgb: image(&t.rgb, 3),
+                    depth: image(&t.depth, 1),
+                    vector: t.vector.clone(),
+                },
+                bbox: bbox_pixels(&t.vector, size),
+            };
+            let rec = &row.reconstructed;
+            let reconstruction = SheetCell {
+                label: format!("{}{}{}", method.name(), scores(row.rgb), scores(row.depth)),
+                obs: MultimodalObs {
+                    rgb: image(&rec.rgb, 3),
+                    depth: image(&rec.depth, 1),
+                    vector: rec.vector.clone(),
+                },
+                bbox: bbox_pixels(&rec.vector, size),
+            };
+            (
+                format!("sample {}", row.sample),
+                vec![original, reconstruction],
+            )
+        })
+        .collect();
+    draw_sheet(
+        path,
+        &format!("{} {setting:?}, {size} × {size}", method.name()),
+        &sheet_rows,
+        size as u32,
+        (96 / size as u32).max(1),
+        "left: original; right: reconstruction (PSNR of RGB, depth); green: bounding boxes",
+    )
 }

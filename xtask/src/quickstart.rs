@@ -218,6 +218,7 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
         tv_weight: None,
         seed: args.seeds.first().copied().unwrap_or(0),
         backend: args.backend,
+        skip_ablations: false,
         threads: args.threads,
     })?;
     report.heading("Gradient inversion").paragraph(&format!(

@@ -53,11 +53,33 @@ pub struct RoomSheetArgs {
     pub seed: u64,
 }
 
-/// One rendered cell of the sheet.
-struct Cell {
-    label: String,
-    obs: MultimodalObs,
-    bbox: Option<[usize; 4]>,
+/// One cell of an image sheet: a labelled observation (RGB and/or depth) with an optional
+/// bounding box `[col_min, row_min, col_max, row_max]` outlined on each image.
+pub struct SheetCell {
+    /// Text above the images.
+    pub label: String,
+    /// The images (its vector is not drawn).
+    pub obs: MultimodalObs,
+    /// Pixel box outlined in green.
+    pub bbox: Option<[usize; 4]>,
+}
+
+/// The pixel box `[col_min, row_min, col_max, row_max]` of a `[−1, 1]` bounding-box vector on a
+/// `size × size` image (the inverse of `bbox_vector`, rounded and clamped to the image); `None`
+/// for the all-zero "no detection" vector or a box of no area.
+pub fn bbox_pixels(vector: &[f32], size: usize) -> Option<[usize; 4]> {
+    if vector.len() != 4 || vector.iter().all(|&v| v == 0.0) {
+        return None;
+    }
+    let n = size as f32;
+    let edge = |v: f32| ((v.clamp(-1.0, 1.0) + 1.0) * 0.5 * n).round() as usize;
+    let (c0, r0, c1, r1) = (
+        edge(vector[0]),
+        edge(vector[1]),
+        edge(vector[2]),
+        edge(vector[3]),
+    );
+    (c1 > c0 && r1 > r0).then(|| [c0, r0, (c1 - 1).min(size - 1), (r1 - 1).min(size - 1)])
 }
 
 /// Writes the sample sheet and prints its path.
@@ -84,10 +106,6 @@ pub fn run(args: RoomSheetArgs) -> Result<()> {
         Some(out) => out.clone(),
         None => crate::run::suite_dir("env")?.join("rooms.png"),
     };
-    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-
     let mut rows = Vec::new();
     for room_type in RoomType::ALL {
         let cells = (0..args.per_type)
@@ -97,27 +115,48 @@ pub fn run(args: RoomSheetArgs) -> Result<()> {
                 render_cell(&config, room_type, index, seed)
             })
             .collect::<Result<Vec<_>>>()?;
-        rows.push((room_type, cells));
+        rows.push((room_type.name().replace('_', " "), cells));
     }
-    draw_sheet(&out, &rows, args.size as u32, setting)?;
-    for (_, cells) in &rows {
-        for cell in cells {
-            tracing::debug!("{}", cell.label);
+    let title = format!(
+        "privrl room task ({}): {} of {} generated layouts, {} × {}",
+        if setting == RoomSetting::S1 {
+            "S1, RGB + depth"
+        } else {
+            "S2, depth only"
+        },
+        rows.len() * args.per_type,
+        RoomType::ALL.len() * LAYOUTS_PER_TYPE,
+        args.size,
+        args.size
+    );
+    let legend = format!(
+        "{}depth: white = 0 m, black ≥ {DEPTH_SHOWN_M} m; green: the target's bounding box (the \
+         vector state); r: reward (detection-confidence proxy)",
+        if setting == RoomSetting::S1 {
+            "left: RGB; right: "
+        } else {
+            ""
         }
-    }
+    );
+    draw_sheet(&out, &title, &rows, args.size as u32, 1, &legend)?;
     println!("wrote {}", out.display());
     Ok(())
 }
 
 /// Renders layout `index` of `room_type` from the candidate pose that sees the target and the
 /// most of the room.
-fn render_cell(config: &RoomConfig, room_type: RoomType, index: usize, seed: u64) -> Result<Cell> {
+fn render_cell(
+    config: &RoomConfig,
+    room_type: RoomType,
+    index: usize,
+    seed: u64,
+) -> Result<SheetCell> {
     let layout = Layout::generated(room_type, index).context("layout index in range")?;
     let mut env = config.clone().build()?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let target = layout.target().map(|t| t.center());
     let half_fov = 0.5 * config.field_of_view_degrees.to_radians();
-    let mut best: Option<(f64, Cell)> = None;
+    let mut best: Option<(f64, SheetCell)> = None;
     for _ in 0..CANDIDATES {
         let cells = layout.free_cells();
         let [x, y] = cells[rng.random_range(0..cells.len())];
@@ -149,7 +188,7 @@ fn render_cell(config: &RoomConfig, room_type: RoomType, index: usize, seed: u64
             let label = format!("layout {index}  r = {:.2}", detection.confidence);
             let bbox = env.target_view().visible_bbox;
             debug_assert_eq!(bbox.is_some(), bbox_vector(env.target_view()) != [0.0; 4]);
-            best = Some((score, Cell { label, obs, bbox }));
+            best = Some((score, SheetCell { label, obs, bbox }));
         }
     }
     Ok(best.context("at least one candidate pose")?.1)
@@ -166,41 +205,44 @@ fn register_fonts() -> Result<()> {
     Ok(())
 }
 
-fn draw_sheet(
+/// Draws a sheet of labelled rows of [`SheetCell`]s (every image `image_size × image_size`,
+/// shown `zoom` times larger by pixel replication) to a PNG.
+pub fn draw_sheet(
     out: &std::path::Path,
-    rows: &[(RoomType, Vec<Cell>)],
-    size: u32,
-    setting: RoomSetting,
+    title: &str,
+    rows: &[(String, Vec<SheetCell>)],
+    image_size: u32,
+    zoom: u32,
+    legend: &str,
 ) -> Result<()> {
     register_fonts()?;
-    let images_per_cell: u32 = if setting == RoomSetting::S1 { 2 } else { 1 };
+    let zoom = zoom.max(1);
+    let size = image_size * zoom;
+    let first = rows.first().and_then(|(_, cells)| cells.first());
+    let images_per_cell: u32 = first.map_or(1, |c| {
+        u32::from(c.obs.rgb.is_some()) + u32::from(c.obs.depth.is_some())
+    });
+    let images_per_cell = images_per_cell.max(1);
     let cell_w = images_per_cell * size + (images_per_cell - 1) * 2;
     let cell_h = LABEL_H + size;
-    let columns = rows.first().map_or(0, |(_, cells)| cells.len()) as u32;
+    let columns = rows.iter().map(|(_, cells)| cells.len()).max().unwrap_or(0) as u32;
     let width = ROW_LABEL_W + columns * (cell_w + GAP) + GAP;
     let height = TITLE_H + rows.len() as u32 * (cell_h + GAP) + LEGEND_H;
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
     let root = BitMapBackend::new(out, (width, height)).into_drawing_area();
     root.fill(&WHITE)?;
-    let title = format!(
-        "privrl room task ({}): {} of {} generated layouts, {size} × {size}",
-        if setting == RoomSetting::S1 {
-            "S1, RGB + depth"
-        } else {
-            "S2, depth only"
-        },
-        rows.len() * columns as usize,
-        RoomType::ALL.len() * LAYOUTS_PER_TYPE,
-    );
     root.draw(&Text::new(
-        title,
+        title.to_string(),
         (GAP as i32, 8),
         (FAMILY, 18).into_font().color(&BLACK),
     ))?;
     let label_style = (FAMILY, 13).into_font().color(&RGBColor(40, 40, 40));
-    for (r, (room_type, cells)) in rows.iter().enumerate() {
+    for (r, (row_label, cells)) in rows.iter().enumerate() {
         let y0 = TITLE_H + r as u32 * (cell_h + GAP);
         root.draw(&Text::new(
-            room_type.name().replace('_', " "),
+            row_label.clone(),
             (GAP as i32, (y0 + LABEL_H + size / 2) as i32 - 8),
             (FAMILY, 15).into_font().color(&BLACK),
         ))?;
@@ -215,34 +257,25 @@ fn draw_sheet(
             let mut x = x0;
             if let Some(rgb) = &cell.obs.rgb {
                 let n = rgb.height * rgb.width;
-                draw_image(&root, x, top, rgb.width, rgb.height, |p| {
+                draw_image(&root, x, top, rgb.width, rgb.height, zoom, |p| {
                     [rgb.data[p], rgb.data[n + p], rgb.data[2 * n + p]].map(to_byte)
                 })?;
-                draw_bbox(&root, x, top, size, cell.bbox)?;
+                draw_bbox(&root, x, top, zoom, image_size, cell.bbox)?;
                 x += size + 2;
             }
             if let Some(depth) = &cell.obs.depth {
                 // Depth values are metres / max_depth_m (10 m); show 0 m white, 7 m black.
                 let scale = 10.0 / DEPTH_SHOWN_M;
-                draw_image(&root, x, top, depth.width, depth.height, |p| {
+                draw_image(&root, x, top, depth.width, depth.height, zoom, |p| {
                     let v = to_byte(1.0 - (depth.data[p] * scale).min(1.0));
                     [v, v, v]
                 })?;
-                draw_bbox(&root, x, top, size, cell.bbox)?;
+                draw_bbox(&root, x, top, zoom, image_size, cell.bbox)?;
             }
         }
     }
-    let legend = format!(
-        "{}depth: white = 0 m, black ≥ {DEPTH_SHOWN_M} m; green: the target's bounding box (the \
-         vector state); r: reward (detection-confidence proxy)",
-        if setting == RoomSetting::S1 {
-            "left: RGB; right: "
-        } else {
-            ""
-        }
-    );
     root.draw(&Text::new(
-        legend,
+        legend.to_string(),
         (GAP as i32, (height - LEGEND_H + 6) as i32),
         label_style,
     ))?;
@@ -255,21 +288,24 @@ fn to_byte(v: f32) -> u8 {
     (v.clamp(0.0, 1.0) * 255.0).round() as u8
 }
 
-/// Draws a `width × height` image at `(x0, y0)`; `color(p)` gives pixel `p = row · width + col`.
+/// Draws a `width × height` image at `(x0, y0)`, each pixel as a `zoom × zoom` square;
+/// `color(p)` gives pixel `p = row · width + col`.
 fn draw_image<DB: DrawingBackend>(
     root: &DrawingArea<DB, plotters::coord::Shift>,
     x0: u32,
     y0: u32,
     width: usize,
     height: usize,
+    zoom: u32,
     color: impl Fn(usize) -> [u8; 3],
 ) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
-    for row in 0..height {
-        for col in 0..width {
-            let [r, g, b] = color(row * width + col);
+    let zoom = zoom as usize;
+    for row in 0..height * zoom {
+        for col in 0..width * zoom {
+            let [r, g, b] = color((row / zoom) * width + col / zoom);
             root.draw_pixel(
                 ((x0 as usize + col) as i32, (y0 as usize + row) as i32),
                 &RGBColor(r, g, b),
@@ -279,19 +315,23 @@ where
     Ok(())
 }
 
-/// Outlines the visible bounding box `[col_min, row_min, col_max, row_max]` in green on an
-/// image of `size × size` pixels drawn at `(x0, y0)`.
+/// Outlines the visible bounding box `[col_min, row_min, col_max, row_max]` (image pixels) in
+/// green on an image of `image_size × image_size` pixels drawn `zoom` times larger at `(x0, y0)`.
 fn draw_bbox<DB: DrawingBackend>(
     root: &DrawingArea<DB, plotters::coord::Shift>,
     x0: u32,
     y0: u32,
-    size: u32,
+    zoom: u32,
+    image_size: u32,
     bbox: Option<[usize; 4]>,
 ) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
+    let size = image_size * zoom;
     if let Some([c0, r0, c1, r1]) = bbox {
+        let z = zoom as usize;
+        let (c0, r0, c1, r1) = (c0 * z, r0 * z, c1 * z + z - 1, r1 * z + z - 1);
         // One pixel outside the box, so the outline does not hide the target's edge.
         let corner = |c: i32, r: i32| (x0 as i32 + c, y0 as i32 + r);
         let last = size as i32 - 1;
