@@ -564,8 +564,12 @@ fn reconstruction_sheet(
         .take(6)
         .filter_map(|row| truth.get(row.sample).map(|t| (row, t)))
         .map(|(row, t)| {
-            let scores =
-                |s: Option<ImageScores>| s.map_or(String::new(), |s| format!(" {:.1} dB", s.psnr));
+            let psnr: Vec<String> = [("RGB", row.rgb), ("depth", row.depth)]
+                .into_iter()
+                .filter_map(|(name, s): (&str, Option<ImageScores>)| {
+                    s.map(|s| format!("{name} {:.1} dB", s.psnr))
+                })
+                .collect();
             let original = SheetCell {
                 label: "original".into(),
                 obs: MultimodalObs {
@@ -577,7 +581,7 @@ fn reconstruction_sheet(
             };
             let rec = &row.reconstructed;
             let reconstruction = SheetCell {
-                label: format!("{}{}{}", method.name(), scores(row.rgb), scores(row.depth)),
+                label: format!("{}: {}", method.name(), psnr.join(", ")),
                 obs: MultimodalObs {
                     rgb: image(&rec.rgb, 3),
                     depth: image(&rec.depth, 1),
@@ -597,6 +601,6 @@ fn reconstruction_sheet(
         &sheet_rows,
         size as u32,
         (96 / size as u32).max(1),
-        "left: original; right: reconstruction (PSNR of RGB, depth); green: bounding boxes",
+        "left: original; right: reconstruction with its PSNR; green: true and reconstructed bounding boxes",
     )
 }
