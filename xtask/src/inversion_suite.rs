@@ -4,7 +4,7 @@
 
 use anyhow::Result;
 use burn::tensor::backend::Backend;
-use clap::Args;
+use clap::{Args, ValueEnum};
 use privrl_agents::{ConvEncoderConfig, MultimodalNetConfig};
 use privrl_attacks::ImageScores;
 use privrl_attacks::{
@@ -90,15 +90,19 @@ impl InversionArgs {
 
 /// The attacks of the suite: QGI and RGI (Table I), and on the DQN victim in S1 the baselines
 /// of Table II and the joint-optimisation ablation of Fig. 4.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-enum Method {
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Method {
+    /// Q-value gradient inversion (DQN victim).
     Qgi,
+    /// Reward gradient inversion (REINFORCE victim).
     Rgi,
     /// DLG: objective gradients, action and target Q optimised jointly, MSE matching.
+    #[value(name = "dlg")]
     DlgJoint,
     /// DLG with the action read off ∇b_last (Table II row 2).
     DlgRule,
     /// Inverting Gradients: objective gradients, rule-based action, cosine + TV.
+    #[value(name = "ig")]
     InvertingGradients,
     /// QGI with images and vector optimised together (Fig. 4's "joint").
     QgiJoint,
@@ -358,27 +362,7 @@ pub fn run(args: InversionArgs) -> Result<std::path::PathBuf> {
                 .seed(plan.seed),
         )?;
         run.write_config(&plan)?;
-        let mut metrics = run.metrics()?;
-        let nan = f64::NAN;
-        for row in rows {
-            metrics.write_row(&[
-                ("sample", row.sample as f64),
-                ("rgb_psnr", row.rgb.as_ref().map_or(nan, |s| s.psnr)),
-                ("rgb_ssim", row.rgb.as_ref().map_or(nan, |s| s.ssim)),
-                ("depth_psnr", row.depth.as_ref().map_or(nan, |s| s.psnr)),
-                ("depth_ssim", row.depth.as_ref().map_or(nan, |s| s.ssim)),
-                ("vector_iou", row.vector_iou.unwrap_or(nan)),
-                ("action_correct", f64::from(u8::from(row.action_correct))),
-                (
-                    "predicted_q_error_pct",
-                    row.predicted_q_error_pct.unwrap_or(nan),
-                ),
-                ("target_q_error_pct", row.target_q_error_pct.unwrap_or(nan)),
-                ("reward_abs_error", row.reward_abs_error.unwrap_or(nan)),
-                ("attack_ms", row.attack_ms),
-            ])?;
-        }
-        run.write_summary(rows)?;
+        write_rows(&run, rows)?;
         if let Some((_, truth)) = truths.iter().find(|(s, _)| s == setting) {
             let path = run.path().join("reconstructions.png");
             reconstruction_sheet(&path, *method, *setting, truth, rows, plan.image_size)?;
@@ -603,4 +587,141 @@ fn reconstruction_sheet(
         (96 / size as u32).max(1),
         "left: original; right: reconstruction with its PSNR; green: true and reconstructed bounding boxes",
     )
+}
+
+/// The settings of the rooms, for the command line.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum SettingArg {
+    /// RGB + depth.
+    S1,
+    /// Depth only.
+    S2,
+}
+
+/// Arguments of `attack`: one attack on one setting.
+#[derive(Args, Debug, Clone, Serialize)]
+pub struct AttackArgs {
+    /// The attack (QGI and the baselines attack a DQN victim, RGI a REINFORCE victim).
+    #[arg(long, value_enum, default_value_t = Method::Qgi)]
+    pub method: Method,
+    /// The setting: s1 (RGB + depth) or s2 (depth only).
+    #[arg(long, value_enum, default_value_t = SettingArg::S1)]
+    pub setting: SettingArg,
+    /// Samples (single-sample gradients) to attack.
+    #[arg(long, default_value_t = 4)]
+    pub samples: usize,
+    /// Image size in pixels (the paper: 150).
+    #[arg(long, default_value_t = 32)]
+    pub res: usize,
+    /// Optimisation iterations per stage (the paper: 2×10⁴).
+    #[arg(long, default_value_t = 2000)]
+    pub iters: usize,
+    /// Weight λ of the TV prior (the paper: 0.1).
+    #[arg(long, default_value_t = 0.1)]
+    pub tv_weight: f64,
+    /// Seed of the samples, the victim's initialisation and the attack's Gaussian init.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Backend.
+    #[arg(long, value_enum, default_value_t = BackendChoice::default())]
+    pub backend: BackendChoice,
+}
+
+/// `cargo xtask attack`: one attack, one run directory `runs/attack/<method>-<setting>-seed<S>/`
+/// with per-sample metrics, a summary and the reconstruction sheet.
+pub fn run_attack(args: AttackArgs) -> Result<std::path::PathBuf> {
+    anyhow::ensure!(args.samples >= 1, "--samples must be at least 1");
+    anyhow::ensure!(
+        (8..=512).contains(&args.res),
+        "--res must be between 8 and 512 pixels, got {}",
+        args.res
+    );
+    anyhow::ensure!(args.iters >= 1, "--iters must be at least 1");
+    anyhow::ensure!(
+        args.tv_weight >= 0.0 && args.tv_weight.is_finite(),
+        "--tv-weight must be finite and >= 0, got {}",
+        args.tv_weight
+    );
+    let plan = InversionPlan {
+        samples: args.samples,
+        image_size: args.res,
+        iterations: args.iters,
+        tv_weight: args.tv_weight,
+        seed: args.seed,
+        backend: args.backend,
+        entropy_weight: 0.01,
+    };
+    let setting = match args.setting {
+        SettingArg::S1 => RoomSetting::S1,
+        SettingArg::S2 => RoomSetting::S2,
+    };
+    let (truth, _) = samples(&plan, setting)?;
+    let rows = dispatch(
+        plan.backend,
+        InversionJob {
+            plan: plan.clone(),
+            method: args.method,
+            setting,
+            samples: truth.clone(),
+        },
+    )?;
+    let run = RunDir::create(
+        "attack",
+        RunName::new(args.method.slug())
+            .part(format!("{setting:?}"))
+            .seed(plan.seed),
+    )?;
+    run.write_config(&args)?;
+    write_rows(&run, &rows)?;
+    let sheet = run.path().join("reconstructions.png");
+    reconstruction_sheet(&sheet, args.method, setting, &truth, &rows, plan.image_size)?;
+    for row in &rows {
+        println!(
+            "sample {}: action {}, RGB {}, depth {}, IoU {}, ε(Q) {}, |Δr| {}, {:.1} s",
+            row.sample,
+            if row.action_correct {
+                "recovered"
+            } else {
+                "wrong"
+            },
+            row.rgb
+                .map_or("-".into(), |s| format!("{:.2} dB / {:.3}", s.psnr, s.ssim)),
+            row.depth
+                .map_or("-".into(), |s| format!("{:.2} dB / {:.3}", s.psnr, s.ssim)),
+            row.vector_iou.map_or("-".into(), |v| format!("{v:.3}")),
+            row.target_q_error_pct
+                .map_or("-".into(), |v| format!("{v:.3}%")),
+            row.reward_abs_error
+                .map_or("-".into(), |v| format!("{v:.2e}")),
+            row.attack_ms / 1e3
+        );
+    }
+    println!("wrote {}", run.path().display());
+    Ok(run.path().to_path_buf())
+}
+
+/// `metrics.csv` (one row per attacked sample) and `summary.json` of an attack's run.
+fn write_rows(run: &RunDir, rows: &[InversionRow]) -> Result<()> {
+    let mut metrics = run.metrics()?;
+    let nan = f64::NAN;
+    for row in rows {
+        metrics.write_row(&[
+            ("sample", row.sample as f64),
+            ("rgb_psnr", row.rgb.as_ref().map_or(nan, |s| s.psnr)),
+            ("rgb_ssim", row.rgb.as_ref().map_or(nan, |s| s.ssim)),
+            ("depth_psnr", row.depth.as_ref().map_or(nan, |s| s.psnr)),
+            ("depth_ssim", row.depth.as_ref().map_or(nan, |s| s.ssim)),
+            ("vector_iou", row.vector_iou.unwrap_or(nan)),
+            ("action_correct", f64::from(u8::from(row.action_correct))),
+            (
+                "predicted_q_error_pct",
+                row.predicted_q_error_pct.unwrap_or(nan),
+            ),
+            ("target_q_error_pct", row.target_q_error_pct.unwrap_or(nan)),
+            ("reward_abs_error", row.reward_abs_error.unwrap_or(nan)),
+            ("attack_ms", row.attack_ms),
+        ])?;
+    }
+    run.write_summary(rows)?;
+    Ok(())
 }

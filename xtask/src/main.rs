@@ -44,6 +44,9 @@ enum Command {
     Bench(bench_cmd::BenchArgs),
     /// Train PPO, DQN, REINFORCE or A3C and write run directories with learning curves.
     Train(train::TrainArgs),
+    /// Run one gradient inversion attack (QGI, RGI, DLG, IG) on room samples and write
+    /// runs/attack/<method>-<setting>-seed<S>/ with a reconstruction sheet.
+    Attack(inversion_suite::AttackArgs),
     /// Reproduce a paper's experiments.
     #[command(subcommand)]
     Suite(SuiteCommand),
@@ -93,6 +96,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Quickstart(args) => quickstart::run(args),
         Command::Bench(args) => bench_cmd::run(args),
         Command::Train(args) => train::run(args),
+        Command::Attack(args) => inversion_suite::run_attack(args).map(|_| ()),
         Command::Env(cmd) => env_cmd::run(cmd),
         Command::Suite(SuiteCommand::Inversion(args)) => inversion_suite::run(args).map(|_| ()),
         Command::Privacy(cmd) => privacy_cli::run(cmd),

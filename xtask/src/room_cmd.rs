@@ -351,6 +351,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn bbox_pixels_inverts_the_bbox_vector() {
+        // Columns 40..=59 and rows 10..=29 of 100: edges at (2·40 − 100)/100 = −0.2,
+        // (2·10 − 100)/100 = −0.8, (2·60 − 100)/100 = 0.2, (2·30 − 100)/100 = −0.4.
+        let vector = [-0.2, -0.8, 0.2, -0.4];
+        assert_eq!(bbox_pixels(&vector, 100), Some([40, 10, 59, 29]));
+        assert_eq!(bbox_pixels(&[0.0; 4], 100), None);
+        // Out-of-range reconstructions are clamped to the image; an inverted box has no area.
+        assert_eq!(bbox_pixels(&[-3.0, -1.0, 3.0, 1.0], 10), Some([0, 0, 9, 9]));
+        assert_eq!(bbox_pixels(&[0.5, 0.5, -0.5, 0.9], 10), None);
+    }
+
+    #[test]
     fn writes_a_sheet_of_every_room_type() {
         let dir = std::env::temp_dir().join(format!("privrl-rooms-{}", std::process::id()));
         let out = dir.join("rooms.png");
