@@ -722,6 +722,57 @@ fn write_rows(run: &RunDir, rows: &[InversionRow]) -> Result<()> {
             ("attack_ms", row.attack_ms),
         ])?;
     }
-    run.write_summary(rows)?;
+    run.write_summary(&rows)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_method_attacks_and_draws_its_reconstruction_sheet() {
+        let plan = InversionPlan {
+            samples: 1,
+            image_size: 8,
+            iterations: 3,
+            tv_weight: 0.1,
+            seed: 0,
+            backend: BackendChoice::default(),
+            entropy_weight: 0.01,
+        };
+        let (truth, _) = samples(&plan, RoomSetting::S1).unwrap();
+        let dir = crate::run::tests::temp_dir("inversion-sheet");
+        for method in [Method::Qgi, Method::Rgi]
+            .into_iter()
+            .chain(Method::ABLATIONS)
+        {
+            let rows = dispatch(
+                plan.backend,
+                InversionJob {
+                    plan: plan.clone(),
+                    method,
+                    setting: RoomSetting::S1,
+                    samples: truth.clone(),
+                },
+            )
+            .unwrap();
+            assert_eq!(rows.len(), 1);
+            let rec = &rows[0].reconstructed;
+            assert_eq!(
+                rec.rgb.as_ref().map(Vec::len),
+                Some(3 * 8 * 8),
+                "{method:?}"
+            );
+            assert_eq!(rec.depth.as_ref().map(Vec::len), Some(8 * 8), "{method:?}");
+            assert_eq!(rec.vector.len(), 4);
+            let path = dir.join(format!("{}.png", method.slug()));
+            reconstruction_sheet(&path, method, RoomSetting::S1, &truth, &rows, 8).unwrap();
+            let bytes = std::fs::read(&path).unwrap();
+            assert_eq!(&bytes[1..4], b"PNG");
+            // 8 px images zoomed 12× (96 px), RGB and depth side by side, two cells per row.
+            let width = u32::from_be_bytes(bytes[16..20].try_into().unwrap());
+            assert!(width >= 2 * (2 * 96 + 2), "{width}");
+        }
+    }
 }
