@@ -42,8 +42,8 @@ const WARMUP_STEPS: usize = 5_000;
 /// Arguments of `suite dpsgd`.
 #[derive(Args, Debug, Clone, Serialize)]
 pub struct DpsgdArgs {
-    /// Quick mode: one seed, two noise levels per method, 60 episodes and 8000 environment
-    /// steps per run (about a minute on 2 cores).
+    /// Quick mode: one seed, two noise levels per method, 150 episodes and at most 8000
+    /// environment steps per run (about a minute on 2 cores).
     #[arg(long)]
     pub quick: bool,
     /// Seeds per point, e.g. `0..5` or `0,3,7`. Default 0..5, quick 0.
@@ -51,7 +51,7 @@ pub struct DpsgdArgs {
     #[serde(skip)]
     pub seeds: Option<Seeds>,
     /// Noise multipliers σ of DP-SGD (noise std σ·C on the clipped sum), comma-separated.
-    /// Default 0,0.5,1,2 (quick 0,1); σ = 0 clips without noise.
+    /// Default 0,0.1,0.3,1 (quick 0,0.3); σ = 0 clips without noise.
     #[arg(long, value_delimiter = ',')]
     pub dp_sgd_noise: Option<Vec<f64>>,
     /// Noise scales σ of the observation noise N(0, (σ·IQR)²), comma-separated. Default
@@ -59,11 +59,11 @@ pub struct DpsgdArgs {
     #[arg(long, value_delimiter = ',')]
     pub ldp_noise: Option<Vec<f64>>,
     /// Episodes per run (every run trains this many, so rewards average over equal spans).
-    /// Default 400, quick 60.
+    /// Default 2000, quick 150.
     #[arg(long)]
     pub episodes: Option<usize>,
     /// Also stop a DQN run after this many environment steps (DQN takes a gradient step per
-    /// environment step, so its cost grows with the return). Default 40000, quick 8000.
+    /// environment step, so its cost grows with the return). Default 20000, quick 8000.
     #[arg(long)]
     pub dqn_steps: Option<u64>,
     /// DP-SGD clipping bound C on each record's gradient (an episode's for REINFORCE, a
@@ -155,6 +155,23 @@ struct DpsgdPlan {
 }
 
 impl DpsgdArgs {
+    /// Quick mode with one seed (what `quickstart` runs).
+    pub fn quick(seed: u64, backend: BackendChoice, threads: usize) -> Self {
+        Self {
+            quick: true,
+            seeds: Some(Seeds(vec![seed])),
+            dp_sgd_noise: None,
+            ldp_noise: None,
+            episodes: None,
+            dqn_steps: None,
+            clip: 1.0,
+            delta: 1e-5,
+            methods: None,
+            backend,
+            threads,
+        }
+    }
+
     fn plan(&self) -> DpsgdPlan {
         let quick = self.quick;
         DpsgdPlan {
@@ -165,9 +182,9 @@ impl DpsgdArgs {
             ),
             dp_sgd_noise: self.dp_sgd_noise.clone().unwrap_or_else(|| {
                 if quick {
-                    vec![0.0, 1.0]
+                    vec![0.0, 0.3]
                 } else {
-                    vec![0.0, 0.5, 1.0, 2.0]
+                    vec![0.0, 0.1, 0.3, 1.0]
                 }
             }),
             ldp_noise: self.ldp_noise.clone().unwrap_or_else(|| {
@@ -177,8 +194,8 @@ impl DpsgdArgs {
                     vec![0.0, 0.1, 0.3, 1.0]
                 }
             }),
-            episodes: self.episodes.unwrap_or(if quick { 60 } else { 400 }),
-            dqn_steps: self.dqn_steps.unwrap_or(if quick { 8_000 } else { 40_000 }),
+            episodes: self.episodes.unwrap_or(if quick { 150 } else { 2000 }),
+            dqn_steps: self.dqn_steps.unwrap_or(if quick { 8_000 } else { 20_000 }),
             clip: self.clip,
             delta: self.delta,
             methods: self.methods.clone().unwrap_or_else(|| Method::ALL.to_vec()),
@@ -221,7 +238,7 @@ struct RunSummary {
     median_return: f64,
     /// Episodes until the mean of 25 consecutive returns first reached 475.
     solved_at_episode: Option<usize>,
-    /// ε spent at δ (∞ for LDP and for σ = 0).
+    /// ε spent at δ (∞ for LDP and for σ = 0, written as null).
     epsilon: f64,
     /// REINFORCE only: ε if one user contributed every episode.
     epsilon_if_every_episode_one_user: Option<f64>,

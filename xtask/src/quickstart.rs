@@ -225,6 +225,20 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
         pathdiff(&inversion, &dir)
     ));
 
+    // 5. DP-SGD and local DP for REINFORCE and DQN on CartPole-v1, quick mode.
+    let dpsgd = crate::dpsgd_suite::run(crate::dpsgd_suite::DpsgdArgs::quick(
+        args.seeds.first().copied().unwrap_or(0),
+        args.backend,
+        args.threads,
+    ))?;
+    report.heading("DP-SGD and local DP").paragraph(&format!(
+        "DP-SGD and observation-noise (LDP) REINFORCE and DQN on CartPole-v1 in quick mode (two \
+         noise levels each, one seed, 150 episodes), with the ε each DP-SGD run spends: see \
+         [{}]({}). `cargo xtask suite dpsgd` runs the full sweep.",
+        dpsgd.display(),
+        pathdiff(&dpsgd, &dir)
+    ));
+
     report.paragraph(&format!(
         "Quickstart took {:.0} s.",
         start.elapsed().as_secs_f64()
