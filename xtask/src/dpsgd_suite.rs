@@ -6,7 +6,7 @@
 //! it spent (δ = 1e-5 unless set; the unit of privacy is documented in
 //! `privrl_agents::private_training`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use crate::backend::{dispatch, BackendChoice, BackendTask};
 use crate::plot::{LearningCurves, Line, LineChart, PlotFiles};
 use crate::report::{format_mean_std, format_number, Cell, Report};
-use crate::run::{suite_dir, RunDir, RunName};
+use crate::run::{runs_root, suite_dir, RunDir, RunName};
 use crate::sweep::{run_parallel, Job, JobProgress, Seeds};
 
 /// The environment of the slides.
@@ -206,8 +206,10 @@ impl DpsgdArgs {
             // The slides: a 2-layer perceptron, h = 128, dropout 0.5, one episode per gradient.
             reinforce: ReinforceConfig::new(),
             // The slides: a 3-layer perceptron, h = 128, |B| = 128. A 10k buffer keeps the
-            // Poisson rate |B|/n ≥ 1.28% and ε decays over 10k steps to fit the step budget.
+            // Poisson rate |B|/n ≥ 1.28%; ε decays over 10k steps and a gradient step every
+            // second environment step, to fit the step budget on 2 cores.
             dqn: DqnConfig::new()
+                .with_train_frequency(2)
                 .with_buffer_capacity(10_000)
                 .with_epsilon_decay_steps(10_000)
                 .with_lr(1e-3),
@@ -238,8 +240,8 @@ struct RunSummary {
     median_return: f64,
     /// Episodes until the mean of 25 consecutive returns first reached 475.
     solved_at_episode: Option<usize>,
-    /// ε spent at δ (∞ for LDP and for σ = 0, written as null).
-    epsilon: f64,
+    /// ε spent at δ; `None` (null) where there is no guarantee (LDP, σ = 0).
+    epsilon: Option<f64>,
     /// REINFORCE only: ε if one user contributed every episode.
     epsilon_if_every_episode_one_user: Option<f64>,
     /// DP-SGD DQN: gradient steps released.
@@ -250,6 +252,7 @@ struct RunSummary {
 }
 
 struct RunTask<'a> {
+    root: &'a Path,
     plan: &'a DpsgdPlan,
     method: Method,
     noise: f64,
@@ -322,13 +325,25 @@ impl BackendTask for RunTask<'_> {
         let plan = self.plan;
         let (method, noise, seed) = (self.method, self.noise, self.seed);
         let name = RunName::new(method.slug()).param("sigma", noise).seed(seed);
-        let run = RunDir::create("dpsgd", &name)?;
-        run.write_config(&RunConfig {
+        let run = RunDir::create_in(self.root, "dpsgd", &name)?;
+        let config = RunConfig {
             method,
             noise,
             seed,
             plan,
-        })?;
+        };
+        // A complete run with the same config is reused, so an interrupted sweep resumes.
+        if run.is_complete() {
+            // Compared as parsed JSON on both sides, so float parsing cannot differ.
+            let now: serde_json::Value = serde_json::from_str(&serde_json::to_string(&config)?)?;
+            let same = now == crate::run::read_json::<serde_json::Value>(&run.file("config.json"))?;
+            if same {
+                let summary = crate::run::read_json(&run.file("summary.json"))?;
+                let curve = run.read_metrics()?.xy("episode", "mean_return_25")?;
+                return Ok(RunOutcome { summary, curve });
+            }
+        }
+        run.write_config(&config)?;
         let dp_config = DpSgdTrainingConfig::new()
             .with_noise_multiplier(noise)
             .with_clip(Some(plan.clip))
@@ -406,8 +421,8 @@ impl BackendTask for RunTask<'_> {
             mean_return: mean(&log.returns),
             median_return: median(&log.returns),
             solved_at_episode: log.first_solved(SOLVED_WINDOW, SOLVED_RETURN).map(|s| s.0),
-            epsilon,
-            epsilon_if_every_episode_one_user: every,
+            epsilon: epsilon.is_finite().then_some(epsilon),
+            epsilon_if_every_episode_one_user: every.filter(|e| e.is_finite()),
             gradient_steps,
             observation_noise_std,
             wall_s,
@@ -486,7 +501,10 @@ impl Point {
 
     /// The largest ε over seeds (DQN's varies with the number of gradient steps).
     fn epsilon(&self) -> f64 {
-        self.runs.iter().map(|r| r.epsilon).fold(0.0, f64::max)
+        self.runs
+            .iter()
+            .map(|r| r.epsilon.unwrap_or(f64::INFINITY))
+            .fold(0.0, f64::max)
     }
 }
 
@@ -556,6 +574,12 @@ fn family_charts(
 
 /// Runs the suite and writes `runs/dpsgd/report.md`; returns the report's path.
 pub fn run(args: DpsgdArgs) -> Result<PathBuf> {
+    suite_dir("dpsgd")?;
+    run_in(&runs_root(), args)
+}
+
+/// [`run`] under the runs root `root`.
+fn run_in(root: &Path, args: DpsgdArgs) -> Result<PathBuf> {
     let plan = args.plan();
     anyhow::ensure!(!plan.seeds.is_empty(), "--seeds is empty");
     anyhow::ensure!(plan.episodes > 0, "--episodes must be at least 1");
@@ -565,7 +589,8 @@ pub fn run(args: DpsgdArgs) -> Result<PathBuf> {
             "noise levels must be finite and >= 0, got {sigma}"
         );
     }
-    let dir = suite_dir("dpsgd")?;
+    let dir = root.join("dpsgd");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut jobs = Vec::new();
     for &method in &plan.methods {
         let levels = if method.is_dp_sgd() {
@@ -588,6 +613,7 @@ pub fn run(args: DpsgdArgs) -> Result<PathBuf> {
         dispatch(
             plan.backend,
             RunTask {
+                root,
                 plan: &plan,
                 method,
                 noise,
@@ -776,4 +802,75 @@ fn join(values: &[f64]) -> String {
         .map(f64::to_string)
         .collect::<Vec<_>>()
         .join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tiny_sweep_writes_runs_and_a_report_with_epsilon() {
+        let root = crate::run::tests::temp_dir("dpsgd-suite");
+        let mut args = DpsgdArgs::quick(7, BackendChoice::default(), 2);
+        args.dp_sgd_noise = Some(vec![0.0, 1.0]);
+        args.ldp_noise = Some(vec![0.5]);
+        args.episodes = Some(60);
+        args.dqn_steps = Some(1_100);
+        let report = run_in(&root, args).unwrap();
+        let markdown = std::fs::read_to_string(&report).unwrap();
+        // 2 DP-SGD methods × 2 σ + 2 LDP methods × 1 σ rows.
+        let rows = markdown
+            .lines()
+            .filter(|l| l.starts_with("| DP-SGD") || l.starts_with("| LDP"))
+            .count();
+        assert_eq!(rows, 6, "{markdown}");
+        for stem in ["dp-sgd-average", "dp-sgd-convergence", "ldp-median"] {
+            assert!(root.join("dpsgd").join(format!("{stem}.png")).is_file());
+        }
+        let run = root.join("dpsgd").join("dp-sgd-reinforce-sigma1-seed7");
+        for file in [
+            "config.json",
+            "metrics.csv",
+            "summary.json",
+            "curve.png",
+            "curve.svg",
+        ] {
+            assert!(run.join(file).is_file(), "{file} missing");
+        }
+        let summary: RunSummary = crate::run::read_json(&run.join("summary.json")).unwrap();
+        assert_eq!(summary.episodes, 60);
+        // One Gaussian release per episode-record at q = 1 (σ = 1, δ = 1e-5).
+        let expected = privrl_privacy::dp_sgd_epsilon(1.0, 1.0, 1, 1e-5).unwrap();
+        assert!((summary.epsilon.unwrap() - expected).abs() < 1e-9);
+        // DQN stops at the end of the episode that crosses 1100 steps; it trains from step
+        // 1000 on, one Poisson-sampled step per environment step at q_t = 128/t.
+        let dqn: RunSummary = crate::run::read_json(
+            &root
+                .join("dpsgd")
+                .join("dp-sgd-dqn-sigma1-seed7")
+                .join("summary.json"),
+        )
+        .unwrap();
+        assert!(dqn.env_steps >= 1_100);
+        // Every second step from step 1000 on.
+        assert_eq!(dqn.gradient_steps, (dqn.env_steps - 1000) / 2 + 1);
+        let epsilon = dqn.epsilon.unwrap();
+        let steps = dqn.gradient_steps;
+        let high = privrl_privacy::dp_sgd_epsilon(0.128 * 1.01, 1.0, steps, 1e-5).unwrap();
+        let low =
+            privrl_privacy::dp_sgd_epsilon(128.0 / dqn.env_steps as f64, 1.0, steps, 1e-5).unwrap();
+        assert!(
+            low < epsilon && epsilon < high,
+            "{low} < {epsilon} < {high}"
+        );
+        let ldp: RunSummary = crate::run::read_json(
+            &root
+                .join("dpsgd")
+                .join("ldp-reinforce-sigma0.5-seed7")
+                .join("summary.json"),
+        )
+        .unwrap();
+        assert_eq!(ldp.epsilon, None);
+        assert!(ldp.observation_noise_std.iter().all(|&s| s > 0.0));
+    }
 }
