@@ -236,6 +236,11 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Dqn<B, N> {
         &self.replay
     }
 
+    /// The device the networks live on.
+    pub fn device(&self) -> &B::Device {
+        &self.device
+    }
+
     /// Gradient steps taken so far.
     pub fn updates(&self) -> u64 {
         self.updates
@@ -265,6 +270,19 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Dqn<B, N> {
     /// Takes one ε-greedy step, stores the transition, and trains and syncs the target network
     /// when their intervals come round. Returns the loss and mean Q of any gradient steps.
     pub fn step(&mut self) -> Result<Option<(f64, f64)>, AgentError> {
+        self.step_with(|agent| {
+            let batch = agent.replay.sample(agent.config.batch_size, &mut agent.rng);
+            agent.update(&batch)
+        })
+    }
+
+    /// [`Dqn::step`] with each gradient step done by `gradient_step`, which returns its loss
+    /// and mean Q (e.g. a DP-SGD step on its own sample of the replay buffer, see
+    /// [`crate::private_training`]).
+    pub fn step_with(
+        &mut self,
+        mut gradient_step: impl FnMut(&mut Self) -> Result<(f64, f64), AgentError>,
+    ) -> Result<Option<(f64, f64)>, AgentError> {
         let epsilon = self.config.epsilon(self.log.env_steps);
         let obs = self.env.obs().to_vec();
         let action = if self.rng.random::<f64>() < epsilon {
@@ -289,8 +307,7 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Dqn<B, N> {
         if t >= self.config.learning_starts && t.is_multiple_of(self.config.train_frequency) {
             let (mut loss, mut q) = (0.0, 0.0);
             for _ in 0..self.config.gradient_steps {
-                let batch = self.replay.sample(self.config.batch_size, &mut self.rng);
-                let (l, m) = self.update(&batch)?;
+                let (l, m) = gradient_step(self)?;
                 loss += l;
                 q += m;
             }

@@ -7,6 +7,7 @@
 //! - [`dqn`]: DQN with replay, a target network, ε-greedy and MSE loss; optional Double DQN.
 //! - [`reinforce`]: REINFORCE with an entropy bonus, one episode per gradient.
 //! - [`a3c`]: A3C with worker threads submitting per-episode gradients to shared parameters.
+//! - [`private_training`]: DP-SGD REINFORCE and DQN with their ε, and noise on observations.
 //!
 //! Every agent exposes `act`, `update(batch)`, `gradient(batch) -> GradientRecord` and
 //! checkpoints; the [`Agent`] trait is the loop-level part that `cargo xtask train` uses.
@@ -30,6 +31,7 @@ pub mod nn;
 pub mod optim;
 pub mod per_sample;
 pub mod ppo;
+pub mod private_training;
 pub mod record;
 pub mod reinforce;
 
@@ -49,5 +51,9 @@ pub use nn::{
 pub use optim::{AgentOptimizer, OptimizerKind};
 pub use per_sample::{dp_sgd_gradient, per_sample_gradients_by_loop, PerSampleFactors};
 pub use ppo::{AuxiliaryPolicyLoss, Ppo, PpoConfig, PpoStats};
+pub use private_training::{
+    private_td_gradient, DpSgdDqn, DpSgdReinforce, DpSgdTrainingConfig, GradientPrivatizer,
+    NoisyObservationEnv, PrivacyTally,
+};
 pub use record::{GradientRecord, NamedGradient};
 pub use reinforce::{EpisodeBatch, Reinforce, ReinforceConfig, ReinforceStats};

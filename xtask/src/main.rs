@@ -6,6 +6,7 @@
 mod backend;
 mod bench_cmd;
 mod doctor;
+mod dpsgd_suite;
 mod env_cmd;
 mod inversion_suite;
 mod plot;
@@ -75,6 +76,10 @@ enum SuiteCommand {
     /// Gradient inversion (QGI, RGI) on the active-perception rooms: Table I and Section V-A
     /// of Li, Ding, Zhao; writes runs/inversion/report.md.
     Inversion(inversion_suite::InversionArgs),
+    /// DP-SGD and local DP for REINFORCE and DQN on CartPole-v1 (Doulazmi & Odonnat's slides):
+    /// reward and convergence against the noise level, with the ε spent; writes
+    /// runs/dpsgd/report.md.
+    Dpsgd(dpsgd_suite::DpsgdArgs),
 }
 
 fn main() {
@@ -99,6 +104,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Attack(args) => inversion_suite::run_attack(args).map(|_| ()),
         Command::Env(cmd) => env_cmd::run(cmd),
         Command::Suite(SuiteCommand::Inversion(args)) => inversion_suite::run(args).map(|_| ()),
+        Command::Suite(SuiteCommand::Dpsgd(args)) => dpsgd_suite::run(args).map(|_| ()),
         Command::Privacy(cmd) => privacy_cli::run(cmd),
         Command::Merge { suite_dir } => {
             let merged = sweep::merge_shards(&suite_dir)?;

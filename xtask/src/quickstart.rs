@@ -249,6 +249,19 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
             "PPO on CartPole-v1: mean return of the last 100 episodes",
             &ppo_plot,
         );
+    // 6. DP-SGD and local DP for REINFORCE and DQN on CartPole-v1, quick mode.
+    let dpsgd = crate::dpsgd_suite::run(crate::dpsgd_suite::DpsgdArgs::quick(
+        args.seeds.first().copied().unwrap_or(0),
+        args.backend,
+        args.threads,
+    ))?;
+    report.heading("DP-SGD and local DP").paragraph(&format!(
+        "DP-SGD and observation-noise (LDP) REINFORCE and DQN on CartPole-v1 in quick mode (two \
+         noise levels each, one seed, 150 episodes), with the ε each DP-SGD run spends: see \
+         [{}]({}). `cargo xtask suite dpsgd` runs the full sweep.",
+        dpsgd.display(),
+        pathdiff(&dpsgd, &dir)
+    ));
 
     report.paragraph(&format!(
         "Quickstart took {:.0} s.",

@@ -1,0 +1,637 @@
+//! Private training of REINFORCE and DQN as in the DP-RL slides (paper 004, Doulazmi &
+//! Odonnat): DP-SGD on the gradients (central DP, "CDP – add noise on gradients") and Gaussian
+//! noise on the observed states (local DP, "LDP – noise calibration"), with the privacy each
+//! DP-SGD run actually spends, from the RDP accountant, which the slides leave as further work.
+//!
+//! - [`DpSgdReinforce`]: the gradient of one episode (the slides' "estimate gradient with one
+//!   episode") clipped to C in L2 and noised with N(0, σ²C²I) (Figure 7 with L = 1).
+//! - [`DpSgdDqn`]: per-transition gradients of the TD loss from the analytic per-sample
+//!   gradients of [`crate::per_sample`], each clipped to C, summed, noised with N(0, σ²C²I)
+//!   and divided by the expected batch size (Figure 7; the slides' "custom backpropagation").
+//! - [`NoisyObservationEnv`]: an [`Env`] wrapper that adds N(0, (σ·IQR_j)²) to every
+//!   observation dimension j before the agent sees it, so either agent trains under it
+//!   unchanged.
+//!
+//! # The unit of privacy
+//!
+//! **REINFORCE: an episode is one record.** Neighbouring data differ in one whole episode
+//! (add/remove). Every episode is collected once, used for exactly one gradient step and then
+//! discarded, so each record enters exactly one release of the Gaussian mechanism with
+//! sensitivity C and noise σC; later releases are computed from other records and from earlier
+//! (already private) outputs, so by adaptive composition over disjoint records the whole run is
+//! as private, per episode, as one release: ε of the subsampled Gaussian with q = 1 and one
+//! step, from [`RdpAccountant`]. This protects one episode (e.g. one user's trajectory), not a
+//! user who contributes many episodes: such a user composes over their episodes.
+//! [`PrivacyTally::epsilon_if_every_step`] gives that worst case (every step at q = 1).
+//!
+//! **DQN: a transition is one record.** The slides sample |B| = 128 transitions uniformly with
+//! replacement; that sampling is not Poisson and a transition drawn twice doubles the
+//! sensitivity, so the accountant's guarantee would not hold. [`DpSgdDqn`] therefore draws
+//! each gradient step's batch by **Poisson sampling** over the replay buffer: each stored
+//! transition enters independently with probability q_t = min(1, |B| / n_t), where n_t is the
+//! buffer's size at step t (public: it is a function of the step count), so the expected batch
+//! is |B| and the gradient is divided by |B|. A transition is exposed only while it is in the
+//! buffer; composing the subsampled Gaussian over **every** gradient step of the run, at the
+//! q_t of that step, bounds every transition's privacy loss (the accountant of Mironov, Talwar
+//! & Zhang 2019, as in Opacus, for add/remove neighbours). To keep the accounting cheap, each
+//! q_t is rounded **up** to a geometric grid of ratio 1.01 (RDP grows with q, so this only
+//! over-states ε).
+//!
+//! **LDP on observations has no ε.** The observation noise has no sensitivity bound (states
+//! are unbounded), so it is a heuristic, as the slides' own "need for theoretical guarantees"
+//! says; [`NoisyObservationEnv`] reports ε = ∞.
+//!
+//! Clipping is flat (the whole gradient vector to C), as in Abadi et al. The slides' REINFORCE
+//! code clips each parameter tensor to C and adds σC noise to each, which has sensitivity
+//! √P·C for P tensors: its σ corresponds to σ/√P here.
+
+use std::collections::BTreeMap;
+
+use burn::config::Config;
+use burn::module::Module;
+use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::Tensor;
+use privrl_envs::{Env, EnvError, Obs, Space, Step, StepInfo};
+use privrl_privacy::{
+    clip_l2, poisson_sample, Clipping, DpSgd, DpSgdConfig, ObservationNoise, RdpAccountant,
+};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use crate::agent::{on_compute_pool, Agent};
+use crate::buffer::TransitionBatch;
+use crate::dqn::Dqn;
+use crate::error::{check_non_negative, AgentError};
+use crate::heads::{matrix, one_hot, q_of_actions, to_host};
+use crate::nn::Mlp;
+use crate::per_sample::{probed_forward, PerSampleFactors};
+use crate::record::{GradientRecord, NamedGradient};
+use crate::reinforce::Reinforce;
+
+// ---------------------------------------------------------------------------------------------
+// Config
+// ---------------------------------------------------------------------------------------------
+
+/// DP-SGD parameters of a private training run (paper 004, Figure 7).
+#[derive(Config, Debug)]
+pub struct DpSgdTrainingConfig {
+    /// Noise multiplier σ ≥ 0: the noise on the clipped sum has standard deviation σ·C.
+    /// σ = 0 clips without noise and has no (ε, δ) guarantee (ε = ∞).
+    #[config(default = 1.0)]
+    pub noise_multiplier: f64,
+    /// L2 bound C > 0 on each record's gradient; `None` disables clipping, which is allowed
+    /// only with σ = 0 (the noise is calibrated to C).
+    #[config(default = "Some(1.0)")]
+    pub clip: Option<f64>,
+    /// δ of the reported (ε, δ), in (0, 1).
+    #[config(default = 1e-5)]
+    pub delta: f64,
+}
+
+impl DpSgdTrainingConfig {
+    /// Validates the parameters for gradients of `dimension` values.
+    pub fn build(&self, dimension: usize) -> Result<GradientPrivatizer, AgentError> {
+        check_non_negative("noise_multiplier", self.noise_multiplier)?;
+        if !(self.delta > 0.0 && self.delta < 1.0) {
+            return Err(AgentError::InvalidParameter {
+                name: "delta",
+                value: self.delta,
+                expected: "in (0, 1)",
+            });
+        }
+        let dp_sgd = match (self.clip, self.noise_multiplier > 0.0) {
+            (Some(clip), true) => Some(
+                DpSgdConfig {
+                    noise_multiplier: self.noise_multiplier,
+                    clipping: Clipping::Flat { clip },
+                    dimension,
+                }
+                .build()?,
+            ),
+            (None, true) => {
+                return Err(AgentError::InvalidParameter {
+                    name: "clip",
+                    value: f64::INFINITY,
+                    expected: "a bound C > 0 when noise_multiplier > 0",
+                })
+            }
+            (Some(clip), false) => {
+                if !(clip.is_finite() && clip > 0.0) {
+                    return Err(AgentError::InvalidParameter {
+                        name: "clip",
+                        value: clip,
+                        expected: "> 0 and finite",
+                    });
+                }
+                None
+            }
+            (None, false) => None,
+        };
+        Ok(GradientPrivatizer {
+            clip: self.clip,
+            dp_sgd,
+            delta: self.delta,
+            dimension,
+        })
+    }
+}
+
+/// A validated DP-SGD gradient privatizer: clip each record's gradient to C, sum, add
+/// N(0, σ²C²I), divide by the expected batch size L (Figure 7). Without noise (σ = 0) and
+/// without clipping it returns the plain mean gradient, bit for bit.
+#[derive(Debug, Clone)]
+pub struct GradientPrivatizer {
+    clip: Option<f64>,
+    dp_sgd: Option<DpSgd>,
+    delta: f64,
+    dimension: usize,
+}
+
+impl GradientPrivatizer {
+    /// The clipping rule of the per-sample gradients (flat; C = ∞ without clipping).
+    pub fn clipping(&self) -> Clipping {
+        Clipping::Flat {
+            clip: self.clip.unwrap_or(f64::INFINITY),
+        }
+    }
+
+    /// The noise multiplier σ (0 without noise).
+    pub fn noise_multiplier(&self) -> f64 {
+        self.dp_sgd.as_ref().map_or(0.0, DpSgd::noise_multiplier)
+    }
+
+    /// The noise standard deviation σ·C on the clipped sum.
+    pub fn noise_std(&self) -> f64 {
+        self.dp_sgd.as_ref().map_or(0.0, DpSgd::noise_std)
+    }
+
+    /// δ of the reported ε.
+    pub fn delta(&self) -> f64 {
+        self.delta
+    }
+
+    /// (1/L)(Σ_i clip(g_i) + N(0, σ²C²I)) from the already clipped sum (Figure 7).
+    pub fn noisy_mean_of_clipped_sum(
+        &self,
+        clipped_sum: Vec<f32>,
+        expected_batch_size: f64,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<Vec<f32>, AgentError> {
+        match &self.dp_sgd {
+            Some(dp_sgd) => {
+                Ok(dp_sgd.noisy_mean_of_clipped_sum(clipped_sum, expected_batch_size, rng)?)
+            }
+            None => {
+                if clipped_sum.len() != self.dimension {
+                    return Err(AgentError::ShapeMismatch {
+                        what: "clipped gradient sum",
+                        expected: self.dimension,
+                        got: clipped_sum.len(),
+                    });
+                }
+                if expected_batch_size == 1.0 {
+                    return Ok(clipped_sum);
+                }
+                let scale = expected_batch_size as f32;
+                Ok(clipped_sum.into_iter().map(|x| x / scale).collect())
+            }
+        }
+    }
+
+    /// One record's gradient, clipped and noised (L = 1): the DP-SGD REINFORCE step.
+    pub fn privatize_record(
+        &self,
+        record: &GradientRecord,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<GradientRecord, AgentError> {
+        let mut flat = record.flatten();
+        if let Some(clip) = self.clip {
+            clip_l2(&mut flat, clip);
+        }
+        let noisy = self.noisy_mean_of_clipped_sum(flat, 1.0, rng)?;
+        Ok(record.with_flat(&noisy)?)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Accounting
+// ---------------------------------------------------------------------------------------------
+
+/// Ratio of the geometric grid that sampling rates are rounded up to.
+const SAMPLE_RATE_GRID: f64 = 1.01;
+
+/// The subsampled-Gaussian releases of a run, counted per sampling rate (rounded up to a
+/// geometric grid of ratio 1.01), and the (ε, δ) they add up to under the RDP accountant.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PrivacyTally {
+    noise_multiplier: f64,
+    delta: f64,
+    /// Grid exponent k (q = 1.01^−k) → number of releases.
+    releases: BTreeMap<u32, u64>,
+    steps: u64,
+}
+
+impl PrivacyTally {
+    /// An empty tally for noise multiplier σ and δ.
+    pub fn new(noise_multiplier: f64, delta: f64) -> Self {
+        Self {
+            noise_multiplier,
+            delta,
+            releases: BTreeMap::new(),
+            steps: 0,
+        }
+    }
+
+    /// Counts `count` releases at sampling rate `q` ∈ (0, 1], rounded up to the grid.
+    pub fn record(&mut self, q: f64, count: u64) {
+        let q = q.clamp(f64::MIN_POSITIVE, 1.0);
+        let exponent = (-q.ln() / SAMPLE_RATE_GRID.ln()).floor().max(0.0) as u32;
+        *self.releases.entry(exponent).or_insert(0) += count;
+        self.steps += count;
+    }
+
+    /// Gradient steps counted so far.
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// ε at the tally's δ: RDP of every counted release, composed (∞ without noise; 0 before
+    /// any release).
+    pub fn epsilon(&self) -> Result<f64, AgentError> {
+        if self.steps == 0 {
+            return Ok(0.0);
+        }
+        if self.noise_multiplier <= 0.0 {
+            return Ok(f64::INFINITY);
+        }
+        let mut accountant = RdpAccountant::new(self.delta)?;
+        for (&exponent, &count) in &self.releases {
+            let q = SAMPLE_RATE_GRID.powi(-(exponent as i32)).min(1.0);
+            accountant.step(q, self.noise_multiplier, count)?;
+        }
+        Ok(accountant.epsilon(self.delta)?.0)
+    }
+
+    /// ε if one record took part in every counted step at q = 1 (for REINFORCE: one user
+    /// contributing every episode).
+    pub fn epsilon_if_every_step(&self) -> Result<f64, AgentError> {
+        let mut all = Self::new(self.noise_multiplier, self.delta);
+        all.record(1.0, self.steps);
+        all.epsilon()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// DP-SGD REINFORCE
+// ---------------------------------------------------------------------------------------------
+
+/// REINFORCE whose one-episode gradient is clipped and noised before every Adam step
+/// (the slides' "REINFORCE – add noise on gradients", with flat clipping).
+pub struct DpSgdReinforce<B: AutodiffBackend> {
+    agent: Reinforce<B>,
+    privatizer: GradientPrivatizer,
+    noise_rng: ChaCha8Rng,
+    episodes: u64,
+}
+
+impl<B: AutodiffBackend> DpSgdReinforce<B> {
+    /// Wraps `agent`; the noise is drawn from its own generator seeded by `noise_seed`.
+    pub fn new(
+        agent: Reinforce<B>,
+        config: &DpSgdTrainingConfig,
+        noise_seed: u64,
+    ) -> Result<Self, AgentError> {
+        let privatizer = config.build(agent.policy().num_params())?;
+        Ok(Self {
+            agent,
+            privatizer,
+            noise_rng: ChaCha8Rng::seed_from_u64(noise_seed),
+            episodes: 0,
+        })
+    }
+
+    /// The wrapped agent.
+    pub fn agent(&self) -> &Reinforce<B> {
+        &self.agent
+    }
+
+    /// The privatizer.
+    pub fn privatizer(&self) -> &GradientPrivatizer {
+        &self.privatizer
+    }
+
+    /// Plays one episode and takes one Adam step on its privatized gradient; returns the
+    /// episode's return.
+    pub fn train_episode(&mut self) -> Result<f64, AgentError> {
+        on_compute_pool(|| {
+            let batch = self.agent.collect_episode()?;
+            let gradient = self.agent.gradient(&batch)?;
+            let private = self
+                .privatizer
+                .privatize_record(&gradient, &mut self.noise_rng)?;
+            self.agent.apply_gradient(&private)?;
+            self.episodes += 1;
+            Ok(batch.rewards.iter().map(|&r| f64::from(r)).sum())
+        })
+    }
+
+    /// The releases, as the accountant sees them: each episode is a fresh record released
+    /// once, so a record's privacy is one release at q = 1 (module docs).
+    pub fn tally(&self) -> PrivacyTally {
+        let mut tally =
+            PrivacyTally::new(self.privatizer.noise_multiplier(), self.privatizer.delta());
+        if self.episodes > 0 {
+            tally.record(1.0, 1);
+        }
+        tally
+    }
+
+    /// ε per episode: one Gaussian release at q = 1 (∞ without noise, 0 before training).
+    pub fn epsilon(&self) -> Result<f64, AgentError> {
+        self.tally().epsilon()
+    }
+
+    /// ε if every episode came from the same user: every step composed at q = 1.
+    pub fn epsilon_if_every_step(&self) -> Result<f64, AgentError> {
+        let mut tally =
+            PrivacyTally::new(self.privatizer.noise_multiplier(), self.privatizer.delta());
+        tally.record(1.0, self.episodes);
+        tally.epsilon()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// DP-SGD DQN
+// ---------------------------------------------------------------------------------------------
+
+/// DQN whose gradient steps are DP-SGD steps on Poisson-sampled replay transitions
+/// (module docs); acting, replay and target updates are [`Dqn`]'s own.
+pub struct DpSgdDqn<B: AutodiffBackend> {
+    agent: Dqn<B>,
+    privatizer: GradientPrivatizer,
+    noise_rng: ChaCha8Rng,
+    tally: PrivacyTally,
+}
+
+impl<B: AutodiffBackend> DpSgdDqn<B> {
+    /// Wraps `agent`; sampling and noise are drawn from a generator seeded by `noise_seed`.
+    pub fn new(
+        agent: Dqn<B>,
+        config: &DpSgdTrainingConfig,
+        noise_seed: u64,
+    ) -> Result<Self, AgentError> {
+        let privatizer = config.build(agent.q_network().num_params())?;
+        let tally = PrivacyTally::new(privatizer.noise_multiplier(), privatizer.delta());
+        Ok(Self {
+            agent,
+            privatizer,
+            noise_rng: ChaCha8Rng::seed_from_u64(noise_seed),
+            tally,
+        })
+    }
+
+    /// The wrapped agent.
+    pub fn agent(&self) -> &Dqn<B> {
+        &self.agent
+    }
+
+    /// The privatizer.
+    pub fn privatizer(&self) -> &GradientPrivatizer {
+        &self.privatizer
+    }
+
+    /// The releases so far.
+    pub fn tally(&self) -> &PrivacyTally {
+        &self.tally
+    }
+
+    /// ε spent so far (module docs).
+    pub fn epsilon(&self) -> Result<f64, AgentError> {
+        self.tally.epsilon()
+    }
+
+    /// One environment step of [`Dqn::step_with`], whose gradient steps are DP-SGD steps on a
+    /// Poisson sample with q_t = min(1, |B| / n_t), divided by the expected batch q_t·n_t.
+    /// Returns the mean TD loss of the gradient steps, if any ran (NaN for an empty sample).
+    pub fn step(&mut self) -> Result<Option<f64>, AgentError> {
+        let batch_size = self.agent.config().batch_size as f64;
+        let (privatizer, rng, tally) = (&self.privatizer, &mut self.noise_rng, &mut self.tally);
+        let trained = self.agent.step_with(|dqn| {
+            let n = dqn.replay().len();
+            let q = (batch_size / n.max(1) as f64).min(1.0);
+            let batch = dqn.replay().gather(&poisson_sample(n, q, rng)?);
+            let (gradient, loss) = private_td_gradient(dqn, &batch, privatizer, q * n as f64, rng)?;
+            dqn.apply_gradient(&gradient)?;
+            tally.record(q, 1);
+            Ok((loss, f64::NAN))
+        })?;
+        Ok(trained.map(|(loss, _)| loss))
+    }
+
+    /// Steps until the current episode ends; returns its return.
+    pub fn train_episode(&mut self) -> Result<f64, AgentError> {
+        on_compute_pool(|| {
+            let episodes = self.agent.episode_log().episodes();
+            while self.agent.episode_log().episodes() == episodes {
+                self.step()?;
+            }
+            Ok(self
+                .agent
+                .episode_log()
+                .returns
+                .last()
+                .copied()
+                .unwrap_or(0.0))
+        })
+    }
+}
+
+/// The DP-SGD gradient of the mean TD loss (1/|B|) Σ_i (Q(s_i, a_i) − y_i)² of `dqn` on
+/// `batch` (Figure 7): per-transition gradients from the analytic per-sample factors, each
+/// clipped to C, summed, noised with N(0, σ²C²I) and divided by `expected_batch_size`. An
+/// empty batch releases pure noise (skipping it would break the accounting). Returns the
+/// gradient and the batch's mean TD loss (NaN if empty).
+pub fn private_td_gradient<B: AutodiffBackend>(
+    dqn: &Dqn<B>,
+    batch: &TransitionBatch,
+    privatizer: &GradientPrivatizer,
+    expected_batch_size: f64,
+    rng: &mut ChaCha8Rng,
+) -> Result<(GradientRecord, f64), AgentError> {
+    let (sum, loss) = if batch.is_empty() {
+        (zero_record(dqn.q_network()), f64::NAN)
+    } else {
+        clipped_td_gradient_sum(dqn, batch, &privatizer.clipping())?
+    };
+    let noisy = privatizer.noisy_mean_of_clipped_sum(sum.flatten(), expected_batch_size, rng)?;
+    Ok((sum.with_flat(&noisy)?, loss))
+}
+
+/// Σ_i clip(∇ (Q(s_i, a_i) − y_i)²) over the transitions of `batch`, from the analytic
+/// per-sample gradients, and the batch's mean TD loss.
+fn clipped_td_gradient_sum<B: AutodiffBackend>(
+    dqn: &Dqn<B>,
+    batch: &TransitionBatch,
+    clipping: &Clipping,
+) -> Result<(GradientRecord, f64), AgentError> {
+    let device = dqn.device();
+    let q_network = dqn.q_network();
+    if batch.obs_len != q_network.d_input() {
+        return Err(AgentError::ShapeMismatch {
+            what: "observation width",
+            expected: q_network.d_input(),
+            got: batch.obs_len,
+        });
+    }
+    let targets = Tensor::<B, 1>::from_inner(dqn.td_targets(batch));
+    let obs = matrix::<B>(&batch.obs, batch.obs_len, device);
+    let actions = one_hot::<B>(&batch.actions, q_network.d_output(), device);
+    let forward = probed_forward(q_network, obs);
+    // Per-sample losses ℓ_i = (Q(s_i, a_i) − y_i)²; the backward of their sum gives the δ
+    // factors of every sample's gradient.
+    let loss = (q_of_actions(forward.output.clone(), actions) - targets.detach())
+        .powi_scalar(2)
+        .sum();
+    let loss_value = f64::from(to_host(loss.clone().detach())[0]) / batch.len() as f64;
+    if !loss_value.is_finite() {
+        return Err(AgentError::NonFinite {
+            what: "TD loss",
+            value: loss_value,
+            update: dqn.updates(),
+        });
+    }
+    let grads = loss.backward();
+    let factors = PerSampleFactors::from_backward(q_network, &forward, &grads);
+    Ok((factors.clipped_sum(clipping)?, loss_value))
+}
+
+/// A zero gradient laid out as [`PerSampleFactors::clipped_sum`] lays out `mlp`'s.
+fn zero_record<B: AutodiffBackend>(mlp: &Mlp<B>) -> GradientRecord {
+    let mut params = Vec::new();
+    for (l, layer) in mlp.layers.iter().enumerate() {
+        let (d_input, d_output) = layer.dims();
+        params.push(NamedGradient {
+            name: format!("layers.{l}.weight"),
+            shape: vec![d_input, d_output],
+            values: vec![0.0; d_input * d_output],
+        });
+        if layer.bias.is_some() {
+            params.push(NamedGradient {
+                name: format!("layers.{l}.bias"),
+                shape: vec![d_output],
+                values: vec![0.0; d_output],
+            });
+        }
+    }
+    GradientRecord { params }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Local DP on observations
+// ---------------------------------------------------------------------------------------------
+
+/// An environment whose observations carry N(0, (σ·IQR_j)²) noise on every dimension j
+/// (paper 004, "LDP – noise calibration"): the agent, its replay buffer and its gradients only
+/// ever see the noisy states. Rewards, termination and the physical state are untouched.
+pub struct NoisyObservationEnv {
+    inner: Box<dyn Env>,
+    noise: ObservationNoise,
+    rng: ChaCha8Rng,
+}
+
+impl NoisyObservationEnv {
+    /// Wraps `inner` (flat observations) with `noise` fitted on its warm-up states; the noise
+    /// is drawn from a generator seeded by `noise_seed`.
+    pub fn new(
+        inner: Box<dyn Env>,
+        noise: ObservationNoise,
+        noise_seed: u64,
+    ) -> Result<Self, AgentError> {
+        let width = inner.observation_space().flat_dim();
+        if noise.std().len() != width {
+            return Err(AgentError::ShapeMismatch {
+                what: "observation noise width",
+                expected: width,
+                got: noise.std().len(),
+            });
+        }
+        Ok(Self {
+            inner,
+            noise,
+            rng: ChaCha8Rng::seed_from_u64(noise_seed),
+        })
+    }
+
+    /// The fitted noise (IQR and standard deviation per dimension).
+    pub fn noise(&self) -> &ObservationNoise {
+        &self.noise
+    }
+
+    fn perturb(&mut self, obs: &mut [f32]) -> Result<(), EnvError> {
+        self.noise
+            .perturb_in_place(obs, &mut self.rng)
+            .map_err(|e| EnvError::InvalidState {
+                env: self.inner.id().to_string(),
+                state: obs.iter().map(|&x| f64::from(x)).collect(),
+                expected: format!("a finite observation to perturb ({e})"),
+            })
+    }
+
+    fn perturb_obs(&mut self, obs: Obs) -> Result<Obs, EnvError> {
+        match obs {
+            Obs::Vector(mut v) => {
+                self.perturb(&mut v)?;
+                Ok(Obs::Vector(v))
+            }
+            other => Ok(other),
+        }
+    }
+}
+
+impl Env for NoisyObservationEnv {
+    fn id(&self) -> &str {
+        self.inner.id()
+    }
+
+    fn observation_space(&self) -> Space {
+        self.inner.observation_space()
+    }
+
+    fn action_space(&self) -> Space {
+        self.inner.action_space()
+    }
+
+    /// A non-finite first observation (which no classic-control environment produces) is
+    /// returned unperturbed, since `reset` cannot fail; the agent's loss then reports it.
+    fn reset(&mut self, seed: Option<u64>) -> Obs {
+        let obs = self.inner.reset(seed);
+        self.perturb_obs(obs.clone()).unwrap_or(obs)
+    }
+
+    fn step(&mut self, action: usize) -> Result<Step, EnvError> {
+        let mut step = self.inner.step(action)?;
+        step.obs = self.perturb_obs(step.obs)?;
+        Ok(step)
+    }
+
+    fn set_state(&mut self, state: &[f64]) -> Result<Obs, EnvError> {
+        let obs = self.inner.set_state(state)?;
+        self.perturb_obs(obs)
+    }
+
+    fn max_episode_steps(&self) -> Option<usize> {
+        self.inner.max_episode_steps()
+    }
+
+    fn step_into(&mut self, action: usize, obs: &mut [f32]) -> Result<StepInfo, EnvError> {
+        let info = self.inner.step_into(action, obs)?;
+        self.perturb(obs)?;
+        Ok(info)
+    }
+
+    fn reset_into(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<(), EnvError> {
+        self.inner.reset_into(seed, obs)?;
+        self.perturb(obs)
+    }
+}

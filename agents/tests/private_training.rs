@@ -1,0 +1,336 @@
+//! DP-SGD REINFORCE and DQN, their accounting, and the noisy-observation wrapper: without
+//! noise or clipping DP-SGD is a plain step; clipped per-sample norms stay within C; the noise
+//! has standard deviation σ·C/batch; ε matches the RDP accountant; observation noise has
+//! standard deviation σ·IQR.
+
+use burn::backend::{Autodiff, NdArray};
+use burn::module::Module;
+use burn::tensor::Tensor;
+use privrl_agents::private_training::{DpSgdDqn, DpSgdReinforce, NoisyObservationEnv};
+use privrl_agents::{
+    private_td_gradient, AgentError, DpSgdTrainingConfig, Dqn, DqnConfig, Mlp, PrivacyTally,
+    Reinforce, ReinforceConfig, TransitionBatch,
+};
+use privrl_envs::Env;
+use privrl_privacy::{dp_sgd_epsilon, ObservationNoiseConfig};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+type B = Autodiff<NdArray>;
+
+fn cartpole() -> Box<dyn Env> {
+    privrl_envs::make("CartPole-v1").unwrap()
+}
+
+fn flat_params(mlp: &Mlp<B>) -> Vec<f32> {
+    let mut out = Vec::new();
+    for layer in &mlp.layers {
+        let values = |t: Tensor<B, 1>| t.into_data().convert::<f32>().into_vec::<f32>().unwrap();
+        out.extend(values(layer.weight.val().flatten(0, 1)));
+        if let Some(bias) = &layer.bias {
+            out.extend(values(bias.val()));
+        }
+    }
+    out
+}
+
+/// A DQN (3-layer MLP, hidden 128 as in the slides) with `steps` transitions in its buffer
+/// and no gradient step taken yet.
+fn dqn_with_transitions(steps: usize) -> Dqn<B> {
+    let config = DqnConfig::new().with_learning_starts(1_000_000);
+    let mut dqn = Dqn::<B>::new(config, cartpole(), &Default::default(), 3).unwrap();
+    for _ in 0..steps {
+        dqn.step().unwrap();
+    }
+    dqn
+}
+
+fn batch(dqn: &Dqn<B>, size: usize) -> TransitionBatch {
+    let indices: Vec<usize> = (0..size).map(|i| (i * 7) % dqn.replay().len()).collect();
+    dqn.replay().gather(&indices)
+}
+
+fn config(noise_multiplier: f64, clip: Option<f64>) -> DpSgdTrainingConfig {
+    DpSgdTrainingConfig::new()
+        .with_noise_multiplier(noise_multiplier)
+        .with_clip(clip)
+}
+
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+#[test]
+fn dp_sgd_without_noise_or_clipping_equals_a_plain_step() {
+    // REINFORCE: the same seed plays the same episode; one plain Adam step against one
+    // DP-SGD step with σ = 0 and no clipping.
+    let reinforce =
+        || Reinforce::<B>::new(ReinforceConfig::new(), cartpole(), &Default::default(), 5).unwrap();
+    let mut plain = reinforce();
+    let episode = plain.collect_episode().unwrap();
+    plain.update(&episode).unwrap();
+    let mut private = DpSgdReinforce::new(reinforce(), &config(0.0, None), 0).unwrap();
+    let episode_return = private.train_episode().unwrap();
+    assert_eq!(episode_return, episode.rewards.len() as f64);
+    let (a, b) = (
+        flat_params(plain.policy()),
+        flat_params(private.agent().policy()),
+    );
+    // Identical up to the order in which Burn's autodiff sums contributions (last bits).
+    assert!(max_abs_diff(&a, &b) <= 1e-6, "{}", max_abs_diff(&a, &b));
+    assert_eq!(private.epsilon().unwrap(), f64::INFINITY);
+
+    // DQN: the per-sample DP-SGD gradient with σ = 0, no clipping and L = |B| is the gradient
+    // of the mean TD loss.
+    let dqn = dqn_with_transitions(300);
+    let batch = batch(&dqn, 64);
+    let expected = dqn.gradient(&batch).unwrap();
+    let privatizer = config(0.0, None).build(expected.num_values()).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let (got, loss) = private_td_gradient(&dqn, &batch, &privatizer, 64.0, &mut rng).unwrap();
+    assert!(loss.is_finite() && loss > 0.0);
+    assert_eq!(got.names(), expected.names());
+    let scale = expected
+        .flatten()
+        .iter()
+        .fold(0.0f32, |m, x| m.max(x.abs()));
+    let diff = max_abs_diff(&got.flatten(), &expected.flatten());
+    assert!(diff <= 1e-5 * scale.max(1.0), "diff {diff}, scale {scale}");
+}
+
+#[test]
+fn clipped_per_sample_norms_never_exceed_c() {
+    let dqn = dqn_with_transitions(300);
+    let clip = 0.05;
+    let mut rng = ChaCha8Rng::seed_from_u64(2);
+    let mut clipped_count = 0;
+    for i in 0..40 {
+        let one = dqn.replay().gather(&[i * 5]);
+        let norm = |privatizer| {
+            let dim = dqn.q_network().num_params();
+            let privatizer = match privatizer {
+                true => config(0.0, Some(clip)).build(dim).unwrap(),
+                false => config(0.0, None).build(dim).unwrap(),
+            };
+            let (g, _) =
+                private_td_gradient(&dqn, &one, &privatizer, 1.0, &mut rng.clone()).unwrap();
+            g.l2_norm()
+        };
+        let (raw, after) = (norm(false), norm(true));
+        assert!(
+            after <= clip * (1.0 + 1e-5),
+            "sample {i}: {after} > C = {clip}"
+        );
+        if raw > clip {
+            clipped_count += 1;
+            assert!((after - clip).abs() <= 1e-5 * clip, "{after} vs C");
+        } else {
+            assert!(
+                (after - raw).abs() <= 1e-6 * raw.max(1e-12),
+                "{after} vs {raw}"
+            );
+        }
+    }
+    assert!(clipped_count > 0, "C too large to clip anything");
+
+    // The summed clipped gradient of a batch is at most |B|·C, and REINFORCE's episode
+    // gradient is clipped to C as a whole.
+    let dim = dqn.q_network().num_params();
+    let privatizer = config(0.0, Some(clip)).build(dim).unwrap();
+    let (mean, _) =
+        private_td_gradient(&dqn, &batch(&dqn, 50), &privatizer, 1.0, &mut rng).unwrap();
+    assert!(mean.l2_norm() <= 50.0 * clip * (1.0 + 1e-5));
+    let mut agent =
+        Reinforce::<B>::new(ReinforceConfig::new(), cartpole(), &Default::default(), 0).unwrap();
+    let episode = agent.collect_episode().unwrap();
+    let gradient = agent.gradient(&episode).unwrap();
+    let privatizer = config(0.0, Some(clip))
+        .build(gradient.num_values())
+        .unwrap();
+    let private = privatizer.privatize_record(&gradient, &mut rng).unwrap();
+    assert!(gradient.l2_norm() > clip);
+    assert!((private.l2_norm() - clip).abs() <= 1e-5 * clip);
+}
+
+#[test]
+fn noise_std_matches_sigma_c_over_batch() {
+    let dqn = dqn_with_transitions(300);
+    let batch = batch(&dqn, 64);
+    let (sigma, clip, expected_batch) = (1.5, 0.1, 64.0);
+    let dim = dqn.q_network().num_params();
+    let noisy = config(sigma, Some(clip)).build(dim).unwrap();
+    let quiet = config(0.0, Some(clip)).build(dim).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    let (with_noise, _) =
+        private_td_gradient(&dqn, &batch, &noisy, expected_batch, &mut rng).unwrap();
+    let (without, _) = private_td_gradient(&dqn, &batch, &quiet, expected_batch, &mut rng).unwrap();
+    let noise: Vec<f64> = with_noise
+        .flatten()
+        .iter()
+        .zip(without.flatten())
+        .map(|(a, b)| f64::from(a - b))
+        .collect();
+    let n = noise.len() as f64;
+    let mean = noise.iter().sum::<f64>() / n;
+    let std = (noise.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt();
+    let target = sigma * clip / expected_batch;
+    // d ≈ 17.5k values: the sample std is within ~1.1% (2σ) of the truth; allow 3%.
+    assert!(dim > 10_000);
+    assert!(
+        (std / target - 1.0).abs() < 0.03,
+        "std {std} vs σC/L = {target}"
+    );
+    assert!(mean.abs() < 3.0 * target / n.sqrt(), "mean {mean}");
+
+    // REINFORCE: L = 1, so the noise on the clipped episode gradient has std σ·C.
+    let agent =
+        Reinforce::<B>::new(ReinforceConfig::new(), cartpole(), &Default::default(), 0).unwrap();
+    let mut agent = agent;
+    let episode = agent.collect_episode().unwrap();
+    let gradient = agent.gradient(&episode).unwrap();
+    let clean = config(0.0, Some(clip))
+        .build(gradient.num_values())
+        .unwrap();
+    let noisy = config(sigma, Some(clip))
+        .build(gradient.num_values())
+        .unwrap();
+    let a = noisy
+        .privatize_record(&gradient, &mut rng)
+        .unwrap()
+        .flatten();
+    let b = clean
+        .privatize_record(&gradient, &mut rng)
+        .unwrap()
+        .flatten();
+    let noise: Vec<f64> = a.iter().zip(&b).map(|(x, y)| f64::from(x - y)).collect();
+    let n = noise.len() as f64;
+    let std = (noise.iter().map(|x| x * x).sum::<f64>() / n).sqrt();
+    // d = 898 values: the sample std is within ~5% (2σ) of the truth; allow 8%.
+    assert!((std / (sigma * clip) - 1.0).abs() < 0.08, "std {std} vs σC");
+}
+
+#[test]
+fn epsilon_follows_the_rdp_accountant() {
+    let delta = 1e-5;
+    // REINFORCE: one release per episode-record at q = 1.
+    let agent =
+        Reinforce::<B>::new(ReinforceConfig::new(), cartpole(), &Default::default(), 0).unwrap();
+    let mut private = DpSgdReinforce::new(agent, &config(1.0, Some(1.0)), 0).unwrap();
+    assert_eq!(private.epsilon().unwrap(), 0.0);
+    for _ in 0..3 {
+        private.train_episode().unwrap();
+    }
+    let one = dp_sgd_epsilon(1.0, 1.0, 1, delta).unwrap();
+    assert!((private.epsilon().unwrap() - one).abs() < 1e-12);
+    let three = dp_sgd_epsilon(1.0, 1.0, 3, delta).unwrap();
+    assert!((private.epsilon_if_every_step().unwrap() - three).abs() < 1e-12);
+
+    // Sampling rates are rounded up to a 1.01 grid: ε lies between the exact value at q and
+    // at 1.01·q.
+    let (q, sigma, steps) = (0.0123, 1.1, 500);
+    let mut tally = PrivacyTally::new(sigma, delta);
+    tally.record(q, steps);
+    let eps = tally.epsilon().unwrap();
+    let low = dp_sgd_epsilon(q, sigma, steps, delta).unwrap();
+    let high = dp_sgd_epsilon(q * 1.01, sigma, steps, delta).unwrap();
+    assert!(
+        low <= eps + 1e-12 && eps <= high + 1e-12,
+        "{low} ≤ {eps} ≤ {high}"
+    );
+
+    // DQN: one release per gradient step, at q_t = |B| / n_t.
+    let dqn_config = DqnConfig::new()
+        .with_learning_starts(200)
+        .with_batch_size(32)
+        .with_hidden(vec![32, 32]);
+    let dqn = Dqn::<B>::new(dqn_config, cartpole(), &Default::default(), 0).unwrap();
+    let mut private = DpSgdDqn::new(dqn, &config(1.0, Some(1.0)), 0).unwrap();
+    for _ in 0..260 {
+        private.step().unwrap();
+    }
+    assert_eq!(private.tally().steps(), private.agent().updates());
+    assert_eq!(private.tally().steps(), 61);
+    let eps = private.epsilon().unwrap();
+    // Bounded by 61 steps at the largest rate used (32/200) and above 61 at the smallest.
+    let high = dp_sgd_epsilon(32.0 / 200.0 * 1.01, 1.0, 61, delta).unwrap();
+    let low = dp_sgd_epsilon(32.0 / 260.0, 1.0, 61, delta).unwrap();
+    assert!(low < eps && eps < high, "{low} < {eps} < {high}");
+}
+
+#[test]
+fn invalid_parameters_are_named() {
+    let name = |r: Result<_, AgentError>| match r {
+        Err(AgentError::InvalidParameter { name, .. }) => name,
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("accepted an invalid config"),
+    };
+    assert_eq!(name(config(1.0, None).build(10)), "clip");
+    assert_eq!(name(config(-1.0, Some(1.0)).build(10)), "noise_multiplier");
+    assert_eq!(name(config(0.0, Some(0.0)).build(10)), "clip");
+    assert_eq!(
+        name(config(1.0, Some(1.0)).with_delta(1.0).build(10)),
+        "delta"
+    );
+}
+
+#[test]
+fn observation_noise_has_std_sigma_iqr_and_leaves_rewards_alone() {
+    // Warm-up states from a random rollout, as the suite fits them.
+    let mut env = cartpole();
+    let mut warmup = vec![env.reset(Some(0)).to_flat()];
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    for t in 0..2000usize {
+        let step = env.step(rand::Rng::random_range(&mut rng, 0..2)).unwrap();
+        warmup.push(step.obs.to_flat());
+        if step.done() {
+            warmup.push(env.reset(Some(t as u64 + 1)).to_flat());
+        }
+    }
+    let sigma = 0.5;
+    let noise = ObservationNoiseConfig { noise_scale: sigma }
+        .fit(&warmup)
+        .unwrap();
+    let std = noise.std().to_vec();
+    let mut noisy = NoisyObservationEnv::new(cartpole(), noise, 9).unwrap();
+    let mut clean = cartpole();
+    let state = [0.01, -0.02, 0.03, 0.04];
+    let truth = clean.set_state(&state).unwrap().to_flat();
+    let draws = 4000;
+    let mut sum = [0.0f64; 4];
+    let mut sum_sq = [0.0f64; 4];
+    for _ in 0..draws {
+        let obs = noisy.set_state(&state).unwrap().to_flat();
+        for j in 0..4 {
+            let e = f64::from(obs[j] - truth[j]);
+            sum[j] += e;
+            sum_sq[j] += e * e;
+        }
+    }
+    for j in 0..4 {
+        let mean = sum[j] / draws as f64;
+        let sd = (sum_sq[j] / draws as f64 - mean * mean).sqrt();
+        assert!(std[j] > 0.0);
+        assert!(
+            (sd / std[j] - 1.0).abs() < 0.05,
+            "dim {j}: {sd} vs {}",
+            std[j]
+        );
+        assert!(mean.abs() < 4.0 * std[j] / (draws as f64).sqrt());
+    }
+    // The dynamics and rewards are the clean environment's.
+    let mut obs = vec![0.0; 4];
+    noisy.reset_into(Some(3), &mut obs).unwrap();
+    clean.reset(Some(3));
+    for _ in 0..20 {
+        let a = noisy.step_into(1, &mut obs).unwrap();
+        let b = clean.step(1).unwrap();
+        assert_eq!((a.reward, a.terminated), (b.reward, b.terminated));
+        if b.done() {
+            break;
+        }
+    }
+}
