@@ -125,6 +125,17 @@ pub enum ExhaustedTeacher {
     Stop,
 }
 
+/// When the vanishing coefficient multiplies k.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum VanishingUnit {
+    /// At the start of every trajectory (episode) after the first: the paper's wording.
+    Trajectory,
+    /// At the start of every rollout (PPO epoch) after the first. In the paper's AirRaid an
+    /// episode lasts about as long as a 1000-step epoch, so on envs with short episodes this
+    /// keeps the paper's schedule in environment steps.
+    Rollout,
+}
+
 /// The teacher's side of privacy-preserving kickstarting (Sections 3 and 5 of paper 000).
 #[derive(Config, Debug)]
 pub struct PrivateTeacherConfig {
@@ -138,6 +149,10 @@ pub struct PrivateTeacherConfig {
     /// Vanishing coefficient c ∈ (0, 1]: k ← c·k at the start of every later trajectory.
     #[config(default = 1.0)]
     pub vanishing_coefficient: f64,
+    /// What counts as a trajectory for the vanishing coefficient (read by the student's loss,
+    /// which drives [`PrivateTeacher::start_trajectory`]).
+    #[config(default = "VanishingUnit::Trajectory")]
+    pub vanishing_unit: VanishingUnit,
     /// Below this k the teacher counts as exhausted (Dir(kπ) with k → 0 is a vertex drawn
     /// from π, whose δ of eq. 6 tends to 1).
     #[config(default = 0.01)]
@@ -623,7 +638,11 @@ impl<B: AutodiffBackend> AuxiliaryPolicyLoss<B> for PrivacyAwareKickstarting {
     fn observe(&mut self, obs: &[f32], trajectory_start: bool) -> Result<(), AgentError> {
         let demonstration = {
             let mut teacher = lock(&self.teacher);
-            if trajectory_start {
+            let start = match teacher.config().vanishing_unit {
+                VanishingUnit::Trajectory => trajectory_start,
+                VanishingUnit::Rollout => self.pending.rows() == 0,
+            };
+            if start {
                 teacher.start_trajectory();
             }
             teacher.demonstrate(obs)?

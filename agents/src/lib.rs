@@ -47,6 +47,7 @@ pub use heads::{ActorCritic, ActorCriticConfig, Categorical};
 pub use kickstart::{
     privacy_aware_penalty, Demonstration, ExhaustedTeacher, PrivacyAwareConfig,
     PrivacyAwareKickstarting, PrivateTeacher, PrivateTeacherConfig, Teacher, TeacherPrivacySummary,
+    VanishingUnit,
 };
 pub use network::{HostMlp, Network, TrainableNetwork};
 pub use nn::{

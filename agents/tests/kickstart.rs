@@ -359,3 +359,33 @@ fn a_kickstarted_ppo_epoch_records_its_releases() {
     let expected = 5.0 * 0.9f64.powi(episodes as i32);
     assert!((summary.concentration - expected).abs() < 1e-12 * expected);
 }
+
+#[test]
+fn per_rollout_vanishing_multiplies_k_once_per_epoch() {
+    let device = Default::default();
+    let config = PrivateTeacherConfig::new()
+        .with_vanishing_coefficient(0.5)
+        .with_vanishing_unit(privrl_agents::VanishingUnit::Rollout);
+    let private = Arc::new(Mutex::new(
+        PrivateTeacher::new(teacher(), config, 5).unwrap(),
+    ));
+    let mut ppo = Ppo::<B>::new(
+        PpoConfig::new()
+            .with_steps_per_epoch(100)
+            .with_hidden(vec![8])
+            .with_train_pi_iters(2)
+            .with_train_v_iters(2),
+        privrl_envs::make("CartPole-v1").unwrap(),
+        &device,
+        4,
+    )
+    .unwrap();
+    ppo.set_auxiliary_loss(Box::new(
+        PrivacyAwareKickstarting::new(private.clone(), PrivacyAwareConfig::new()).unwrap(),
+    ));
+    for epoch in 0..3 {
+        ppo.train_epoch().unwrap();
+        assert_eq!(lock(&private).concentration(), 5.0 * 0.5f64.powi(epoch));
+    }
+    assert_eq!(lock(&private).summary().unwrap().trajectories, 3);
+}

@@ -8,6 +8,7 @@ mod bench_cmd;
 mod doctor;
 mod env_cmd;
 mod inversion_suite;
+mod kickstart_suite;
 mod plot;
 mod privacy_cli;
 mod quickstart;
@@ -72,6 +73,9 @@ enum SuiteCommand {
     /// Gradient inversion (QGI, RGI) on the active-perception rooms: Table I and Section V-A
     /// of Li, Ding, Zhao; writes runs/inversion/report.md.
     Inversion(inversion_suite::InversionArgs),
+    /// Privacy-preserving kickstarting (Dirichlet teacher, privacy-aware PPO students): Fig. 2
+    /// of Gohari et al. with a privacy ledger; writes runs/kickstart/report.md.
+    Kickstart(kickstart_suite::KickstartArgs),
 }
 
 fn main() {
@@ -95,6 +99,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Train(args) => train::run(args),
         Command::Env(cmd) => env_cmd::run(cmd),
         Command::Suite(SuiteCommand::Inversion(args)) => inversion_suite::run(args).map(|_| ()),
+        Command::Suite(SuiteCommand::Kickstart(args)) => kickstart_suite::run(args).map(|_| ()),
         Command::Privacy(cmd) => privacy_cli::run(cmd),
         Command::Merge { suite_dir } => {
             let merged = sweep::merge_shards(&suite_dir)?;
