@@ -6,6 +6,8 @@
 //! - [`ppo`]: PPO-Clip as in Spinning Up, with an [`AuxiliaryPolicyLoss`] hook.
 //! - [`dqn`]: DQN with replay, a target network, ε-greedy and MSE loss; optional Double DQN.
 //! - [`reinforce`]: REINFORCE with an entropy bonus, one episode per gradient.
+//! - [`kickstart`]: privacy-preserving kickstarting: Dirichlet-privatised teacher with a
+//!   ledger, the privacy-aware student's penalty E[φ_λ] for PPO.
 //! - [`a3c`]: A3C with worker threads submitting per-episode gradients to shared parameters.
 //! - [`private_training`]: DP-SGD REINFORCE and DQN with their ε, and noise on observations.
 //!
@@ -26,6 +28,7 @@ pub mod env;
 pub mod error;
 pub mod gradient;
 pub mod heads;
+pub mod kickstart;
 pub mod network;
 pub mod nn;
 pub mod optim;
@@ -43,6 +46,11 @@ pub use env::{discrete_env_dims, RolloutEnv};
 pub use error::{AgentError, RecordError};
 pub use gradient::{param_gradients, ParamGradient};
 pub use heads::{ActorCritic, ActorCriticConfig, Categorical};
+pub use kickstart::{
+    privacy_aware_penalty, Demonstration, ExhaustedTeacher, PrivacyAwareConfig,
+    PrivacyAwareKickstarting, PrivateTeacher, PrivateTeacherConfig, Teacher, TeacherPrivacySummary,
+    VanishingUnit,
+};
 pub use network::{HostMlp, Network, TrainableNetwork};
 pub use nn::{
     Activation, Conv2dLayer, Conv2dLayerConfig, ConvEncoder, ConvEncoderConfig, Dense, DenseConfig,

@@ -115,6 +115,14 @@ pub trait AuxiliaryPolicyLoss<B: AutodiffBackend>: Send {
         "aux_loss"
     }
 
+    /// Sees every state the agent visits during a rollout, in order, with whether it starts
+    /// a trajectory (the first step after a reset); e.g. a kickstarting teacher answers each
+    /// visited state here and decays its k per trajectory.
+    fn observe(&mut self, obs: &[f32], trajectory_start: bool) -> Result<(), AgentError> {
+        let _ = (obs, trajectory_start);
+        Ok(())
+    }
+
     /// Sees the batch observations (row-major, `obs_len` values each) before the update.
     fn prepare(&mut self, observations: &[f32], obs_len: usize) -> Result<(), AgentError> {
         let _ = (observations, obs_len);
@@ -344,6 +352,9 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Ppo<B, N> {
         );
         for t in 0..steps {
             let obs = self.env.obs().to_vec();
+            if let Some(auxiliary) = &mut self.auxiliary {
+                auxiliary.observe(&obs, self.env.episode_len() == 0)?;
+            }
             let logits = forward_one::<B::InnerBackend, _>(
                 &actor,
                 host_actor.as_ref(),

@@ -9,6 +9,7 @@ mod doctor;
 mod dpsgd_suite;
 mod env_cmd;
 mod inversion_suite;
+mod kickstart_suite;
 mod plot;
 mod privacy_cli;
 mod quickstart;
@@ -80,6 +81,9 @@ enum SuiteCommand {
     /// reward and convergence against the noise level, with the ε spent; writes
     /// runs/dpsgd/report.md.
     Dpsgd(dpsgd_suite::DpsgdArgs),
+    /// Privacy-preserving kickstarting (Dirichlet teacher, privacy-aware PPO students): Fig. 2
+    /// of Gohari et al. with a privacy ledger; writes runs/kickstart/report.md.
+    Kickstart(kickstart_suite::KickstartArgs),
 }
 
 fn main() {
@@ -105,6 +109,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Env(cmd) => env_cmd::run(cmd),
         Command::Suite(SuiteCommand::Inversion(args)) => inversion_suite::run(args).map(|_| ()),
         Command::Suite(SuiteCommand::Dpsgd(args)) => dpsgd_suite::run(args).map(|_| ()),
+        Command::Suite(SuiteCommand::Kickstart(args)) => kickstart_suite::run(args).map(|_| ()),
         Command::Privacy(cmd) => privacy_cli::run(cmd),
         Command::Merge { suite_dir } => {
             let merged = sweep::merge_shards(&suite_dir)?;

@@ -1,0 +1,391 @@
+//! Privacy-preserving kickstarting (paper 000): φ_λ and its gradient on hand-made cases, the
+//! teacher's ledger and budget, and the k → ∞ limit of the privacy-aware student.
+
+use std::sync::{Arc, Mutex};
+
+use burn::backend::{Autodiff, NdArray};
+use burn::tensor::{Tensor, TensorData};
+use privrl_agents::kickstart::lock;
+use privrl_agents::{
+    privacy_aware_penalty, Agent, AuxiliaryPolicyLoss, ExhaustedTeacher, MlpConfig, Ppo, PpoConfig,
+    PrivacyAwareConfig, PrivacyAwareKickstarting, PrivateTeacher, PrivateTeacherConfig, Teacher,
+};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+type B = Autodiff<NdArray<f64>>;
+
+fn matrix(rows: usize, cols: usize, values: &[f64]) -> Tensor<B, 2> {
+    Tensor::from_data(
+        TensorData::new(values.to_vec(), [rows, cols]),
+        &Default::default(),
+    )
+}
+
+fn vector(values: &[f64]) -> Tensor<B, 1> {
+    Tensor::from_data(
+        TensorData::new(values.to_vec(), [values.len()]),
+        &Default::default(),
+    )
+}
+
+fn host<Bk: burn::tensor::backend::Backend, const D: usize>(t: Tensor<Bk, D>) -> Vec<f64> {
+    t.into_data().convert::<f64>().to_vec::<f64>().unwrap()
+}
+
+#[test]
+fn penalty_and_gradient_inside_and_outside_the_ball() {
+    // Row 0: π_θ = (0.5, 0.5), π^t = (0.8, 0.2): d = (−0.3, 0.3), ‖d‖ = 0.3√2 ≈ 0.42426.
+    // Row 1: π_θ = (0.6, 0.4), π^t = (0.5, 0.5): d = (0.1, −0.1), ‖d‖ = 0.1√2 ≈ 0.14142.
+    // α = 0.2 for both rows: row 0 is outside the ball, row 1 inside.
+    // E[φ] = (0.42426 + 0)/2 = 0.21213; ∂/∂π_θ row 0 = d/‖d‖/2 = (−1/√2, 1/√2)/2, row 1 = 0.
+    let probs = matrix(2, 2, &[0.5, 0.5, 0.6, 0.4]).require_grad();
+    let teacher = matrix(2, 2, &[0.8, 0.2, 0.5, 0.5]);
+    let loss = privacy_aware_penalty(
+        probs.clone(),
+        teacher.clone(),
+        vector(&[0.2, 0.2]),
+        vector(&[1.0, 1.0]),
+    );
+    let value = host(loss.clone())[0];
+    assert!((value - 0.3 * 2f64.sqrt() / 2.0).abs() < 1e-6, "{value}");
+    let grads = loss.backward();
+    let g = host(probs.grad(&grads).unwrap());
+    let h = 0.5 / 2f64.sqrt();
+    for (got, want) in g.iter().zip([-h, h, 0.0, 0.0]) {
+        assert!((got - want).abs() < 1e-6, "{g:?}");
+    }
+    // α = 0.1: both rows outside, E[φ] = (0.3√2 + 0.1√2)/2 = 0.2√2.
+    let loss = privacy_aware_penalty(
+        probs.clone(),
+        teacher.clone(),
+        vector(&[0.1, 0.1]),
+        vector(&[1.0, 1.0]),
+    );
+    assert!((host(loss)[0] - 0.2 * 2f64.sqrt()).abs() < 1e-6);
+    // α = 0.5: both inside: no penalty and no gradient.
+    let loss = privacy_aware_penalty(
+        probs.clone(),
+        teacher.clone(),
+        vector(&[0.5, 0.5]),
+        vector(&[1.0, 1.0]),
+    );
+    assert_eq!(host(loss.clone())[0], 0.0);
+    let g = host(probs.grad(&loss.backward()).unwrap());
+    assert!(g.iter().all(|&v| v == 0.0), "{g:?}");
+    // Weight 0 drops a row; a perfect match at α = 0 gives 0 and a finite gradient.
+    let loss = privacy_aware_penalty(
+        probs.clone(),
+        teacher,
+        vector(&[0.0, 0.0]),
+        vector(&[0.0, 1.0]),
+    );
+    assert!((host(loss)[0] - 0.1 * 2f64.sqrt() / 2.0).abs() < 1e-6);
+    let same = matrix(1, 2, &[0.3, 0.7]).require_grad();
+    let loss = privacy_aware_penalty(
+        same.clone(),
+        matrix(1, 2, &[0.3, 0.7]),
+        vector(&[0.0]),
+        vector(&[1.0]),
+    );
+    let g = host(same.grad(&loss.backward()).unwrap());
+    assert!(g.iter().all(|v| v.is_finite()), "{g:?}");
+}
+
+#[test]
+fn penalty_gradient_matches_finite_differences() {
+    let p = [0.2, 0.5, 0.3, 0.6, 0.1, 0.3];
+    let t = [0.7, 0.2, 0.1, 0.5, 0.2, 0.3];
+    let radius = [0.1, 0.1];
+    let f = |p: &[f64]| {
+        host(privacy_aware_penalty(
+            matrix(2, 3, p),
+            matrix(2, 3, &t),
+            vector(&radius),
+            vector(&[1.0, 1.0]),
+        ))[0]
+    };
+    let probs = matrix(2, 3, &p).require_grad();
+    let loss = privacy_aware_penalty(
+        probs.clone(),
+        matrix(2, 3, &t),
+        vector(&radius),
+        vector(&[1.0, 1.0]),
+    );
+    let g = host(probs.grad(&loss.backward()).unwrap());
+    // The backend computes in f32 in places, so a larger step; f is smooth off the ball's edge.
+    let h = 1e-3;
+    for i in 0..6 {
+        let (mut up, mut down) = (p, p);
+        up[i] += h;
+        down[i] -= h;
+        let numeric = (f(&up) - f(&down)) / (2.0 * h);
+        assert!((numeric - g[i]).abs() < 1e-4, "{i}: {numeric} vs {}", g[i]);
+    }
+}
+
+fn teacher() -> Teacher {
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let actor = MlpConfig::new(4, vec![8, 8], 2).init::<NdArray>(&Default::default(), &mut rng);
+    Teacher::from_actor(&actor).unwrap()
+}
+
+fn states(n: usize) -> Vec<Vec<f32>> {
+    (0..n)
+        .map(|i| {
+            (0..4)
+                .map(|j| ((i * 7 + j * 3) % 11) as f32 / 11.0 - 0.5)
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn ledger_totals_are_the_sums_of_the_releases_and_k_vanishes_per_trajectory() {
+    let config = PrivateTeacherConfig::new().with_vanishing_coefficient(0.5);
+    let mut private = PrivateTeacher::new(teacher(), config, 3).unwrap();
+    assert!(private.lipschitz() > 0.0);
+    let mut expected_k = Vec::new();
+    for (i, s) in states(60).iter().enumerate() {
+        if i % 10 == 0 {
+            private.start_trajectory();
+        }
+        let d = private.demonstrate(s).unwrap().unwrap();
+        assert!((d.policy.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+        expected_k.push(d.concentration);
+    }
+    // k₀ = 5 in the first trajectory, then halved at the start of each of the next five.
+    for (i, k) in expected_k.iter().enumerate() {
+        assert_eq!(*k, 5.0 * 0.5f64.powi((i / 10) as i32), "state {i}");
+    }
+    let ledger = private.ledger();
+    assert_eq!(ledger.len(), 60);
+    let (eps, delta) = ledger
+        .entries()
+        .iter()
+        .fold((0.0, 0.0), |(e, d), x| (e + x.epsilon, d + x.delta));
+    let basic = ledger.spent_basic();
+    assert!((basic.epsilon - eps).abs() < 1e-9 * eps && (basic.delta - delta).abs() < 1e-9);
+    assert!((private.spent_basic().epsilon - eps).abs() < 1e-9 * eps);
+    // Per-release values are Theorem 1's at that k: ten identical entries per trajectory.
+    let entries = ledger.entries().to_vec();
+    let first = private.release_cost(5.0).unwrap().unwrap();
+    let ledger = private.ledger();
+    assert_eq!(entries[0].epsilon, first.epsilon);
+    assert_eq!(ledger.entries()[9].delta, first.delta);
+    let summary = private.summary().unwrap();
+    assert_eq!(summary.dirichlet_releases, 60);
+    assert!(summary.advanced.epsilon <= summary.basic.epsilon);
+}
+
+#[test]
+fn the_teacher_never_releases_once_the_budget_is_spent() {
+    let probe = PrivateTeacher::new(teacher(), PrivateTeacherConfig::new(), 0)
+        .unwrap()
+        .release_cost(5.0)
+        .unwrap()
+        .unwrap();
+    for exhausted in [ExhaustedTeacher::Uniform, ExhaustedTeacher::Stop] {
+        // Room for three releases and a half.
+        let config = PrivateTeacherConfig::new()
+            .with_budget_epsilon(Some(3.5 * probe.epsilon))
+            .with_exhausted(exhausted);
+        let mut private = PrivateTeacher::new(teacher(), config, 1).unwrap();
+        private.start_trajectory();
+        let answers: Vec<_> = states(20)
+            .iter()
+            .map(|s| private.demonstrate(s).unwrap())
+            .collect();
+        let dirichlet = private
+            .ledger()
+            .entries()
+            .iter()
+            .filter(|e| e.mechanism == "dirichlet")
+            .count();
+        assert_eq!(dirichlet, 3, "{exhausted:?}");
+        assert!(private.spent_basic().epsilon <= 3.5 * probe.epsilon);
+        assert!(private.is_exhausted());
+        for a in &answers[3..] {
+            match exhausted {
+                ExhaustedTeacher::Uniform => assert_eq!(a.as_ref().unwrap().concentration, 0.0),
+                ExhaustedTeacher::Stop => assert!(a.is_none()),
+            }
+        }
+        // A new trajectory does not reopen the budget.
+        private.start_trajectory();
+        private.demonstrate(&states(1)[0]).unwrap();
+        assert_eq!(private.spent_basic(), private.ledger().spent_basic());
+        assert!(private.ledger().entries()[3..]
+            .iter()
+            .all(|e| e.epsilon == 0.0));
+    }
+    // The floor: k = 5·0.01 < 0.1 in the second trajectory.
+    let config = PrivateTeacherConfig::new()
+        .with_vanishing_coefficient(0.01)
+        .with_concentration_floor(0.1);
+    let mut private = PrivateTeacher::new(teacher(), config, 1).unwrap();
+    private.start_trajectory();
+    assert_eq!(
+        private
+            .demonstrate(&states(1)[0])
+            .unwrap()
+            .unwrap()
+            .concentration,
+        5.0
+    );
+    private.start_trajectory();
+    assert_eq!(
+        private
+            .demonstrate(&states(1)[0])
+            .unwrap()
+            .unwrap()
+            .concentration,
+        0.0
+    );
+    // Bad parameters are refused by name.
+    let err = PrivateTeacher::new(
+        teacher(),
+        PrivateTeacherConfig::new().with_vanishing_coefficient(1.5),
+        0,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("vanishing_coefficient"), "{err}");
+    assert!(PrivacyAwareConfig::new().with_beta(1.0).validate().is_err());
+}
+
+/// The student's penalty on a CartPole batch with the given teacher config and λ.
+fn penalty_on_batch(teacher_config: PrivateTeacherConfig, lambda: f64) -> (f64, Vec<f64>) {
+    let device = Default::default();
+    let private = Arc::new(Mutex::new(
+        PrivateTeacher::new(teacher(), teacher_config, 5).unwrap(),
+    ));
+    let mut loss =
+        PrivacyAwareKickstarting::new(private, PrivacyAwareConfig::new().with_lambda(lambda))
+            .unwrap();
+    let mut ppo = Ppo::<B>::new(
+        PpoConfig::new()
+            .with_steps_per_epoch(64)
+            .with_hidden(vec![4]),
+        privrl_envs::make("CartPole-v1").unwrap(),
+        &device,
+        2,
+    )
+    .unwrap();
+    // Observe the same states the student would see.
+    let batch = ppo.collect_rollout().unwrap();
+    for (i, s) in batch.obs.chunks(batch.obs_len).enumerate() {
+        AuxiliaryPolicyLoss::<B>::observe(&mut loss, s, i == 0).unwrap();
+    }
+    AuxiliaryPolicyLoss::<B>::prepare(&mut loss, &batch.obs, batch.obs_len).unwrap();
+    let probs_host: Vec<f64> = (0..batch.len())
+        .flat_map(|i| [0.3 + 0.001 * i as f64, 0.7 - 0.001 * i as f64])
+        .collect();
+    let probs = matrix(batch.len(), 2, &probs_host).require_grad();
+    let obs = matrix(
+        batch.len(),
+        4,
+        &batch.obs.iter().map(|&v| f64::from(v)).collect::<Vec<_>>(),
+    );
+    let value = AuxiliaryPolicyLoss::<B>::loss(&mut loss, &obs, probs.clone());
+    let grad = host(probs.grad(&value.clone().backward()).unwrap());
+    (host(value)[0], grad)
+}
+
+#[test]
+fn with_k_to_infinity_the_privacy_aware_student_is_conventional_kickstarting() {
+    let (conventional, g0) =
+        penalty_on_batch(PrivateTeacherConfig::new().with_mechanism(false), 0.0);
+    assert!(conventional > 0.01);
+    let huge_k = PrivateTeacherConfig::new()
+        .with_initial_concentration(1e12)
+        .with_eta(1e-6)
+        .with_tau(1e-7);
+    for lambda in [0.5, 2.0] {
+        let (aware, g) = penalty_on_batch(huge_k.clone(), lambda);
+        assert!(
+            (aware - conventional).abs() < 1e-4,
+            "λ = {lambda}: {aware} vs {conventional}"
+        );
+        for (a, b) in g.iter().zip(&g0) {
+            assert!((a - b).abs() < 1e-3, "λ = {lambda}: gradient {a} vs {b}");
+        }
+    }
+    // At k = 5 a privacy-aware student ignores more of the (noisier) demonstrations than at
+    // k → ∞: a positive α_λ = λ√(log 20 / 12) ≈ 0.5·0.50 switches some rows off.
+    let (at5, _) = penalty_on_batch(PrivateTeacherConfig::new(), 0.5);
+    let (unaware5, _) = penalty_on_batch(PrivateTeacherConfig::new(), 0.0);
+    assert!(at5 < unaware5, "{at5} vs {unaware5}");
+}
+
+#[test]
+fn a_kickstarted_ppo_epoch_records_its_releases() {
+    let device = Default::default();
+    let private = Arc::new(Mutex::new(
+        PrivateTeacher::new(
+            teacher(),
+            PrivateTeacherConfig::new().with_vanishing_coefficient(0.9),
+            5,
+        )
+        .unwrap(),
+    ));
+    let mut ppo = Ppo::<B>::new(
+        PpoConfig::new()
+            .with_steps_per_epoch(200)
+            .with_hidden(vec![8])
+            .with_train_pi_iters(3)
+            .with_train_v_iters(3),
+        privrl_envs::make("CartPole-v1").unwrap(),
+        &device,
+        4,
+    )
+    .unwrap();
+    ppo.set_auxiliary_loss(Box::new(
+        PrivacyAwareKickstarting::new(private.clone(), PrivacyAwareConfig::new()).unwrap(),
+    ));
+    let stats = ppo.train_epoch().unwrap();
+    let penalty = stats
+        .extra
+        .iter()
+        .find(|(n, _)| *n == "kickstart_penalty")
+        .unwrap()
+        .1;
+    assert!(penalty.is_finite() && penalty > 0.0);
+    let teacher = lock(&private);
+    assert_eq!(teacher.ledger().len(), 200);
+    let episodes = ppo.episode_log().episodes() as u64;
+    let summary = teacher.summary().unwrap();
+    // One trajectory per finished episode, plus the one in progress.
+    assert_eq!(summary.trajectories, episodes + 1);
+    let expected = 5.0 * 0.9f64.powi(episodes as i32);
+    assert!((summary.concentration - expected).abs() < 1e-12 * expected);
+}
+
+#[test]
+fn per_rollout_vanishing_multiplies_k_once_per_epoch() {
+    let device = Default::default();
+    let config = PrivateTeacherConfig::new()
+        .with_vanishing_coefficient(0.5)
+        .with_vanishing_unit(privrl_agents::VanishingUnit::Rollout);
+    let private = Arc::new(Mutex::new(
+        PrivateTeacher::new(teacher(), config, 5).unwrap(),
+    ));
+    let mut ppo = Ppo::<B>::new(
+        PpoConfig::new()
+            .with_steps_per_epoch(100)
+            .with_hidden(vec![8])
+            .with_train_pi_iters(2)
+            .with_train_v_iters(2),
+        privrl_envs::make("CartPole-v1").unwrap(),
+        &device,
+        4,
+    )
+    .unwrap();
+    ppo.set_auxiliary_loss(Box::new(
+        PrivacyAwareKickstarting::new(private.clone(), PrivacyAwareConfig::new()).unwrap(),
+    ));
+    for epoch in 0..3 {
+        ppo.train_epoch().unwrap();
+        assert_eq!(lock(&private).concentration(), 5.0 * 0.5f64.powi(epoch));
+    }
+    assert_eq!(lock(&private).summary().unwrap().trajectories, 3);
+}
