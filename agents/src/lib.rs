@@ -7,6 +7,7 @@
 //! - [`dqn`]: DQN with replay, a target network, ε-greedy and MSE loss; optional Double DQN.
 //! - [`reinforce`]: REINFORCE with an entropy bonus, one episode per gradient.
 //! - [`a3c`]: A3C with worker threads submitting per-episode gradients to shared parameters.
+//! - [`pgc`]: PGC-A3C, locally private distributed A3C over threads or Redis Streams.
 //!
 //! Every agent exposes `act`, `update(batch)`, `gradient(batch) -> GradientRecord` and
 //! checkpoints; the [`Agent`] trait is the loop-level part that `cargo xtask train` uses.
@@ -29,11 +30,14 @@ pub mod network;
 pub mod nn;
 pub mod optim;
 pub mod per_sample;
+pub mod pgc;
 pub mod ppo;
 pub mod record;
 pub mod reinforce;
 
-pub use a3c::{A3c, A3cConfig, A3cEpisode, A3cStats, EnvFactory, Exploration, GradientHook};
+pub use a3c::{
+    play_episode, A3c, A3cConfig, A3cEpisode, A3cStats, EnvFactory, Exploration, GradientHook,
+};
 pub use agent::{ActMode, Agent, AgentState, EpisodeLog, EpochStats};
 pub use buffer::{discount_cumsum, ReplayBuffer, RolloutBatch, RolloutBuffer, TransitionBatch};
 pub use dqn::{Dqn, DqnConfig, DqnStats};
@@ -48,6 +52,10 @@ pub use nn::{
 };
 pub use optim::{AgentOptimizer, OptimizerKind};
 pub use per_sample::{dp_sgd_gradient, per_sample_gradients_by_loop, PerSampleFactors};
+pub use pgc::{
+    Aggregator, GradientMechanism, InProcess, Parameters, PgcAgent, PgcConfig, PgcError,
+    PgcMechanism, RedisTransport, Submission, Transport,
+};
 pub use ppo::{AuxiliaryPolicyLoss, Ppo, PpoConfig, PpoStats};
 pub use record::{GradientRecord, NamedGradient};
 pub use reinforce::{EpisodeBatch, Reinforce, ReinforceConfig, ReinforceStats};

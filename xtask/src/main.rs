@@ -8,6 +8,8 @@ mod bench_cmd;
 mod doctor;
 mod env_cmd;
 mod inversion_suite;
+mod pgc_cmd;
+mod pgc_suite;
 mod plot;
 mod privacy_cli;
 mod quickstart;
@@ -58,6 +60,9 @@ enum Command {
         /// The suite's directory, e.g. runs/quickstart.
         suite_dir: PathBuf,
     },
+    /// PGC-A3C across processes over Redis Streams: aggregator, agents, throughput.
+    #[command(subcommand)]
+    Pgc(pgc_cmd::PgcCommand),
     /// Check that the chosen backend runs and computes second-order gradients.
     Doctor {
         /// Backend to check.
@@ -72,6 +77,9 @@ enum SuiteCommand {
     /// Gradient inversion (QGI, RGI) on the active-perception rooms: Table I and Section V-A
     /// of Li, Ding, Zhao; writes runs/inversion/report.md.
     Inversion(inversion_suite::InversionArgs),
+    /// Locally private distributed A3C (PGC-A3C): Tables 1–3 and Figs. 2–3 of Ono &
+    /// Takahashi; writes runs/pgc/report.md.
+    Pgc(pgc_suite::PgcSuiteArgs),
 }
 
 fn main() {
@@ -95,6 +103,8 @@ fn run(cli: Cli) -> Result<()> {
         Command::Train(args) => train::run(args),
         Command::Env(cmd) => env_cmd::run(cmd),
         Command::Suite(SuiteCommand::Inversion(args)) => inversion_suite::run(args).map(|_| ()),
+        Command::Suite(SuiteCommand::Pgc(args)) => pgc_suite::run(args).map(|_| ()),
+        Command::Pgc(cmd) => pgc_cmd::run(cmd),
         Command::Privacy(cmd) => privacy_cli::run(cmd),
         Command::Merge { suite_dir } => {
             let merged = sweep::merge_shards(&suite_dir)?;
