@@ -69,6 +69,24 @@ pub struct PgcSuiteArgs {
     pub backend: BackendChoice,
 }
 
+impl PgcSuiteArgs {
+    /// `--quick` with everything else at its default (quickstart's PGC part).
+    pub fn quick(seed: u64, backend: BackendChoice, threads: usize) -> Self {
+        Self {
+            quick: true,
+            trials: None,
+            max_submissions: None,
+            fig2_submissions: None,
+            transport: TransportChoice::Inprocess,
+            redis: None,
+            workers: 9,
+            seed,
+            backend,
+            threads,
+        }
+    }
+}
+
 /// Resolved parameters (what config.json records).
 #[derive(Debug, Clone, Serialize)]
 struct Plan {

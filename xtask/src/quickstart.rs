@@ -225,6 +225,21 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
         pathdiff(&inversion, &dir)
     ));
 
+    // 5. PGC-A3C (locally private distributed A3C), quick mode, in-process.
+    let pgc = crate::pgc_suite::run(crate::pgc_suite::PgcSuiteArgs::quick(
+        args.seeds.first().copied().unwrap_or(0),
+        args.backend,
+        args.threads,
+    ))?;
+    report
+        .heading("Locally private distributed RL (PGC-A3C)")
+        .paragraph(&format!(
+            "Laplace and PRS at ε ∈ {{2, ∞}}, 2 trials, at most 1500 submissions, in-process: see \
+         [{}]({}). `cargo xtask suite pgc` runs Tables 1–3 at scale.",
+            pgc.display(),
+            pathdiff(&pgc, &dir)
+        ));
+
     report.paragraph(&format!(
         "Quickstart took {:.0} s.",
         start.elapsed().as_secs_f64()

@@ -163,7 +163,10 @@ fn aggregator_restart_over_redis_applies_every_submission_once() {
         if let Some(status) = second.0.try_wait().unwrap() {
             break status;
         }
-        assert!(Instant::now() < deadline, "the restarted aggregator did not finish");
+        assert!(
+            Instant::now() < deadline,
+            "the restarted aggregator did not finish"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(status.success(), "restarted aggregator failed: {status}");

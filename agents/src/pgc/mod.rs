@@ -25,7 +25,7 @@
 mod redis;
 mod transport;
 
-pub use self::redis::RedisTransport;
+pub use self::redis::{RedisTransport, Reply, RespConnection};
 pub use self::transport::{InProcess, Transport};
 
 use std::collections::{BTreeMap, VecDeque};
@@ -513,12 +513,8 @@ pub fn load_flat_parameters<B: Backend, M: Module<B>>(
                     values[start..start + shape.num_elements()].to_vec(),
                     shape.clone(),
                 );
-                let loaded = Tensor::from_data(data.convert::<B::FloatElem>(), &device);
-                if tensor.is_require_grad() {
-                    loaded.require_grad()
-                } else {
-                    loaded
-                }
+                // A no-op on a backend without autodiff.
+                Tensor::from_data(data.convert::<B::FloatElem>(), &device).require_grad()
             })
         }
     }
