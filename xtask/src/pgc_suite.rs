@@ -154,12 +154,11 @@ fn epsilon_label(epsilon: Option<f64>) -> String {
 /// The paper's Tables 1–3 (our text of the paper lost some cells: `?`).
 fn paper_values(mech: Mech, epsilon: Option<f64>) -> (&'static str, &'static str, &'static str) {
     let column = match epsilon {
-        Some(e) if e == 1.0 => 0,
-        Some(e) if e == 2.0 => 1,
-        Some(e) if e == 5.0 => 2,
-        Some(e) if e == 10.0 => 3,
         None => 4,
-        _ => return ("-", "-", "-"),
+        Some(e) => match [1.0, 2.0, 5.0, 10.0].iter().position(|&p| p == e) {
+            Some(column) => column,
+            None => return ("-", "-", "-"),
+        },
     };
     let (fst, ratio, auc): ([&str; 5], [&str; 5], [&str; 5]) = match mech {
         Mech::Laplace => (
