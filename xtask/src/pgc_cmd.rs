@@ -83,6 +83,9 @@ pub struct PgcParams {
     /// Learning rate η of eq. 22 (the paper: 0.5).
     #[arg(long, default_value_t = 0.5)]
     pub lr: f64,
+    /// Give the network biases (d = 131; the paper's d = 112 counts none).
+    #[arg(long)]
+    pub bias: bool,
 }
 
 impl PgcParams {
@@ -102,7 +105,11 @@ impl PgcParams {
         };
         let mut config = PgcConfig::paper(mechanism).with_rounds(self.rounds);
         let buffer = self.buffer_size.unwrap_or(config.a3c.buffer_size);
-        config.a3c = config.a3c.with_buffer_size(buffer).with_lr(self.lr);
+        config.a3c = config
+            .a3c
+            .with_buffer_size(buffer)
+            .with_lr(self.lr)
+            .with_bias(self.bias);
         config
     }
 }

@@ -35,14 +35,14 @@ pub enum TransportChoice {
 /// Arguments of `suite pgc`.
 #[derive(Args, Debug, Clone, Serialize)]
 pub struct PgcSuiteArgs {
-    /// Quick mode: ε ∈ {2, ∞}, 2 trials, at most 1500 submissions per trial.
+    /// Quick mode: ε ∈ {2, ∞}, 3 trials, at most 5000 submissions per trial.
     #[arg(long)]
     pub quick: bool,
-    /// Trials K per cell (the paper: 20). Default 2 quick, 10 otherwise.
+    /// Trials K per cell (the paper: 20). Default 3 quick, 10 otherwise.
     #[arg(long)]
     pub trials: Option<usize>,
     /// Submissions after which a trial counts as a failure (the paper: 90,000). Default
-    /// 1500 quick.
+    /// 5000 quick.
     #[arg(long)]
     pub max_submissions: Option<u64>,
     /// Submissions per Fig. 2 run (|B| ∈ {1, 100} at ε = 1). Default 500 quick, 10,000
@@ -58,6 +58,10 @@ pub struct PgcSuiteArgs {
     /// Agent threads per trial (the paper: 9).
     #[arg(long, default_value_t = 9)]
     pub workers: usize,
+    /// Give the network biases (d = 131). The paper's d = 112 counts none, but its
+    /// TensorFlow layers may well have had them (Keras' default).
+    #[arg(long)]
+    pub bias: bool,
     /// Base seed; trial k of every cell uses seed + k.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -80,6 +84,7 @@ impl PgcSuiteArgs {
             transport: TransportChoice::Inprocess,
             redis: None,
             workers: 9,
+            bias: false,
             seed,
             backend,
             threads,
@@ -96,6 +101,7 @@ struct Plan {
     epsilons: Vec<Option<f64>>,
     transport: TransportChoice,
     workers: usize,
+    bias: bool,
     seed: u64,
     backend: BackendChoice,
 }
@@ -103,10 +109,10 @@ struct Plan {
 impl PgcSuiteArgs {
     fn plan(&self) -> Plan {
         Plan {
-            trials: self.trials.unwrap_or(if self.quick { 2 } else { 10 }),
+            trials: self.trials.unwrap_or(if self.quick { 3 } else { 10 }),
             max_submissions: self
                 .max_submissions
-                .unwrap_or(if self.quick { 1500 } else { 90_000 }),
+                .unwrap_or(if self.quick { 5000 } else { 90_000 }),
             fig2_submissions: self.fig2_submissions.unwrap_or(if self.quick {
                 500
             } else {
@@ -119,6 +125,7 @@ impl PgcSuiteArgs {
             },
             transport: self.transport,
             workers: self.workers,
+            bias: self.bias,
             seed: self.seed,
             backend: self.backend,
         }
@@ -210,6 +217,7 @@ impl Trial {
             .with_stop_at_success(self.stop_at_success);
         config.a3c = A3cConfig::pgc_paper()
             .with_workers(self.plan.workers)
+            .with_bias(self.plan.bias)
             .with_buffer_size(self.buffer_size);
         config
     }
@@ -399,15 +407,25 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
     report.paragraph(&format!(
         "Ono & Takahashi, *Locally Private Distributed Reinforcement Learning*, Section 4. \
          CartPole-v0 (200 steps) with gravity ψ ∈ {{9.7, 9.8, 9.9}} drawn per agent; a 16-unit \
-         ReLU network without biases (d = 112), argmax actions with α = max(0, 0.5 − n/1800), \
+         ReLU network (the paper: d = 112, no biases), argmax actions with α = max(0, 0.5 − n/1800), \
          γ 0.99, η 0.5, λ 0.5, β 0.01. Laplace: C = 0.01, |B| = 1; PRS: C = 1, |B| = 100, \
-         d̂ = max(1, min(d, ⌊ε/2.5⌋)). {} agent threads, transport `{:?}`, backend `{}`. \
+         d̂ = max(1, min(d, ⌊ε/2.5⌋)). Network biases: {}. {} agent threads, transport \
+         `{:?}`, backend `{}`. \
          {} trials per cell (the paper: 20); a trial stops at its first success (FST, eq. 26: \
          the first n with μ_n ≥ 195 over the last 10 submissions) or fails after {} \
          submissions (FST = ∞; the paper: 90,000). ε = ∞ is each mechanism's noiseless limit \
          (Laplace: clipping only; PRS: d̂ = d with an unbiased stochastic sign), so each row of \
          Table 3 is relative to its own ε = ∞ cell.",
-        plan.workers, plan.transport, plan.backend, plan.trials, plan.max_submissions
+        if plan.bias {
+            "yes (d = 131)"
+        } else {
+            "none (d = 112)"
+        },
+        plan.workers,
+        plan.transport,
+        plan.backend,
+        plan.trials,
+        plan.max_submissions
     ));
 
     let headers: Vec<String> = std::iter::once("Q".to_string())
@@ -535,8 +553,11 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
         "cargo xtask suite pgc --quick".to_string()
     } else {
         format!(
-            "cargo xtask suite pgc --trials {} --max-submissions {} --seed {}",
-            plan.trials, plan.max_submissions, plan.seed
+            "cargo xtask suite pgc --trials {} --max-submissions {} --seed {}{}",
+            plan.trials,
+            plan.max_submissions,
+            plan.seed,
+            if plan.bias { " --bias" } else { "" }
         )
     };
     report.reproduce([command]);

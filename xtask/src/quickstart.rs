@@ -234,7 +234,7 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
     report
         .heading("Locally private distributed RL (PGC-A3C)")
         .paragraph(&format!(
-            "Laplace and PRS at ε ∈ {{2, ∞}}, 2 trials, at most 1500 submissions, in-process: see \
+            "Laplace and PRS at ε ∈ {{2, ∞}}, 3 trials, at most 5000 submissions, in-process: see \
          [{}]({}). `cargo xtask suite pgc` runs Tables 1–3 at scale.",
             pgc.display(),
             pathdiff(&pgc, &dir)
