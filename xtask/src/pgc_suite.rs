@@ -464,10 +464,9 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
                 "{:.2} ({paper_ratio})",
                 success_ratio(&cell, plan.max_submissions)
             )));
-            row3.push(Cell::from(format!(
-                "{:.3} ({paper_auc})",
-                relative_area(&cell, &baseline, plan.max_submissions)
-            )));
+            let relative = relative_area(&cell, &baseline, plan.max_submissions)
+                .map_or("n/a".to_string(), |r| format!("{r:.3}"));
+            row3.push(Cell::from(format!("{relative} ({paper_auc})")));
             let mut points = vec![(0.0, 0.0)];
             let mut sorted: Vec<u64> = cell.iter().flatten().copied().collect();
             sorted.sort_unstable();
@@ -501,7 +500,8 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
         .table(&header_refs, table2)
         .heading("Table 3: relative area under the success-ratio curve")
         .paragraph(&format!(
-            "∫₀^N success_ratio(n) dn over the same for ε = ∞, N = {}.",
+            "∫₀^N success_ratio(n) dn over the same for ε = ∞, N = {} (n/a where the ε = ∞ \
+             trials never succeeded).",
             plan.max_submissions
         ))
         .table(&header_refs, table3)

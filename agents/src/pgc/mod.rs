@@ -1067,23 +1067,23 @@ pub fn success_ratio_area(first_success_times: &[Option<u64>], horizon: u64) -> 
     if first_success_times.is_empty() {
         return 0.0;
     }
-    first_success_times
+    let total: u64 = first_success_times
         .iter()
         .flatten()
-        .map(|&f| horizon.saturating_sub(f) as f64)
-        .sum::<f64>()
-        / first_success_times.len() as f64
+        .map(|&f| horizon.saturating_sub(f))
+        .sum();
+    total as f64 / first_success_times.len() as f64
 }
 
-/// Table 3: the area of `trials` over that of the non-private `baseline` (NaN-free: 0 when the
-/// baseline area is 0).
-pub fn relative_area(trials: &[Option<u64>], baseline: &[Option<u64>], horizon: u64) -> f64 {
+/// Table 3: the area of `trials` over that of the non-private `baseline`; `None` when the
+/// baseline never succeeded (area 0), where the ratio is undefined.
+pub fn relative_area(
+    trials: &[Option<u64>],
+    baseline: &[Option<u64>],
+    horizon: u64,
+) -> Option<f64> {
     let base = success_ratio_area(baseline, horizon);
-    if base > 0.0 {
-        success_ratio_area(trials, horizon) / base
-    } else {
-        0.0
-    }
+    (base > 0.0).then(|| success_ratio_area(trials, horizon) / base)
 }
 
 /// Table 1: the median FST, with FST = ∞ for failures (`f64::INFINITY` when the middle
@@ -1118,7 +1118,8 @@ mod tests {
         // (100 − 10) + (100 − 30) + (100 − 20) = 240, over K = 4.
         assert_eq!(success_ratio_area(&fst, 100), 60.0);
         let baseline = [Some(0), Some(0)];
-        assert!((relative_area(&fst, &baseline, 100) - 0.6).abs() < 1e-12);
+        assert!((relative_area(&fst, &baseline, 100).unwrap() - 0.6).abs() < 1e-12);
+        assert_eq!(relative_area(&fst, &[None], 100), None);
         // sorted: 10, 20, 30, ∞ → (20 + 30) / 2
         assert_eq!(median_first_success(&fst), Some(25.0));
         assert_eq!(
