@@ -58,8 +58,47 @@ if [ -z "$(ls /usr/share/vulkan/icd.d/*.json 2>/dev/null)" ]; then
   fi
 fi
 
+# Redis for the PGC multi-process test (xtask/tests/pgc_redis.rs): Debian's redis-server on a
+# loopback port, no persistence, stopped on exit. Without it that test skips with a message,
+# unless PRIVRL_REQUIRE_REDIS=1 was set by the caller (CI), which makes a missing server fatal.
+if ! command -v redis-server >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "==> installing redis-server (for the PGC multi-process test)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+  fi
+fi
+redis_dir=""
+stop_redis() {
+  if [ -n "$redis_dir" ] && [ -f "$redis_dir/redis.pid" ]; then
+    kill "$(cat "$redis_dir/redis.pid")" 2>/dev/null || true
+  fi
+  [ -z "$redis_dir" ] || rm -rf "$redis_dir"
+}
+if command -v redis-server >/dev/null; then
+  redis_port=$(( 6390 + RANDOM % 2000 ))
+  redis_dir=$(mktemp -d)
+  if redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
+      --daemonize yes --pidfile "$redis_dir/redis.pid" --dir "$redis_dir" \
+      --logfile "$redis_dir/redis.log" >/dev/null; then
+    for _ in $(seq 50); do
+      redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break
+      sleep 0.1
+    done
+    export PRIVRL_REDIS_URL="redis://127.0.0.1:$redis_port/"
+    echo "==> redis-server on $PRIVRL_REDIS_URL"
+  fi
+fi
+if [ -z "${PRIVRL_REDIS_URL:-}" ]; then
+  if [ "${PRIVRL_REQUIRE_REDIS:-}" = 1 ]; then
+    echo "error: no redis-server, and PRIVRL_REQUIRE_REDIS=1" >&2
+    exit 1
+  fi
+  echo "warning: no redis-server; the PGC Redis test will be skipped" >&2
+fi
+
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log"; stop_redis' EXIT
 
 echo "==> cargo test (CPU backend: ndarray)"
 cargo test --workspace --features "$FEATURES" -- --skip wgpu 2>&1 | tee -a "$log"

@@ -316,7 +316,6 @@ pub struct A3c<B: AutodiffBackend> {
     workers: Vec<Worker>,
     hook: Option<GradientHook>,
     num_actions: usize,
-    obs_len: usize,
     rng: ChaCha8Rng,
     device: B::Device,
     epoch: u64,
@@ -381,7 +380,6 @@ impl<B: AutodiffBackend> A3c<B> {
             workers,
             hook: None,
             num_actions,
-            obs_len,
             rng,
             device: device.clone(),
             epoch: 0,
@@ -452,8 +450,6 @@ impl<B: AutodiffBackend> A3c<B> {
             config: &self.config,
             shared: &self.shared,
             hook: self.hook.as_ref(),
-            obs_len: self.obs_len,
-            num_actions: self.num_actions,
             device: &self.device,
         };
         let this = &context;
@@ -524,13 +520,60 @@ impl<B: AutodiffBackend> A3c<B> {
     }
 }
 
+/// Plays one episode in `env` with host copies of the policy and the value function at
+/// submission `n` (the exploration schedule's clock), as an A3C worker or a PGC agent does
+/// (Algorithm 1's inner loop). The episode ends at a terminal state or at the time limit; a cut
+/// episode bootstraps from V(s_T).
+pub fn play_episode(
+    env: &mut RolloutEnv,
+    policy: &HostMlp,
+    value: &HostMlp,
+    exploration: Exploration,
+    n: u64,
+    rng: &mut ChaCha8Rng,
+) -> Result<(A3cEpisode, EpisodeLog), AgentError> {
+    let epsilon = exploration.epsilon(n);
+    let num_actions = policy.d_output();
+    let mut local = EpisodeLog::default();
+    let mut episode = A3cEpisode {
+        obs_len: env.obs_len(),
+        obs: Vec::new(),
+        actions: Vec::new(),
+        rewards: Vec::new(),
+        bootstrap_value: 0.0,
+    };
+    loop {
+        let obs = env.obs().to_vec();
+        let logits = policy.forward(&obs);
+        let action = match exploration {
+            Exploration::Sample => sample_categorical(&host_softmax(&logits), rng),
+            Exploration::EpsilonGreedy { .. } => {
+                if rng.random::<f64>() < epsilon {
+                    rng.random_range(0..num_actions)
+                } else {
+                    argmax(&logits)
+                }
+            }
+        };
+        let step = env.step(action, &mut local)?;
+        episode.obs.extend_from_slice(&obs);
+        episode.actions.push(action);
+        episode.rewards.push(step.reward as f32);
+        if step.done() {
+            if !step.terminated {
+                episode.bootstrap_value = value.forward(env.obs())[0];
+            }
+            env.end_episode(&mut local)?;
+            return Ok((episode, local));
+        }
+    }
+}
+
 /// What a worker thread sees of the agent.
 struct WorkerContext<'a, B: AutodiffBackend> {
     config: &'a A3cConfig,
     shared: &'a Mutex<Shared<B>>,
     hook: Option<&'a GradientHook>,
-    obs_len: usize,
-    num_actions: usize,
     device: &'a B::Device,
 }
 
@@ -539,50 +582,6 @@ impl<B: AutodiffBackend> WorkerContext<'_, B> {
         self.shared
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Plays one episode of worker `worker` with policy `policy` (host copy) at submission `n`.
-    fn play_episode(
-        &self,
-        worker: &mut Worker,
-        policy: &HostMlp,
-        value: &HostMlp,
-        n: u64,
-    ) -> Result<(A3cEpisode, EpisodeLog), AgentError> {
-        let epsilon = self.config.exploration.epsilon(n);
-        let mut local = EpisodeLog::default();
-        let mut episode = A3cEpisode {
-            obs_len: self.obs_len,
-            obs: Vec::new(),
-            actions: Vec::new(),
-            rewards: Vec::new(),
-            bootstrap_value: 0.0,
-        };
-        loop {
-            let obs = worker.env.obs().to_vec();
-            let logits = policy.forward(&obs);
-            let action = match self.config.exploration {
-                Exploration::Sample => sample_categorical(&host_softmax(&logits), &mut worker.rng),
-                Exploration::EpsilonGreedy { .. } => {
-                    if worker.rng.random::<f64>() < epsilon {
-                        worker.rng.random_range(0..self.num_actions)
-                    } else {
-                        argmax(&logits)
-                    }
-                }
-            };
-            let step = worker.env.step(action, &mut local)?;
-            episode.obs.extend_from_slice(&obs);
-            episode.actions.push(action);
-            episode.rewards.push(step.reward as f32);
-            if step.done() {
-                if !step.terminated {
-                    episode.bootstrap_value = value.forward(worker.env.obs())[0];
-                }
-                worker.env.end_episode(&mut local)?;
-                return Ok((episode, local));
-            }
-        }
     }
 
     /// Worker loop: take a submission slot, copy θ, play, compute and submit the gradient,
@@ -598,7 +597,14 @@ impl<B: AutodiffBackend> WorkerContext<'_, B> {
                 (shared.started - 1, shared.model.valid())
             };
             let (policy, value) = local.host_copies();
-            let (episode, local_log) = self.play_episode(worker, &policy, &value, n)?;
+            let (episode, local_log) = play_episode(
+                &mut worker.env,
+                &policy,
+                &value,
+                self.config.exploration,
+                n,
+                &mut worker.rng,
+            )?;
             // θ′ ← θ, then g_n = ∂L̂_n(θ′)/∂θ′.
             let local = ActorCritic::<B>::from_inner(local);
             let (loss, terms) = episode_loss(&local, &episode, self.config, self.device)?;

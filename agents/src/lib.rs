@@ -10,6 +10,7 @@
 //!   ledger, the privacy-aware student's penalty E[φ_λ] for PPO.
 //! - [`a3c`]: A3C with worker threads submitting per-episode gradients to shared parameters.
 //! - [`private_training`]: DP-SGD REINFORCE and DQN with their ε, and noise on observations.
+//! - [`pgc`]: PGC-A3C, locally private distributed A3C over threads or Redis Streams.
 //!
 //! Every agent exposes `act`, `update(batch)`, `gradient(batch) -> GradientRecord` and
 //! checkpoints; the [`Agent`] trait is the loop-level part that `cargo xtask train` uses.
@@ -33,12 +34,15 @@ pub mod network;
 pub mod nn;
 pub mod optim;
 pub mod per_sample;
+pub mod pgc;
 pub mod ppo;
 pub mod private_training;
 pub mod record;
 pub mod reinforce;
 
-pub use a3c::{A3c, A3cConfig, A3cEpisode, A3cStats, EnvFactory, Exploration, GradientHook};
+pub use a3c::{
+    play_episode, A3c, A3cConfig, A3cEpisode, A3cStats, EnvFactory, Exploration, GradientHook,
+};
 pub use agent::{ActMode, Agent, AgentState, EpisodeLog, EpochStats};
 pub use buffer::{discount_cumsum, ReplayBuffer, RolloutBatch, RolloutBuffer, TransitionBatch};
 pub use dqn::{Dqn, DqnConfig, DqnStats};
@@ -58,6 +62,10 @@ pub use nn::{
 };
 pub use optim::{AgentOptimizer, OptimizerKind};
 pub use per_sample::{dp_sgd_gradient, per_sample_gradients_by_loop, PerSampleFactors};
+pub use pgc::{
+    Aggregator, GradientMechanism, InProcess, Parameters, PgcAgent, PgcConfig, PgcError,
+    PgcMechanism, RedisTransport, Submission, Transport,
+};
 pub use ppo::{AuxiliaryPolicyLoss, Ppo, PpoConfig, PpoStats};
 pub use private_training::{
     private_td_gradient, DpSgdDqn, DpSgdReinforce, DpSgdTrainingConfig, GradientPrivatizer,

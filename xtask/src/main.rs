@@ -10,6 +10,8 @@ mod dpsgd_suite;
 mod env_cmd;
 mod inversion_suite;
 mod kickstart_suite;
+mod pgc_cmd;
+mod pgc_suite;
 mod plot;
 mod privacy_cli;
 mod quickstart;
@@ -63,6 +65,9 @@ enum Command {
         /// The suite's directory, e.g. runs/quickstart.
         suite_dir: PathBuf,
     },
+    /// PGC-A3C across processes over Redis Streams: aggregator, agents, throughput.
+    #[command(subcommand)]
+    Pgc(pgc_cmd::PgcCommand),
     /// Check that the chosen backend runs and computes second-order gradients.
     Doctor {
         /// Backend to check.
@@ -84,6 +89,9 @@ enum SuiteCommand {
     /// Privacy-preserving kickstarting (Dirichlet teacher, privacy-aware PPO students): Fig. 2
     /// of Gohari et al. with a privacy ledger; writes runs/kickstart/report.md.
     Kickstart(kickstart_suite::KickstartArgs),
+    /// Locally private distributed A3C (PGC-A3C): Tables 1–3 and Figs. 2–3 of Ono &
+    /// Takahashi; writes runs/pgc/report.md.
+    Pgc(pgc_suite::PgcSuiteArgs),
 }
 
 fn main() {
@@ -110,6 +118,8 @@ fn run(cli: Cli) -> Result<()> {
         Command::Suite(SuiteCommand::Inversion(args)) => inversion_suite::run(args).map(|_| ()),
         Command::Suite(SuiteCommand::Dpsgd(args)) => dpsgd_suite::run(args).map(|_| ()),
         Command::Suite(SuiteCommand::Kickstart(args)) => kickstart_suite::run(args).map(|_| ()),
+        Command::Suite(SuiteCommand::Pgc(args)) => pgc_suite::run(args).map(|_| ()),
+        Command::Pgc(cmd) => pgc_cmd::run(cmd),
         Command::Privacy(cmd) => privacy_cli::run(cmd),
         Command::Merge { suite_dir } => {
             let merged = sweep::merge_shards(&suite_dir)?;

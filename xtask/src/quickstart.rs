@@ -249,6 +249,7 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
             "PPO on CartPole-v1: mean return of the last 100 episodes",
             &ppo_plot,
         );
+
     // 6. DP-SGD and local DP for REINFORCE and DQN on CartPole-v1, quick mode.
     let dpsgd = crate::dpsgd_suite::run(crate::dpsgd_suite::DpsgdArgs::quick(
         args.seeds.first().copied().unwrap_or(0),
@@ -262,6 +263,21 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
         dpsgd.display(),
         pathdiff(&dpsgd, &dir)
     ));
+
+    // 7. PGC-A3C (locally private distributed A3C), quick mode, in-process.
+    let pgc = crate::pgc_suite::run(crate::pgc_suite::PgcSuiteArgs::quick(
+        args.seeds.first().copied().unwrap_or(0),
+        args.backend,
+        args.threads,
+    ))?;
+    report
+        .heading("Locally private distributed RL (PGC-A3C)")
+        .paragraph(&format!(
+            "Laplace and PRS at ε ∈ {{2, ∞}}, 3 trials, at most 5000 submissions, in-process: see \
+             [{}]({}). `cargo xtask suite pgc` runs Tables 1–3 at scale.",
+            pgc.display(),
+            pathdiff(&pgc, &dir)
+        ));
 
     report.paragraph(&format!(
         "Quickstart took {:.0} s.",

@@ -1,0 +1,475 @@
+//! `cargo xtask pgc ...`: PGC-A3C as separate processes over Redis Streams (an aggregator and
+//! any number of agent processes), and its throughput benchmark.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use burn::backend::Autodiff;
+use burn::tensor::backend::Backend;
+use clap::{Args, Subcommand, ValueEnum};
+use privrl_agents::pgc::{initial_parameters, run_agent, run_pgc};
+use privrl_agents::{
+    A3cConfig, Aggregator, InProcess, PgcAgent, PgcConfig, PgcMechanism, RedisTransport,
+    Submission, Transport,
+};
+use serde::Serialize;
+
+use crate::backend::{dispatch, BackendChoice, BackendTask};
+use crate::report::{Cell, Report};
+use crate::run::{suite_dir, write_json};
+use crate::sweep::progress_bar;
+
+/// ε per agent, `inf` for ε = ∞.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Epsilon(pub Option<f64>);
+
+impl std::str::FromStr for Epsilon {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "inf" | "infinity" | "∞" => Ok(Self(None)),
+            other => match other.parse::<f64>() {
+                Ok(e) if e.is_finite() && e > 0.0 => Ok(Self(Some(e))),
+                _ => Err(format!(
+                    "epsilon must be a number > 0 or `inf`, got {text:?}"
+                )),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for Epsilon {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(e) => write!(f, "{e}"),
+            None => f.write_str("∞"),
+        }
+    }
+}
+
+/// Which mechanism Q the agents apply.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MechanismChoice {
+    /// No mechanism: plain A3C (not private).
+    None,
+    /// Laplace mechanism (Algorithm 2).
+    Laplace,
+    /// Projected random sign (Algorithm 3).
+    Prs,
+}
+
+/// The PGC-A3C parameters shared by the aggregator, the agents and the benchmark.
+#[derive(Args, Clone, Debug, Serialize)]
+pub struct PgcParams {
+    /// Mechanism Q: none (plain A3C), laplace (Algorithm 2) or prs (Algorithm 3).
+    #[arg(long, value_enum, default_value_t = MechanismChoice::Laplace)]
+    pub mechanism: MechanismChoice,
+    /// Privacy budget ε of one agent (a number > 0, or `inf`).
+    #[arg(long, default_value = "1")]
+    pub epsilon: Epsilon,
+    /// Clipping size C (default: the paper's 0.01 for Laplace, 1 for PRS).
+    #[arg(long)]
+    pub clip: Option<f64>,
+    /// Aggregator buffer MAX_BUF = |B| (default: the paper's 1 for Laplace and none, 100
+    /// for PRS).
+    #[arg(long)]
+    pub buffer_size: Option<usize>,
+    /// Submissions per agent T, each spending ε/T (Section 3.2.1).
+    #[arg(long, default_value_t = 1)]
+    pub rounds: usize,
+    /// Learning rate η of eq. 22 (the paper: 0.5).
+    #[arg(long, default_value_t = 0.5)]
+    pub lr: f64,
+    /// Give the network biases (d = 131; the paper's d = 112 counts none).
+    #[arg(long)]
+    pub bias: bool,
+}
+
+impl PgcParams {
+    /// The run configuration (the paper's Section 4 setting with these overrides).
+    pub fn config(&self) -> PgcConfig {
+        let epsilon = self.epsilon.0;
+        let mechanism = match self.mechanism {
+            MechanismChoice::None => PgcMechanism::NonPrivate,
+            MechanismChoice::Laplace => PgcMechanism::Laplace {
+                epsilon,
+                clip: self.clip.unwrap_or(0.01),
+            },
+            MechanismChoice::Prs => PgcMechanism::Prs {
+                epsilon,
+                clip: self.clip.unwrap_or(1.0),
+            },
+        };
+        let mut config = PgcConfig::paper(mechanism).with_rounds(self.rounds);
+        let buffer = self.buffer_size.unwrap_or(config.a3c.buffer_size);
+        config.a3c = config
+            .a3c
+            .with_buffer_size(buffer)
+            .with_lr(self.lr)
+            .with_bias(self.bias);
+        config
+    }
+}
+
+/// Connection to a PGC run on Redis.
+#[derive(Args, Clone, Debug, Serialize)]
+pub struct RedisArgs {
+    /// Redis URL, e.g. redis://127.0.0.1:6390/.
+    #[arg(long)]
+    pub redis: String,
+    /// Key prefix of the run (aggregator and agents must agree).
+    #[arg(long, default_value = "privrl-pgc")]
+    pub prefix: String,
+}
+
+/// `cargo xtask pgc ...`.
+#[derive(Subcommand, Debug)]
+pub enum PgcCommand {
+    /// The aggregator: reads noisy gradients from Redis, applies eq. 22, publishes θ;
+    /// checkpoints after every update and resumes from the checkpoint when restarted.
+    Aggregator(AggregatorArgs),
+    /// Agent processes: copy θ from Redis, play CartPole-v0 with a private gravity, submit
+    /// Q(gradient).
+    Agents(AgentsArgs),
+    /// Submissions per second, in-process and over Redis on loopback; writes
+    /// runs/bench/pgc/report.md.
+    Bench(PgcBenchArgs),
+}
+
+/// Arguments of `pgc aggregator`.
+#[derive(Args, Debug, Clone, Serialize)]
+pub struct AggregatorArgs {
+    #[command(flatten)]
+    pub redis: RedisArgs,
+    #[command(flatten)]
+    pub params: PgcParams,
+    /// Checkpoint file (JSON); resumed from if it exists.
+    #[arg(long)]
+    pub checkpoint: PathBuf,
+    /// Stop (and close the run) once this many submissions are applied.
+    #[arg(long, default_value_t = 90_000)]
+    pub submissions: u64,
+    /// Also stop at the first success (μ_n ≥ 195, eq. 26).
+    #[arg(long)]
+    pub stop_at_success: bool,
+    /// Seed of θ₀.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Write the final state's counters here as JSON.
+    #[arg(long)]
+    pub summary: Option<PathBuf>,
+    /// Backend (only θ₀'s initialisation uses it).
+    #[arg(long, value_enum, default_value_t = BackendChoice::default())]
+    pub backend: BackendChoice,
+}
+
+/// Arguments of `pgc agents`.
+#[derive(Args, Debug, Clone, Serialize)]
+pub struct AgentsArgs {
+    #[command(flatten)]
+    pub redis: RedisArgs,
+    #[command(flatten)]
+    pub params: PgcParams,
+    /// Number of agents this process runs (each submits `--rounds` times); without it, run
+    /// until the aggregator closes the run.
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// Agent threads (the paper: 9).
+    #[arg(long, default_value_t = 9)]
+    pub workers: usize,
+    /// Seed of the agents' environments, exploration and mechanism noise.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Name of this process in submission ids (default: pid and start time); must differ
+    /// between agent processes of one run.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Write `{"sent": n}` here as JSON.
+    #[arg(long)]
+    pub summary: Option<PathBuf>,
+    /// Backend of the agents' gradients.
+    #[arg(long, value_enum, default_value_t = BackendChoice::default())]
+    pub backend: BackendChoice,
+}
+
+/// Arguments of `pgc bench`.
+#[derive(Args, Debug, Clone, Serialize)]
+pub struct PgcBenchArgs {
+    /// Redis URL for the Redis rows (default: $PRIVRL_REDIS_URL; skipped without either).
+    #[arg(long)]
+    pub redis: Option<String>,
+    /// Submissions per measurement.
+    #[arg(long, default_value_t = 2000)]
+    pub submissions: u64,
+    /// Agent threads.
+    #[arg(long, default_value_t = 9)]
+    pub workers: usize,
+    /// Seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Backend.
+    #[arg(long, value_enum, default_value_t = BackendChoice::default())]
+    pub backend: BackendChoice,
+}
+
+/// Runs a `pgc` subcommand.
+pub fn run(command: PgcCommand) -> Result<()> {
+    match command {
+        PgcCommand::Aggregator(args) => dispatch(args.backend, args),
+        PgcCommand::Agents(args) => dispatch(args.backend, args),
+        PgcCommand::Bench(mut args) => {
+            if args.redis.is_none() {
+                args.redis = std::env::var("PRIVRL_REDIS_URL")
+                    .ok()
+                    .filter(|u| !u.is_empty());
+            }
+            dispatch(args.backend, args)
+        }
+    }
+}
+
+/// What `pgc aggregator --summary` writes.
+#[derive(Debug, Serialize)]
+struct AggregatorSummary {
+    applied: u64,
+    updates: u64,
+    duplicates: u64,
+    rejected: u64,
+    first_success: Option<u64>,
+}
+
+impl BackendTask for AggregatorArgs {
+    type Output = ();
+
+    fn run<B: Backend>(self, device: B::Device) -> Result<()> {
+        let config = self.params.config().with_max_submissions(self.submissions);
+        config.validate()?;
+        let transport = RedisTransport::aggregator(&self.redis.redis, &self.redis.prefix)?;
+        let theta = initial_parameters::<B>(&config, self.seed, &device)?;
+        let mut aggregator = Aggregator::new(&config, theta)?.with_checkpoint(&self.checkpoint)?;
+        let resumed = aggregator.state().applied;
+        transport.publish(&aggregator.parameters())?;
+        let bar = progress_bar(self.submissions, "applied");
+        bar.set_position(resumed.min(self.submissions));
+        loop {
+            let state = aggregator.state();
+            if state.applied >= self.submissions
+                || (self.stop_at_success && state.first_success.is_some())
+            {
+                break;
+            }
+            let room = ((self.submissions - state.applied) as usize).min(256);
+            let applied = aggregator.poll(&transport, room, Duration::from_millis(200))?;
+            bar.inc(applied.len() as u64);
+        }
+        bar.finish_and_clear();
+        transport.close()?;
+        let state = aggregator.state();
+        let summary = AggregatorSummary {
+            applied: state.applied,
+            updates: state.version,
+            duplicates: state.duplicates,
+            rejected: state.rejected,
+            first_success: state.first_success,
+        };
+        if let Some(path) = &self.summary {
+            write_json(path, &summary)?;
+        }
+        println!(
+            "applied {} submissions in {} updates (resumed at {resumed}; {} duplicates skipped, {} rejected); first success: {}",
+            summary.applied,
+            summary.updates,
+            summary.duplicates,
+            summary.rejected,
+            summary.first_success.map_or("-".into(), |f| f.to_string())
+        );
+        Ok(())
+    }
+}
+
+impl BackendTask for AgentsArgs {
+    type Output = ();
+
+    fn run<B: Backend>(self, device: B::Device) -> Result<()> {
+        anyhow::ensure!(self.workers >= 1, "--workers must be >= 1");
+        let config = self.params.config();
+        config.validate()?;
+        let name = self.name.clone().unwrap_or_else(|| {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos());
+            format!("p{}-{nanos}", std::process::id())
+        });
+        let rounds = config.rounds as u64;
+        let per_worker: Vec<Option<u64>> = (0..self.workers as u64)
+            .map(|i| {
+                self.count.map(|c| {
+                    let agents = c / self.workers as u64 + u64::from(i < c % self.workers as u64);
+                    agents * rounds
+                })
+            })
+            .collect();
+        let stop = AtomicBool::new(false);
+        let sent: u64 = std::thread::scope(|scope| -> Result<u64> {
+            let handles: Vec<_> = per_worker
+                .iter()
+                .enumerate()
+                .map(|(i, &count)| {
+                    let (config, name, device, stop) = (&config, &name, &device, &stop);
+                    let redis = &self.redis;
+                    let seed = self.seed.wrapping_mul(1000).wrapping_add(i as u64);
+                    scope.spawn(move || -> Result<u64> {
+                        let transport = RedisTransport::connect(&redis.redis, &redis.prefix)?;
+                        let mut agent = PgcAgent::<Autodiff<B>>::new(
+                            config,
+                            format!("{name}-w{i}"),
+                            seed,
+                            device,
+                        )?;
+                        Ok(run_agent(&mut agent, &transport, count, stop)?)
+                    })
+                })
+                .collect();
+            let mut total = 0;
+            for handle in handles {
+                total += handle
+                    .join()
+                    .map_err(|_| anyhow::anyhow!("an agent thread panicked"))??;
+            }
+            Ok(total)
+        })?;
+        if let Some(path) = &self.summary {
+            write_json(path, &serde_json::json!({ "sent": sent }))?;
+        }
+        println!("sent {sent} submissions");
+        Ok(())
+    }
+}
+
+/// One row of the benchmark.
+#[derive(Debug, Serialize)]
+struct BenchRow {
+    transport: &'static str,
+    what: &'static str,
+    submissions: u64,
+    seconds: f64,
+    per_second: f64,
+}
+
+/// Transport alone: `n` prepared submissions sent, then received and acknowledged.
+fn transport_only(transport: &dyn Transport, n: u64) -> Result<f64> {
+    let submission = Submission {
+        source: "bench".into(),
+        seq: 1,
+        version: 0,
+        score: 10.0,
+        gradient: vec![0.001; 112],
+    };
+    let start = Instant::now();
+    for seq in 1..=n {
+        transport.submit(&Submission {
+            seq,
+            ..submission.clone()
+        })?;
+    }
+    let mut received = 0;
+    while received < n {
+        let batch = transport.receive(256, Duration::from_millis(500))?;
+        anyhow::ensure!(
+            !batch.is_empty(),
+            "lost submissions: {received} of {n} came back"
+        );
+        received += batch.len() as u64;
+        let tags: Vec<String> = batch.into_iter().map(|d| d.tag).collect();
+        transport.acknowledge(&tags)?;
+    }
+    Ok(start.elapsed().as_secs_f64())
+}
+
+impl BackendTask for PgcBenchArgs {
+    type Output = ();
+
+    fn run<B: Backend>(self, device: B::Device) -> Result<()> {
+        let config = PgcConfig::paper(PgcMechanism::laplace(Some(1.0)))
+            .with_a3c(A3cConfig::pgc_paper().with_workers(self.workers))
+            .with_max_submissions(self.submissions)
+            .with_stop_at_success(false);
+        let mut rows = Vec::new();
+        let mut measure = |name: &'static str, transport: &dyn Transport| -> Result<()> {
+            let seconds = transport_only(transport, self.submissions)?;
+            rows.push(BenchRow {
+                transport: name,
+                what: "transport only (submit, receive, ack)",
+                submissions: self.submissions,
+                seconds,
+                per_second: self.submissions as f64 / seconds,
+            });
+            let outcome = run_pgc::<Autodiff<B>>(&config, transport, self.seed, &device, |_| {})?;
+            rows.push(BenchRow {
+                transport: name,
+                what: "PGC-A3C (episode, gradient, Laplace, eq. 22)",
+                submissions: outcome.applied,
+                seconds: outcome.wall_s,
+                per_second: outcome.applied as f64 / outcome.wall_s,
+            });
+            Ok(())
+        };
+        measure("in-process", &InProcess::new())?;
+        if let Some(url) = &self.redis {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            let prefix = format!("privrl-bench-{}-{nanos}", std::process::id());
+            let transport = RedisTransport::aggregator(url, &prefix)
+                .with_context(|| format!("connecting to {url}"))?;
+            let result = measure("redis (loopback)", &transport);
+            transport.delete_run()?;
+            result?;
+        }
+        let dir = suite_dir("bench")?.join("pgc");
+        std::fs::create_dir_all(&dir)?;
+        write_json(&dir.join("pgc.json"), &rows)?;
+        let mut report = Report::new(&dir, "PGC-A3C throughput");
+        report.paragraph(&format!(
+            "{} submissions per row, {} agent threads, Laplace ε = 1 with |B| = 1, backend \
+             `{}`, {} cores.",
+            self.submissions,
+            self.workers,
+            self.backend,
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        ));
+        report.table(
+            &[
+                "transport",
+                "what",
+                "submissions",
+                "seconds",
+                "submissions/s",
+            ],
+            rows.iter()
+                .map(|r| {
+                    vec![
+                        Cell::from(r.transport),
+                        Cell::from(r.what),
+                        Cell::from(r.submissions),
+                        Cell::from(r.seconds),
+                        Cell::from(r.per_second),
+                    ]
+                })
+                .collect(),
+        );
+        report.reproduce(["cargo xtask pgc bench --redis redis://127.0.0.1:6390/"]);
+        let path = report.write()?;
+        for r in &rows {
+            println!(
+                "{:<18} {:<46} {:>8.0} submissions/s",
+                r.transport, r.what, r.per_second
+            );
+        }
+        println!("wrote {}", path.display());
+        Ok(())
+    }
+}
