@@ -484,12 +484,24 @@ impl Point {
         self.runs.iter().map(|r| r.median_return).collect()
     }
 
-    /// Episodes to solved per seed, an unsolved seed counting as its episode budget.
+    /// Episodes to solved per seed, an unsolved seed counting as the episodes it ran
+    /// (censored: for the plots).
     fn convergence(&self) -> Vec<f64> {
         self.runs
             .iter()
             .map(|r| r.solved_at_episode.unwrap_or(r.episodes) as f64)
             .collect()
+    }
+
+    /// Median episodes to solved over seeds, an unsolved seed counting as ∞ (for the table).
+    fn median_convergence(&self) -> f64 {
+        median(
+            &self
+                .runs
+                .iter()
+                .map(|r| r.solved_at_episode.map_or(f64::INFINITY, |e| e as f64))
+                .collect::<Vec<_>>(),
+        )
     }
 
     fn solved(&self) -> usize {
@@ -533,7 +545,7 @@ fn family_charts(
         (
             "convergence",
             "convergence time",
-            "episodes to solved (median over seeds; unsolved = budget)",
+            "episodes to solved (median over seeds; unsolved = episodes run)",
             |p| median(&p.convergence()),
         ),
     ];
@@ -696,7 +708,6 @@ fn run_in(root: &Path, args: DpsgdArgs) -> Result<PathBuf> {
 
     let mut rows = Vec::new();
     for point in &points {
-        let convergence = point.convergence();
         rows.push(vec![
             Cell::from(point.method.name()),
             Cell::from(format_number(point.noise)),
@@ -705,7 +716,10 @@ fn run_in(root: &Path, args: DpsgdArgs) -> Result<PathBuf> {
             Cell::from(format_number(median(&point.median_returns()))),
             Cell::from(format!(
                 "{} ({}/{} solved)",
-                format_number(median(&convergence)),
+                match point.median_convergence() {
+                    e if e.is_finite() => format_number(e),
+                    _ => "∞".to_string(),
+                },
                 point.solved(),
                 point.runs.len()
             )),
@@ -728,7 +742,7 @@ fn run_in(root: &Path, args: DpsgdArgs) -> Result<PathBuf> {
             &format!("ε (δ = {})", plan.delta),
             "average reward (mean ± std over seeds)",
             "median reward",
-            "episodes to solved (median; unsolved = budget)",
+            "episodes to solved (median; unsolved = ∞)",
             "env steps",
             "wall s",
         ],
