@@ -164,6 +164,33 @@ struct KickstartPlan {
 }
 
 impl KickstartArgs {
+    /// Quick mode with every other flag at its default (for `quickstart`).
+    pub fn quick(seed: u64, backend: BackendChoice, threads: usize) -> Self {
+        Self {
+            quick: true,
+            seeds: None,
+            env: "CartPole-v1".into(),
+            epochs: None,
+            teacher_epochs: None,
+            steps_per_epoch: None,
+            k0: 5.0,
+            lambda: 0.5,
+            beta: 0.05,
+            balance: 1.0,
+            eta: None,
+            tau: 0.0127,
+            adjacency: 0.01,
+            concentration_floor: 0.01,
+            budget_epsilon: None,
+            exhausted: Exhausted::Uniform,
+            vanishing_per: VanishingPer::Rollout,
+            sweep: false,
+            seed,
+            backend,
+            threads,
+        }
+    }
+
     fn plan(&self) -> KickstartPlan {
         let pick =
             |v: Option<usize>, quick, full| v.unwrap_or(if self.quick { quick } else { full });
@@ -540,7 +567,7 @@ fn train_student<B: Backend>(
         teacher_config = Some(tc);
         student_config = Some(sc);
     }
-    run.write_config(&serde_json::json!({
+    let config = serde_json::json!({
         "setting": job.setting,
         "seed": job.seed,
         "env": plan.env,
@@ -550,7 +577,16 @@ fn train_student<B: Backend>(
         "teacher": teacher_config,
         "student": student_config,
         "backend": plan.backend,
-    }))?;
+    });
+    // Through text and back, as the file on disk is, so that the comparison is exact.
+    let config: serde_json::Value = serde_json::from_str(&config.to_string())?;
+    // A finished run with the same configuration is read back instead of retrained.
+    if run.is_complete()
+        && read_json::<serde_json::Value>(&run.file("config.json")).ok() == Some(config.clone())
+    {
+        return read_json(&run.file("summary.json"));
+    }
+    run.write_config(&config)?;
     let mut metrics = run.metrics()?;
     let bar = progress.map(|p| p.bar(plan.epochs as u64));
     let mut curve: Vec<(f64, f64)> = Vec::new();

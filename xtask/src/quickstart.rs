@@ -279,6 +279,22 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
             pathdiff(&pgc, &dir)
         ));
 
+    // 8. Privacy-preserving kickstarting, quick mode.
+    let kickstart = crate::kickstart_suite::run(crate::kickstart_suite::KickstartArgs::quick(
+        args.seeds.first().copied().unwrap_or(0),
+        args.backend,
+        args.threads,
+    ))?;
+    report
+        .heading("Privacy-preserving kickstarting")
+        .paragraph(&format!(
+            "Dirichlet-privatised (64, 64) PPO teacher, (32, 32) PPO students, Fig. 2 of Gohari \
+             et al. in quick mode (2 seeds, 6 epochs of 500 steps): see [{}]({}). `cargo xtask \
+             suite kickstart` runs the 10-seed version.",
+            kickstart.display(),
+            pathdiff(&kickstart, &dir)
+        ));
+
     report.paragraph(&format!(
         "Quickstart took {:.0} s.",
         start.elapsed().as_secs_f64()
