@@ -842,15 +842,7 @@ mod tests {
             assert!(root.join("dpsgd").join(format!("{stem}.png")).is_file());
         }
         let run = root.join("dpsgd").join("dp-sgd-reinforce-sigma1-seed7");
-        for file in [
-            "config.json",
-            "metrics.csv",
-            "summary.json",
-            "curve.png",
-            "curve.svg",
-        ] {
-            assert!(run.join(file).is_file(), "{file} missing");
-        }
+        crate::run::tests::assert_complete_run(&run);
         let summary: RunSummary = crate::run::read_json(&run.join("summary.json")).unwrap();
         assert_eq!(summary.episodes, 60);
         // One Gaussian release per episode-record at q = 1 (σ = 1, δ = 1e-5).

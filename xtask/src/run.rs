@@ -528,6 +528,20 @@ pub(crate) mod tests {
         }
     }
 
+    /// Asserts that `run` has the files every run directory must have (ARCHITECTURE.md) and a
+    /// learning-curve plot.
+    pub(crate) fn assert_complete_run(run: &Path) {
+        for file in [
+            CONFIG_FILE,
+            METRICS_FILE,
+            SUMMARY_FILE,
+            "curve.png",
+            "curve.svg",
+        ] {
+            assert!(run.join(file).is_file(), "{file} missing in {}", run.display());
+        }
+    }
+
     pub(crate) fn temp_dir(test: &str) -> TestDir {
         let dir = std::env::temp_dir().join(format!("privrl-xtask-{}-{test}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);

@@ -897,15 +897,7 @@ mod tests {
         .unwrap();
         assert_eq!(result.summary.episodes, 3);
         let run = root.join("test").join("reinforce-cartpole-v1-seed4");
-        for file in [
-            "config.json",
-            "metrics.csv",
-            "summary.json",
-            "curve.png",
-            "curve.svg",
-        ] {
-            assert!(run.join(file).is_file(), "{file} missing");
-        }
+        crate::run::tests::assert_complete_run(&run);
         let metrics = crate::run::read_metrics(&run.join("metrics.csv")).unwrap();
         assert_eq!(metrics.len(), 3);
         assert_eq!(
