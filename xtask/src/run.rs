@@ -538,7 +538,11 @@ pub(crate) mod tests {
             "curve.png",
             "curve.svg",
         ] {
-            assert!(run.join(file).is_file(), "{file} missing in {}", run.display());
+            assert!(
+                run.join(file).is_file(),
+                "{file} missing in {}",
+                run.display()
+            );
         }
     }
 
