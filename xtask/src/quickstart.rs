@@ -125,6 +125,9 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
          Each section links to its run directories under `runs/quickstart/`.",
     );
 
+    // The quick suites run on the first seed.
+    let seed = args.seeds.first().copied().unwrap_or(0);
+
     // 1. Backend: first- and second-order gradients on the chosen backend.
     let doctor = dispatch(args.backend, Doctor)?;
     report
@@ -216,7 +219,7 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
         image_size: None,
         iterations: None,
         tv_weight: None,
-        seed: args.seeds.first().copied().unwrap_or(0),
+        seed,
         backend: args.backend,
         skip_ablations: false,
         threads: args.threads,
@@ -252,7 +255,7 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
 
     // 6. DP-SGD and local DP for REINFORCE and DQN on CartPole-v1, quick mode.
     let dpsgd = crate::dpsgd_suite::run(crate::dpsgd_suite::DpsgdArgs::quick(
-        args.seeds.first().copied().unwrap_or(0),
+        seed,
         args.backend,
         args.threads,
     ))?;
@@ -266,7 +269,7 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
 
     // 7. PGC-A3C (locally private distributed A3C), quick mode, in-process.
     let pgc = crate::pgc_suite::run(crate::pgc_suite::PgcSuiteArgs::quick(
-        args.seeds.first().copied().unwrap_or(0),
+        seed,
         args.backend,
         args.threads,
     ))?;
@@ -281,7 +284,7 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
 
     // 8. Privacy-preserving kickstarting, quick mode.
     let kickstart = crate::kickstart_suite::run(crate::kickstart_suite::KickstartArgs::quick(
-        args.seeds.first().copied().unwrap_or(0),
+        seed,
         args.backend,
         args.threads,
     ))?;
