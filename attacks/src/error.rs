@@ -74,6 +74,9 @@ pub enum AttackError {
     /// Two attack parts that cannot be combined.
     #[error("incompatible attack configuration: {0}")]
     Incompatible(String),
+    /// A defence could not privatise the gradient (a bad parameter, a mechanism error).
+    #[error("defence: {0}")]
+    Defence(String),
     /// Two lists that must have the same length.
     #[error("{what}: {left} vs {right} entries")]
     LengthMismatch {

@@ -17,12 +17,15 @@
 //! - [`recovery`]: the rule-based action and signal reconstruction (eq. 7–9, Section IV-C2).
 //! - [`metrics`]: PSNR, SSIM, IoU, action accuracy, percentage and absolute errors.
 //! - [`suite`]: per-sample evaluation rows for Tables I and II.
+//! - [`defence`]: DP-SGD, Laplace and projected-random-sign defences between the learner and
+//!   the attacker, for measuring leakage against ε.
 //!
 //! Second-order gradients use `Autodiff<Autodiff<B>>` (see `ARCHITECTURE.md`); every layer of
 //! the victim is twice differentiable.
 
 pub mod adam;
 pub mod attack;
+pub mod defence;
 pub mod error;
 pub mod metrics;
 pub mod parts;
@@ -32,6 +35,7 @@ pub mod victim;
 
 pub use adam::{TensorAdam, TensorAdamConfig};
 pub use attack::{attack, AttackConfig, LossRecord, Reconstruction, Stage};
+pub use defence::GradientDefence;
 pub use error::AttackError;
 pub use metrics::{
     absolute_error, action_accuracy, bbox_iou, luma_bt601, percentage_error, psnr, ssim,
@@ -45,7 +49,10 @@ pub use recovery::{
     action_from_bias_gradient, odd_sign_action, policy_gradient_recovery,
     q_value_from_error_magnitude, PolicyGradientRecovery, QValueRecovery,
 };
-pub use suite::{evaluate_inversion, score_reconstruction, InversionRow, ReconstructedState};
+pub use suite::{
+    evaluate_defended_inversion, evaluate_inversion, score_reconstruction, InversionRow,
+    ReconstructedState,
+};
 pub use victim::{
     linear_part_forward, Inner, LinearPartInput, LinearPartOutput, Outer, Sample, Victim,
     VictimKind,

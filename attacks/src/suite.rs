@@ -5,9 +5,12 @@
 use std::time::Instant;
 
 use burn::tensor::backend::Backend;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::attack::{attack, AttackConfig, Reconstruction};
+use crate::defence::GradientDefence;
 use crate::error::AttackError;
 use crate::metrics::{
     absolute_error, bbox_iou, percentage_error, score_rgb, score_single_channel,
@@ -62,11 +65,33 @@ pub fn evaluate_inversion<B: Backend>(
     config: &AttackConfig,
     normalisation: ImageNormalisation,
 ) -> Result<Vec<InversionRow>, AttackError> {
+    // `None` draws nothing from the generator, so its seed does not matter.
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    evaluate_defended_inversion(
+        victim,
+        samples,
+        config,
+        normalisation,
+        &GradientDefence::None,
+        &mut rng,
+    )
+}
+
+/// [`evaluate_inversion`] with every single-sample gradient passed through `defence` before
+/// the attack sees it; with [`GradientDefence::None`] the two are the same computation.
+pub fn evaluate_defended_inversion<B: Backend>(
+    victim: &Victim<B>,
+    samples: &[Sample],
+    config: &AttackConfig,
+    normalisation: ImageNormalisation,
+    defence: &GradientDefence,
+    rng: &mut impl Rng,
+) -> Result<Vec<InversionRow>, AttackError> {
     samples
         .iter()
         .enumerate()
         .map(|(index, sample)| {
-            let record = victim.shared_gradient(std::slice::from_ref(sample))?;
+            let record = defence.release(victim, std::slice::from_ref(sample), rng)?;
             let start = Instant::now();
             let reconstruction = attack(victim, &record, config)?;
             let attack_ms = start.elapsed().as_secs_f64() * 1e3;

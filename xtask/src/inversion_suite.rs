@@ -57,17 +57,20 @@ pub struct InversionArgs {
     pub threads: usize,
 }
 
+/// Entropy weight α of the REINFORCE victim (eq. 4); the paper does not state it.
+pub(crate) const ENTROPY_WEIGHT: f64 = 0.01;
+
 /// Resolved parameters of one suite run (what `config.json` records).
 #[derive(Debug, Clone, Serialize)]
-struct InversionPlan {
-    samples: usize,
-    image_size: usize,
-    iterations: usize,
-    tv_weight: f64,
-    seed: u64,
-    backend: BackendChoice,
+pub(crate) struct InversionPlan {
+    pub(crate) samples: usize,
+    pub(crate) image_size: usize,
+    pub(crate) iterations: usize,
+    pub(crate) tv_weight: f64,
+    pub(crate) seed: u64,
+    pub(crate) backend: BackendChoice,
     /// Entropy weight α of the REINFORCE victim (eq. 4); the paper does not state it.
-    entropy_weight: f64,
+    pub(crate) entropy_weight: f64,
 }
 
 impl InversionArgs {
@@ -83,7 +86,7 @@ impl InversionArgs {
                 .unwrap_or(if self.quick { 0.01 } else { 0.1 }),
             seed: self.seed,
             backend: self.backend,
-            entropy_weight: 0.01,
+            entropy_weight: ENTROPY_WEIGHT,
         }
     }
 }
@@ -117,7 +120,7 @@ impl Method {
         Method::QgiJoint,
     ];
 
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Method::Qgi => "QGI",
             Method::Rgi => "RGI",
@@ -128,7 +131,7 @@ impl Method {
         }
     }
 
-    fn slug(self) -> &'static str {
+    pub(crate) fn slug(self) -> &'static str {
         match self {
             Method::Qgi => "qgi",
             Method::Rgi => "rgi",
@@ -181,7 +184,25 @@ impl Method {
         }
     }
 
-    fn victim_kind(self, entropy_weight: f64) -> VictimKind {
+    /// The attack as the suites run it: `iterations` per stage, the attack's seed, and the TV
+    /// weight where the method has a prior.
+    pub(crate) fn attack_config(
+        self,
+        iterations: usize,
+        seed: u64,
+        tv_weight: f64,
+    ) -> AttackConfig {
+        let mut config = self
+            .config()
+            .with_iterations_per_stage(iterations)
+            .with_seed(seed);
+        if config.prior.is_some() {
+            config.prior = Some(ImagePrior::TotalVariation { weight: tv_weight });
+        }
+        config
+    }
+
+    pub(crate) fn victim_kind(self, entropy_weight: f64) -> VictimKind {
         match self {
             Method::Rgi => VictimKind::Reinforce { entropy_weight },
             _ => VictimKind::Dqn,
@@ -194,22 +215,26 @@ impl Method {
 /// seeded action and the detection reward as supervision signal. For DQN the signal stands for
 /// the target Q-value of a one-step target (γ = 0); the paper's pre-collected transitions are
 /// not available.
-fn samples(plan: &InversionPlan, setting: RoomSetting) -> Result<(Vec<Sample>, Vec<String>)> {
+pub(crate) fn room_samples(
+    setting: RoomSetting,
+    image_size: usize,
+    count: usize,
+    seed: u64,
+) -> Result<(Vec<Sample>, Vec<String>)> {
     let config = RoomConfig::s1()
         .with_setting(setting)
-        .with_image_size(plan.image_size);
-    let rooms: Vec<_> = sample_observations(&config, 8 * plan.samples, plan.seed)?
+        .with_image_size(image_size);
+    let rooms: Vec<_> = sample_observations(&config, 8 * count, seed)?
         .into_iter()
         .filter(|r| r.reward > 0.0 && r.obs.vector.iter().any(|&v| v != 0.0))
-        .take(plan.samples)
+        .take(count)
         .collect();
     anyhow::ensure!(
-        rooms.len() == plan.samples,
-        "only {} of {} sampled views show the target",
+        rooms.len() == count,
+        "only {} of {count} sampled views show the target",
         rooms.len(),
-        plan.samples
     );
-    let mut rng = ChaCha8Rng::seed_from_u64(plan.seed ^ 0x5eed);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed);
     let types = rooms.iter().map(|r| r.room_type.to_string()).collect();
     let samples = rooms
         .into_iter()
@@ -226,7 +251,7 @@ fn samples(plan: &InversionPlan, setting: RoomSetting) -> Result<(Vec<Sample>, V
 
 /// The victim network: strided conv encoders per image, a Dense branch over the bounding box,
 /// a Dense head over 7 actions (Section III, "Active Perception Task").
-fn victim_config(setting: RoomSetting, image_size: usize) -> MultimodalNetConfig {
+pub(crate) fn victim_config(setting: RoomSetting, image_size: usize) -> MultimodalNetConfig {
     let encoder =
         |channels| ConvEncoderConfig::new(channels, image_size).with_channels(vec![16, 32]);
     MultimodalNetConfig::new(4, privrl_envs::room::NUM_ACTIONS)
@@ -234,11 +259,11 @@ fn victim_config(setting: RoomSetting, image_size: usize) -> MultimodalNetConfig
         .with_depth(Some(encoder(1)))
 }
 
-struct InversionJob {
-    plan: InversionPlan,
-    method: Method,
-    setting: RoomSetting,
-    samples: Vec<Sample>,
+pub(crate) struct InversionJob {
+    pub(crate) plan: InversionPlan,
+    pub(crate) method: Method,
+    pub(crate) setting: RoomSetting,
+    pub(crate) samples: Vec<Sample>,
 }
 
 impl BackendTask for InversionJob {
@@ -246,16 +271,9 @@ impl BackendTask for InversionJob {
 
     fn run<B: Backend>(self, device: B::Device) -> Result<Vec<InversionRow>> {
         let kind = self.method.victim_kind(self.plan.entropy_weight);
-        let mut config = self
-            .method
-            .config()
-            .with_iterations_per_stage(self.plan.iterations)
-            .with_seed(self.plan.seed);
-        if config.prior.is_some() {
-            config.prior = Some(ImagePrior::TotalVariation {
-                weight: self.plan.tv_weight,
-            });
-        }
+        let config =
+            self.method
+                .attack_config(self.plan.iterations, self.plan.seed, self.plan.tv_weight);
         let victim = Victim::<B>::from_seed(
             &victim_config(self.setting, self.plan.image_size),
             kind,
@@ -272,7 +290,7 @@ impl BackendTask for InversionJob {
 }
 
 /// Mean ± std of `f` over the rows where it is defined.
-fn summary(rows: &[InversionRow], f: impl Fn(&InversionRow) -> Option<f64>) -> String {
+pub(crate) fn summary(rows: &[InversionRow], f: impl Fn(&InversionRow) -> Option<f64>) -> String {
     let values: Vec<f64> = rows
         .iter()
         .filter_map(f)
@@ -306,7 +324,7 @@ pub fn run(args: InversionArgs) -> Result<std::path::PathBuf> {
     let mut room_types = Vec::new();
     let mut truths = Vec::new();
     for setting in [RoomSetting::S1, RoomSetting::S2] {
-        let (samples, types) = samples(&plan, setting)?;
+        let (samples, types) = room_samples(setting, plan.image_size, plan.samples, plan.seed)?;
         room_types = types;
         truths.push((setting, samples.clone()));
         let mut methods = vec![Method::Qgi, Method::Rgi];
@@ -655,7 +673,7 @@ pub fn run_attack(args: AttackArgs) -> Result<std::path::PathBuf> {
         SettingArg::S1 => RoomSetting::S1,
         SettingArg::S2 => RoomSetting::S2,
     };
-    let (truth, _) = samples(&plan, setting)?;
+    let (truth, _) = room_samples(setting, plan.image_size, plan.samples, plan.seed)?;
     let rows = dispatch(
         plan.backend,
         InversionJob {
@@ -701,7 +719,7 @@ pub fn run_attack(args: AttackArgs) -> Result<std::path::PathBuf> {
 }
 
 /// `metrics.csv` (one row per attacked sample) and `summary.json` of an attack's run.
-fn write_rows(run: &RunDir, rows: &[InversionRow]) -> Result<()> {
+pub(crate) fn write_rows(run: &RunDir, rows: &[InversionRow]) -> Result<()> {
     let mut metrics = run.metrics()?;
     let nan = f64::NAN;
     for row in rows {
@@ -739,9 +757,10 @@ mod tests {
             tv_weight: 0.1,
             seed: 0,
             backend: BackendChoice::default(),
-            entropy_weight: 0.01,
+            entropy_weight: ENTROPY_WEIGHT,
         };
-        let (truth, _) = samples(&plan, RoomSetting::S1).unwrap();
+        let (truth, _) =
+            room_samples(RoomSetting::S1, plan.image_size, plan.samples, plan.seed).unwrap();
         let dir = crate::run::tests::temp_dir("inversion-sheet");
         for method in [Method::Qgi, Method::Rgi]
             .into_iter()

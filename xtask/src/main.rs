@@ -10,6 +10,7 @@ mod dpsgd_suite;
 mod env_cmd;
 mod inversion_suite;
 mod kickstart_suite;
+mod leakage_suite;
 mod pgc_cmd;
 mod pgc_suite;
 mod plot;
@@ -92,6 +93,10 @@ enum SuiteCommand {
     /// Locally private distributed A3C (PGC-A3C): Tables 1–3 and Figs. 2–3 of Ono &
     /// Takahashi; writes runs/pgc/report.md.
     Pgc(pgc_suite::PgcSuiteArgs),
+    /// Gradient inversion against privatised gradients: QGI and RGI reconstruction quality
+    /// under DP-SGD (σ sweep), Laplace and projected random sign (ε sweep), beside the ε and
+    /// the utility of the DP-SGD and PGC suites; writes runs/leakage/report.md.
+    Leakage(leakage_suite::LeakageArgs),
 }
 
 fn main() {
@@ -119,6 +124,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Suite(SuiteCommand::Dpsgd(args)) => dpsgd_suite::run(args).map(|_| ()),
         Command::Suite(SuiteCommand::Kickstart(args)) => kickstart_suite::run(args).map(|_| ()),
         Command::Suite(SuiteCommand::Pgc(args)) => pgc_suite::run(args).map(|_| ()),
+        Command::Suite(SuiteCommand::Leakage(args)) => leakage_suite::run(args).map(|_| ()),
         Command::Pgc(cmd) => pgc_cmd::run(cmd),
         Command::Privacy(cmd) => privacy_cli::run(cmd),
         Command::Merge { suite_dir } => {

@@ -770,6 +770,184 @@ impl Figure for LineChart {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Dual-axis chart
+
+/// A line chart with a logarithmic x axis and two y axes: [`DualAxisChart::line`] series on
+/// the left axis, [`DualAxisChart::secondary_line`] series on the right (e.g. utility and
+/// leakage against ε).
+#[derive(Clone, Debug)]
+pub struct DualAxisChart {
+    title: String,
+    x_label: String,
+    y_label: String,
+    y2_label: String,
+    lines: Vec<Line>,
+    secondary: Vec<Line>,
+    size: (u32, u32),
+}
+
+impl DualAxisChart {
+    /// An empty chart titled `title`.
+    pub fn new(title: impl Into<String>) -> Self {
+        Self {
+            title: title.into(),
+            x_label: String::new(),
+            y_label: String::new(),
+            y2_label: String::new(),
+            lines: Vec::new(),
+            secondary: Vec::new(),
+            size: DEFAULT_SIZE,
+        }
+    }
+
+    /// Sets the x-axis label.
+    pub fn x_label(mut self, label: impl Into<String>) -> Self {
+        self.x_label = label.into();
+        self
+    }
+
+    /// Sets the left y-axis label.
+    pub fn y_label(mut self, label: impl Into<String>) -> Self {
+        self.y_label = label.into();
+        self
+    }
+
+    /// Sets the right y-axis label.
+    pub fn y2_label(mut self, label: impl Into<String>) -> Self {
+        self.y2_label = label.into();
+        self
+    }
+
+    /// Adds a series on the left axis.
+    pub fn line(mut self, line: Line) -> Self {
+        self.lines.push(line);
+        self
+    }
+
+    /// Adds a series on the right axis (drawn dashed).
+    pub fn secondary_line(mut self, line: Line) -> Self {
+        self.secondary.push(line);
+        self
+    }
+
+    /// Writes `<stem>.svg` and `<stem>.png`.
+    pub fn save(&self, stem: &Path) -> Result<PlotFiles> {
+        self.validate()
+            .and_then(|()| save_figure(self, stem))
+            .with_context(|| format!("plotting {:?}", self.title))
+    }
+
+    fn validate(&self) -> Result<()> {
+        ensure!(
+            !self.lines.is_empty() && !self.secondary.is_empty(),
+            "a dual-axis chart needs a series on each axis"
+        );
+        for line in self.lines.iter().chain(&self.secondary) {
+            ensure!(
+                !line.points.is_empty(),
+                "series {:?} has no points",
+                line.name
+            );
+            for &(x, y) in &line.points {
+                ensure!(
+                    x.is_finite() && x > 0.0 && y.is_finite(),
+                    "series {:?} has a point ({x}, {y}) off a log x axis",
+                    line.name
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// (min, max) of `axis` over `lines`.
+fn extent<'a>(
+    lines: impl Iterator<Item = &'a Line>,
+    axis: impl Fn(&(f64, f64)) -> f64,
+) -> (f64, f64) {
+    lines
+        .flat_map(|l| l.points.iter().map(&axis))
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        })
+}
+
+impl Figure for DualAxisChart {
+    fn size(&self) -> (u32, u32) {
+        self.size
+    }
+
+    fn draw<DB>(&self, root: &DrawingArea<DB, Shift>) -> Result<()>
+    where
+        DB: DrawingBackend,
+        DB::ErrorType: 'static,
+    {
+        let (x0, x1) = extent(self.lines.iter().chain(&self.secondary), |p| p.0);
+        let (x0, x1) = if x1 > x0 {
+            (x0, x1)
+        } else {
+            (x0 / 2.0, x1 * 2.0)
+        };
+        let factor = (x1 / x0).powf(0.05);
+        let (x0, x1) = (x0 / factor, x1 * factor);
+        let (y0, y1) = extent(self.lines.iter(), |p| p.1);
+        let (y0, y1) = padded(y0, y1, 0.06);
+        let (z0, z1) = extent(self.secondary.iter(), |p| p.1);
+        let (z0, z1) = padded(z0, z1, 0.06);
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(root)
+            .caption(&self.title, (FAMILY, 24))
+            .margin(16)
+            .x_label_area_size(56)
+            .y_label_area_size(76)
+            .right_y_label_area_size(76)
+            .build_cartesian_2d((x0..x1).log_scale(), y0..y1)?
+            .set_secondary_coord((x0..x1).log_scale(), z0..z1);
+        draw_mesh(&mut chart, &self.x_label, &self.y_label)?;
+        chart
+            .configure_secondary_axes()
+            .y_desc(self.y2_label.as_str())
+            .label_style((FAMILY, 15))
+            .axis_desc_style((FAMILY, 17))
+            .y_label_formatter(&|v| tick_label(*v))
+            .draw()?;
+        for (i, line) in self.lines.iter().enumerate() {
+            let c = color(i);
+            chart
+                .draw_series(LineSeries::new(
+                    line.points.iter().copied(),
+                    c.stroke_width(3),
+                ))?
+                .label(format!("{} (left)", line.name))
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3))
+                });
+            chart.draw_series(line.points.iter().map(|&p| Circle::new(p, 5, c.filled())))?;
+        }
+        for (i, line) in self.secondary.iter().enumerate() {
+            let c = color(self.lines.len() + i);
+            chart
+                .draw_secondary_series(DashedLineSeries::new(
+                    line.points.iter().copied(),
+                    8,
+                    5,
+                    c.stroke_width(2),
+                ))?
+                .label(format!("{} (right)", line.name))
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(2))
+                });
+            chart.draw_secondary_series(
+                line.points
+                    .iter()
+                    .map(|&p| TriangleMarker::new(p, 5, c.filled())),
+            )?;
+        }
+        draw_legend(&mut chart, SeriesLabelPosition::LowerRight)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Bar chart
 
 /// A bar chart: one bar per category, with optional symmetric error bars (e.g. ± std).

@@ -2,6 +2,7 @@
 //! every test binary links Burn, so one binary instead of many saves link time and disk.
 
 mod common;
+mod defence;
 mod end_to_end;
 mod metrics;
 mod parts;

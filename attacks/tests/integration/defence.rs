@@ -1,0 +1,174 @@
+//! The defences between learner and attacker: what they release, checked against the raw
+//! gradient exactly (none, clipping) and by Monte Carlo (the noise), and their effect on the
+//! rule-based action recovery.
+
+use crate::common;
+
+use burn::backend::NdArray;
+use privrl_attacks::{action_from_bias_gradient, GradientDefence, Victim, VictimKind};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+type B = NdArray;
+const SIZE: usize = 8;
+
+fn victim(seed: u64) -> Victim<B> {
+    Victim::<B>::from_seed(
+        &common::depth_config(SIZE),
+        VictimKind::Dqn,
+        seed,
+        &Default::default(),
+    )
+    .unwrap()
+}
+
+fn norm(v: &[f32]) -> f64 {
+    v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt()
+}
+
+#[test]
+fn no_defence_releases_the_shared_gradient_and_clipping_only_rescales_it() {
+    let victim = victim(1);
+    let mut rng = ChaCha8Rng::seed_from_u64(2);
+    let sample = common::synthetic_sample(None, Some(SIZE), 7, 2.0..5.0, &mut rng);
+    let raw = victim
+        .shared_gradient(std::slice::from_ref(&sample))
+        .unwrap();
+    let none = GradientDefence::None
+        .release(&victim, std::slice::from_ref(&sample), &mut rng)
+        .unwrap();
+    assert_eq!(none, raw);
+
+    let g = raw.flatten();
+    let clip = 0.25 * norm(&g);
+    let clipped = GradientDefence::Clip { clip }
+        .release(&victim, std::slice::from_ref(&sample), &mut rng)
+        .unwrap()
+        .flatten();
+    assert!((norm(&clipped) - clip).abs() < 1e-5 * clip);
+    for (c, r) in clipped.iter().zip(&g) {
+        assert!((f64::from(*c) - 0.25 * f64::from(*r)).abs() < 1e-6);
+    }
+    // A bound above the norm leaves the gradient as it is.
+    let unclipped = GradientDefence::Clip {
+        clip: 2.0 * norm(&g),
+    }
+    .release(&victim, std::slice::from_ref(&sample), &mut rng)
+    .unwrap()
+    .flatten();
+    assert_eq!(unclipped, g);
+}
+
+#[test]
+fn dp_sgd_adds_noise_of_standard_deviation_sigma_c_over_the_batch() {
+    let victim = victim(3);
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    let samples: Vec<_> = (0..2)
+        .map(|_| common::synthetic_sample(None, Some(SIZE), 7, 2.0..5.0, &mut rng))
+        .collect();
+    let (clip, sigma) = (0.5, 3.0);
+    // The noise-free part: the mean of the clipped per-sample gradients.
+    let mut mean = vec![0.0f64; victim.shared_gradient(&samples[..1]).unwrap().num_values()];
+    for s in &samples {
+        let g = victim
+            .shared_gradient(std::slice::from_ref(s))
+            .unwrap()
+            .flatten();
+        let scale = (clip / norm(&g)).min(1.0);
+        for (m, v) in mean.iter_mut().zip(&g) {
+            *m += scale * f64::from(*v) / samples.len() as f64;
+        }
+    }
+    let released = GradientDefence::DpSgd {
+        clip,
+        noise_multiplier: sigma,
+    }
+    .release(&victim, &samples, &mut rng)
+    .unwrap()
+    .flatten();
+    // Residuals ~ N(0, (σC/B)²) in every coordinate.
+    let residuals: Vec<f64> = released
+        .iter()
+        .zip(&mean)
+        .map(|(r, m)| f64::from(*r) - m)
+        .collect();
+    let n = residuals.len() as f64;
+    let mu = residuals.iter().sum::<f64>() / n;
+    let std = (residuals.iter().map(|r| (r - mu).powi(2)).sum::<f64>() / n).sqrt();
+    let expected = sigma * clip / samples.len() as f64;
+    assert!(n > 1000.0, "{n} coordinates");
+    assert!(mu.abs() < 5.0 * expected / n.sqrt(), "mean {mu}");
+    assert!(
+        (std / expected - 1.0).abs() < 5.0 / (2.0 * n).sqrt(),
+        "std {std} vs {expected}"
+    );
+}
+
+#[test]
+fn the_action_survives_weak_noise_and_falls_to_chance_under_strong_noise() {
+    let victim = victim(5);
+    let mut rng = ChaCha8Rng::seed_from_u64(6);
+    let bias = victim.last_bias_name();
+    let trials = 210;
+    let accuracy = |defence: GradientDefence, rng: &mut ChaCha8Rng| {
+        let mut correct = 0;
+        for _ in 0..trials {
+            let sample = common::synthetic_sample(None, Some(SIZE), 7, 2.0..5.0, rng);
+            let record = defence
+                .release(&victim, std::slice::from_ref(&sample), rng)
+                .unwrap();
+            let g = &record.get(&bias).unwrap().values;
+            correct += usize::from(action_from_bias_gradient(g) == sample.action);
+        }
+        correct as f64 / trials as f64
+    };
+    let none = accuracy(GradientDefence::None, &mut rng);
+    let weak = accuracy(
+        GradientDefence::Laplace {
+            epsilon: 1e9,
+            clip: 0.01,
+        },
+        &mut rng,
+    );
+    let strong = accuracy(
+        GradientDefence::DpSgd {
+            clip: 1.0,
+            noise_multiplier: 1e6,
+        },
+        &mut rng,
+    );
+    assert_eq!(none, 1.0);
+    assert!(weak > 0.95, "weak Laplace: {weak}");
+    // Binomial(210, 1/7): standard deviation 0.024.
+    assert!((strong - 1.0 / 7.0).abs() < 0.08, "strong DP-SGD: {strong}");
+}
+
+#[test]
+fn bad_defence_parameters_are_refused() {
+    let victim = victim(7);
+    let mut rng = ChaCha8Rng::seed_from_u64(8);
+    let sample = common::synthetic_sample(None, Some(SIZE), 7, 2.0..5.0, &mut rng);
+    for defence in [
+        GradientDefence::Clip { clip: 0.0 },
+        GradientDefence::DpSgd {
+            clip: 1.0,
+            noise_multiplier: -1.0,
+        },
+        GradientDefence::Laplace {
+            epsilon: f64::INFINITY,
+            clip: 0.01,
+        },
+        GradientDefence::ProjectedRandomSign {
+            epsilon: 0.0,
+            clip: 1.0,
+        },
+    ] {
+        let error = defence
+            .release(&victim, std::slice::from_ref(&sample), &mut rng)
+            .unwrap_err();
+        assert!(
+            error.to_string().contains("out of range"),
+            "{defence}: {error}"
+        );
+    }
+}

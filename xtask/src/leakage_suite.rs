@@ -1,0 +1,1059 @@
+//! `cargo xtask suite leakage`: how much QGI and RGI reconstruct when the shared gradient is
+//! privatised, set beside the ε the defence buys and the utility the DP-SGD and PGC suites
+//! measured at that strength.
+//!
+//! Every cell attacks the same room samples as `suite inversion`, on the same freshly
+//! initialised victims (the DQN Q-network for QGI, the REINFORCE policy for RGI, setting S1),
+//! with each single-sample gradient passed through a [`GradientDefence`] first.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use burn::tensor::backend::Backend;
+use clap::Args;
+use privrl_attacks::{
+    evaluate_defended_inversion, GradientDefence, ImageNormalisation, InversionRow, Sample, Victim,
+};
+use privrl_envs::room::{RoomSetting, NUM_ACTIONS};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::backend::{dispatch, BackendChoice, BackendTask};
+use crate::inversion_suite::ENTROPY_WEIGHT;
+use crate::inversion_suite::{room_samples, summary, victim_config, write_rows, Method};
+use crate::plot::{DualAxisChart, Line, LineChart};
+use crate::report::{format_number, Cell, Report};
+use crate::run::{runs_root, suite_dir, RunDir};
+use crate::sweep::{run_parallel, Job};
+
+/// "Recognisable" means mean SSIM ≥ this on some image or mean bbox IoU ≥ [`IOU_THRESHOLD`].
+pub const SSIM_THRESHOLD: f64 = 0.3;
+/// See [`SSIM_THRESHOLD`].
+pub const IOU_THRESHOLD: f64 = 0.5;
+
+/// Arguments of `suite leakage`.
+#[derive(Args, Debug, Clone, Serialize)]
+pub struct LeakageArgs {
+    /// Quick mode: 16×16 images, 20 samples per cell, 200 iterations per stage.
+    #[arg(long)]
+    pub quick: bool,
+    /// Samples per cell (attack × defence). Default 20 quick, 40 otherwise.
+    #[arg(long)]
+    pub samples: Option<usize>,
+    /// Image size in pixels. Default 16 quick, 32 otherwise.
+    #[arg(long)]
+    pub image_size: Option<usize>,
+    /// Optimisation iterations per attack stage. Default 200 quick, 1000 otherwise.
+    #[arg(long)]
+    pub iterations: Option<usize>,
+    /// Weight λ of the attack's TV prior. Default 0.01 quick, 0.1 otherwise (as `suite
+    /// inversion`).
+    #[arg(long)]
+    pub tv_weight: Option<f64>,
+    /// DP-SGD noise multipliers σ to sweep (comma-separated, each > 0).
+    #[arg(long, value_delimiter = ',', default_values_t = [0.001, 0.01, 0.1, 0.3, 1.0])]
+    pub dp_sgd_noise: Vec<f64>,
+    /// DP-SGD clipping norm C (the DP-SGD suite's default).
+    #[arg(long, default_value_t = 1.0)]
+    pub dp_sgd_clip: f64,
+    /// ε of the Laplace and projected-random-sign releases to sweep (comma-separated, > 0).
+    /// The PGC paper runs 1–10; larger values find where reconstruction comes back.
+    #[arg(long, value_delimiter = ',', default_values_t = [1.0, 10.0, 100.0, 1e3, 1e4, 1e5])]
+    pub ldp_epsilon: Vec<f64>,
+    /// Laplace clipping C (L1 norm ≤ C/2; the PGC paper's 0.01). Whenever C/2 is below the
+    /// gradient's L1 norm, the signal-to-noise ratio does not depend on C.
+    #[arg(long, default_value_t = 0.01)]
+    pub laplace_clip: f64,
+    /// Projected-random-sign element-wise clip C (the PGC paper's 1).
+    #[arg(long, default_value_t = 1.0)]
+    pub prs_clip: f64,
+    /// Poisson sampling rate q of the DP-SGD training run that σ is accounted over (the DP-SGD
+    /// suite's DQN: |B| = 128 from a 10k buffer).
+    #[arg(long, default_value_t = 0.0128)]
+    pub train_sample_rate: f64,
+    /// Gradient steps of that training run (the DP-SGD suite's DQN: 20k env steps, one step
+    /// every second).
+    #[arg(long, default_value_t = 10_000)]
+    pub train_steps: u64,
+    /// δ of the DP-SGD accounting.
+    #[arg(long, default_value_t = 1e-5)]
+    pub delta: f64,
+    /// The DP-SGD suite's runs, for the utility column (skipped if absent).
+    #[arg(long)]
+    pub dpsgd_runs: Option<PathBuf>,
+    /// The PGC suite's runs, for the utility column (skipped if absent).
+    #[arg(long)]
+    pub pgc_runs: Option<PathBuf>,
+    /// Seed of the samples, the victims, the attacks and the defences' noise.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Backend.
+    #[arg(long, value_enum, default_value_t = BackendChoice::default())]
+    pub backend: BackendChoice,
+    /// Worker threads (0: one per core); each runs one (attack, defence) cell.
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+}
+
+impl LeakageArgs {
+    fn plan(&self) -> Result<LeakagePlan> {
+        let pick =
+            |v: Option<usize>, quick, full| v.unwrap_or(if self.quick { quick } else { full });
+        let plan = LeakagePlan {
+            samples: pick(self.samples, 20, 40),
+            image_size: pick(self.image_size, 16, 32),
+            iterations: pick(self.iterations, 200, 1000),
+            tv_weight: self
+                .tv_weight
+                .unwrap_or(if self.quick { 0.01 } else { 0.1 }),
+            seed: self.seed,
+            backend: self.backend,
+            train_sample_rate: self.train_sample_rate,
+            train_steps: self.train_steps,
+            delta: self.delta,
+            defences: self.defences(),
+        };
+        anyhow::ensure!(plan.samples >= 1, "--samples must be at least 1");
+        anyhow::ensure!(
+            (8..=512).contains(&plan.image_size),
+            "--image-size must be in 8..=512, got {}",
+            plan.image_size
+        );
+        anyhow::ensure!(
+            self.train_sample_rate > 0.0 && self.train_sample_rate <= 1.0,
+            "--train-sample-rate must be in (0, 1], got {}",
+            self.train_sample_rate
+        );
+        anyhow::ensure!(
+            self.delta > 0.0 && self.delta < 1.0,
+            "--delta must be in (0, 1), got {}",
+            self.delta
+        );
+        for defence in &plan.defences {
+            defence
+                .validate()
+                .with_context(|| format!("defence {defence}"))?;
+        }
+        Ok(plan)
+    }
+
+    /// No defence, clipping alone, DP-SGD over σ, Laplace and PRS over ε.
+    fn defences(&self) -> Vec<GradientDefence> {
+        let mut defences = vec![
+            GradientDefence::None,
+            GradientDefence::Clip {
+                clip: self.dp_sgd_clip,
+            },
+        ];
+        defences.extend(
+            self.dp_sgd_noise
+                .iter()
+                .map(|&noise_multiplier| GradientDefence::DpSgd {
+                    clip: self.dp_sgd_clip,
+                    noise_multiplier,
+                }),
+        );
+        defences.extend(
+            self.ldp_epsilon
+                .iter()
+                .map(|&epsilon| GradientDefence::Laplace {
+                    epsilon,
+                    clip: self.laplace_clip,
+                }),
+        );
+        defences.extend(self.ldp_epsilon.iter().map(|&epsilon| {
+            GradientDefence::ProjectedRandomSign {
+                epsilon,
+                clip: self.prs_clip,
+            }
+        }));
+        defences
+    }
+}
+
+/// Resolved parameters (what `config.json` records).
+#[derive(Debug, Clone, Serialize)]
+struct LeakagePlan {
+    samples: usize,
+    image_size: usize,
+    iterations: usize,
+    tv_weight: f64,
+    seed: u64,
+    backend: BackendChoice,
+    train_sample_rate: f64,
+    train_steps: u64,
+    delta: f64,
+    defences: Vec<GradientDefence>,
+}
+
+impl LeakagePlan {
+    /// ε of a DP-SGD training run at noise σ (RDP accountant, Poisson rate q, T steps, δ).
+    fn training_epsilon(&self, noise_multiplier: f64) -> f64 {
+        privrl_privacy::dp_sgd_epsilon(
+            self.train_sample_rate,
+            noise_multiplier,
+            self.train_steps,
+            self.delta,
+        )
+        .unwrap_or(f64::INFINITY)
+    }
+
+    /// The ε a cell is plotted at: per release for Laplace and PRS, over the training run
+    /// for DP-SGD, ∞ without a guarantee.
+    fn epsilon(&self, defence: &GradientDefence) -> f64 {
+        match *defence {
+            GradientDefence::DpSgd {
+                noise_multiplier, ..
+            } => self.training_epsilon(noise_multiplier),
+            _ => defence.epsilon_per_release().unwrap_or(f64::INFINITY),
+        }
+    }
+}
+
+/// One cell: an attack against a victim whose gradients pass through a defence.
+pub(crate) struct LeakageJob {
+    pub(crate) method: Method,
+    pub(crate) defence: GradientDefence,
+    pub(crate) samples: Vec<Sample>,
+    pub(crate) image_size: usize,
+    pub(crate) iterations: usize,
+    pub(crate) tv_weight: f64,
+    pub(crate) seed: u64,
+    /// Seed of the defence's noise.
+    pub(crate) noise_seed: u64,
+    pub(crate) progress: Option<indicatif::ProgressBar>,
+}
+
+impl BackendTask for LeakageJob {
+    type Output = Vec<InversionRow>;
+
+    fn run<B: Backend>(self, device: B::Device) -> Result<Vec<InversionRow>> {
+        let config = self
+            .method
+            .attack_config(self.iterations, self.seed, self.tv_weight);
+        let victim = Victim::<B>::from_seed(
+            &victim_config(RoomSetting::S1, self.image_size),
+            self.method.victim_kind(ENTROPY_WEIGHT),
+            self.seed,
+            &device,
+        )?;
+        let mut rng = ChaCha8Rng::seed_from_u64(self.noise_seed);
+        let mut rows = Vec::with_capacity(self.samples.len());
+        for (index, sample) in self.samples.iter().enumerate() {
+            let mut row = evaluate_defended_inversion(
+                &victim,
+                std::slice::from_ref(sample),
+                &config,
+                ImageNormalisation::Clamp,
+                &self.defence,
+                &mut rng,
+            )?
+            .remove(0);
+            row.sample = index;
+            rows.push(row);
+            if let Some(bar) = &self.progress {
+                bar.inc(1);
+            }
+        }
+        Ok(rows)
+    }
+}
+
+/// Mean reconstruction quality of one cell.
+#[derive(Debug, Clone, Serialize)]
+struct CellScores {
+    rgb_psnr: f64,
+    rgb_ssim: f64,
+    depth_psnr: f64,
+    depth_ssim: f64,
+    iou: f64,
+    action_accuracy: f64,
+}
+
+impl CellScores {
+    fn of(rows: &[InversionRow]) -> Self {
+        let mean = |f: &dyn Fn(&InversionRow) -> Option<f64>| {
+            let values: Vec<f64> = rows
+                .iter()
+                .filter_map(f)
+                .filter(|v| v.is_finite())
+                .collect();
+            if values.is_empty() {
+                f64::NAN
+            } else {
+                values.iter().sum::<f64>() / values.len() as f64
+            }
+        };
+        Self {
+            rgb_psnr: mean(&|r| r.rgb.map(|s| s.psnr)),
+            rgb_ssim: mean(&|r| r.rgb.map(|s| s.ssim)),
+            depth_psnr: mean(&|r| r.depth.map(|s| s.psnr)),
+            depth_ssim: mean(&|r| r.depth.map(|s| s.ssim)),
+            iou: mean(&|r| r.vector_iou),
+            action_accuracy: mean(&|r| Some(f64::from(u8::from(r.action_correct)))),
+        }
+    }
+
+    /// Neither image reaches [`SSIM_THRESHOLD`] and the box misses [`IOU_THRESHOLD`].
+    fn unrecognisable(&self) -> bool {
+        let below = |v: f64| v.is_nan() || v < SSIM_THRESHOLD;
+        let below_iou = |v: f64| v.is_nan() || v < IOU_THRESHOLD;
+        below(self.rgb_ssim) && below(self.depth_ssim) && below_iou(self.iou)
+    }
+}
+
+/// Utility at one defence strength, from another suite's runs.
+#[derive(Debug, Clone, Copy)]
+struct Utility {
+    value: f64,
+    /// ε that suite's accountant reported (DP-SGD), if any.
+    epsilon: Option<f64>,
+}
+
+/// The DP-SGD suite's summaries that the leakage report reads.
+#[derive(Debug, Deserialize)]
+struct DpsgdSummary {
+    method: String,
+    noise: f64,
+    mean_return: f64,
+    epsilon: Option<f64>,
+}
+
+/// The PGC suite's summaries that the leakage report reads.
+#[derive(Debug, Deserialize)]
+struct PgcSummary {
+    mechanism: String,
+    epsilon: Option<f64>,
+    fig2: bool,
+    first_success: Option<u64>,
+}
+
+/// Every `*/summary.json` under `dir` that parses as `T` (other suites' runs are skipped).
+fn read_summaries<T: for<'de> Deserialize<'de>>(dir: &Path) -> Vec<T> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut summaries: Vec<(PathBuf, T)> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().join("summary.json"))
+        .filter_map(|path| {
+            let text = std::fs::read_to_string(&path).ok()?;
+            Some((path, serde_json::from_str(&text).ok()?))
+        })
+        .collect();
+    summaries.sort_by(|a, b| a.0.cmp(&b.0));
+    summaries.into_iter().map(|(_, s)| s).collect()
+}
+
+/// Utility per cell, keyed by (method slug, defence family, strength bits).
+#[derive(Default)]
+struct UtilityTable {
+    cells: BTreeMap<(String, &'static str, u64), Utility>,
+    sources: Vec<String>,
+}
+
+impl UtilityTable {
+    /// DP-SGD: mean training return (over seeds) of the DP-SGD suite's DQN (for QGI) and
+    /// REINFORCE (for RGI) at the same σ. PGC: the success ratio of the PGC suite's trials (its
+    /// Table 2) at the same mechanism and ε, for both attacks (PGC trains one A3C agent).
+    fn read(dpsgd: &Path, pgc: &Path) -> Self {
+        let mut table = Self::default();
+        let mut returns: BTreeMap<(String, u64), (Vec<f64>, Option<f64>)> = BTreeMap::new();
+        for s in read_summaries::<DpsgdSummary>(dpsgd) {
+            let slug = match s.method.as_str() {
+                "dp-sgd-dqn" => "qgi",
+                "dp-sgd-reinforce" => "rgi",
+                _ => continue,
+            };
+            let entry = returns
+                .entry((slug.to_owned(), s.noise.to_bits()))
+                .or_default();
+            entry.0.push(s.mean_return);
+            entry.1 = match (entry.1, s.epsilon) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        if !returns.is_empty() {
+            table.sources.push(format!(
+                "DP-SGD: mean training return on CartPole-v1 from {}",
+                dpsgd.display()
+            ));
+        }
+        for ((slug, noise), (values, epsilon)) in returns {
+            let value = values.iter().sum::<f64>() / values.len() as f64;
+            table
+                .cells
+                .insert((slug, "dp-sgd", noise), Utility { value, epsilon });
+        }
+        let mut trials: BTreeMap<(&'static str, u64), (usize, usize)> = BTreeMap::new();
+        for s in read_summaries::<PgcSummary>(pgc) {
+            let (Some(epsilon), false) = (s.epsilon, s.fig2) else {
+                continue;
+            };
+            let family = match s.mechanism.as_str() {
+                "Lap" => "laplace",
+                "PRS" => "prs",
+                _ => continue,
+            };
+            let entry = trials.entry((family, epsilon.to_bits())).or_default();
+            entry.0 += usize::from(s.first_success.is_some());
+            entry.1 += 1;
+        }
+        if !trials.is_empty() {
+            table.sources.push(format!(
+                "Laplace and PRS: PGC-A3C success ratio on CartPole (Table 2) from {}",
+                pgc.display()
+            ));
+        }
+        for ((family, epsilon), (successes, count)) in trials {
+            let utility = Utility {
+                value: successes as f64 / count as f64,
+                epsilon: Some(f64::from_bits(epsilon)),
+            };
+            for slug in ["qgi", "rgi"] {
+                table
+                    .cells
+                    .insert((slug.to_owned(), family, epsilon), utility);
+            }
+        }
+        table
+    }
+
+    fn get(&self, method: Method, defence: &GradientDefence) -> Option<Utility> {
+        let strength = match *defence {
+            GradientDefence::DpSgd {
+                noise_multiplier, ..
+            } => noise_multiplier,
+            GradientDefence::Laplace { epsilon, .. }
+            | GradientDefence::ProjectedRandomSign { epsilon, .. } => epsilon,
+            _ => return None,
+        };
+        self.cells
+            .get(&(
+                method.slug().to_owned(),
+                defence.family(),
+                strength.to_bits(),
+            ))
+            .copied()
+    }
+}
+
+/// One finished cell.
+struct CellResult {
+    method: Method,
+    defence: GradientDefence,
+    epsilon: f64,
+    scores: CellScores,
+    rows: Vec<InversionRow>,
+}
+
+const METHODS: [Method; 2] = [Method::Qgi, Method::Rgi];
+
+/// Runs the suite and writes `runs/leakage/report.md`; returns the report's path.
+pub fn run(args: LeakageArgs) -> Result<PathBuf> {
+    suite_dir("leakage")?;
+    run_in(&runs_root(), args)
+}
+
+/// [`run`] under the runs root `root`.
+fn run_in(root: &Path, args: LeakageArgs) -> Result<PathBuf> {
+    let plan = args.plan()?;
+    let dir = root.join("leakage");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let (samples, _) = room_samples(RoomSetting::S1, plan.image_size, plan.samples, plan.seed)?;
+    let mut jobs = Vec::new();
+    for method in METHODS {
+        for (index, defence) in plan.defences.iter().enumerate() {
+            jobs.push(Job::new(
+                cell_name(method, defence),
+                LeakageJob {
+                    method,
+                    defence: *defence,
+                    samples: samples.clone(),
+                    image_size: plan.image_size,
+                    iterations: plan.iterations,
+                    tv_weight: plan.tv_weight,
+                    seed: plan.seed,
+                    noise_seed: plan.seed ^ (0x1eaf << 16) ^ index as u64,
+                    progress: None,
+                },
+            ));
+        }
+    }
+    let outcomes = run_parallel(jobs, args.threads, |mut job, progress| {
+        job.progress = Some(progress.bar(job.samples.len() as u64));
+        let (method, defence) = (job.method, job.defence);
+        Ok((method, defence, dispatch(plan.backend, job)?))
+    })?
+    .into_ok()?;
+
+    let mut cells = Vec::new();
+    for (name, (method, defence, rows)) in outcomes {
+        let run = RunDir::create_in(root, "leakage", &name)?;
+        run.write_config(&(&plan, &defence))?;
+        write_rows(&run, &rows)?;
+        cells.push(CellResult {
+            method,
+            epsilon: plan.epsilon(&defence),
+            scores: CellScores::of(&rows),
+            defence,
+            rows,
+        });
+    }
+    let utility = UtilityTable::read(
+        &args
+            .dpsgd_runs
+            .clone()
+            .unwrap_or_else(|| root.join("dpsgd")),
+        &args.pgc_runs.clone().unwrap_or_else(|| root.join("pgc")),
+    );
+    let report = write_report(&dir, &args, &plan, &cells, &utility)?;
+    println!("wrote {}", report.display());
+    Ok(report)
+}
+
+/// `qgi-none`, `rgi-dp-sgd-sigma0.1`, `qgi-laplace-eps10`: one run directory per cell.
+fn cell_name(method: Method, defence: &GradientDefence) -> String {
+    let strength = match *defence {
+        GradientDefence::None => String::new(),
+        GradientDefence::Clip { clip } => format!("-c{clip}"),
+        GradientDefence::DpSgd {
+            noise_multiplier, ..
+        } => format!("-sigma{noise_multiplier}"),
+        GradientDefence::Laplace { epsilon, .. }
+        | GradientDefence::ProjectedRandomSign { epsilon, .. } => format!("-eps{epsilon}"),
+    };
+    format!("{}-{}{strength}", method.slug(), defence.family())
+}
+
+fn write_report(
+    dir: &Path,
+    args: &LeakageArgs,
+    plan: &LeakagePlan,
+    cells: &[CellResult],
+    utility: &UtilityTable,
+) -> Result<PathBuf> {
+    let mut report = Report::new(
+        dir,
+        "Leakage: gradient inversion against privatised gradients",
+    );
+    report.paragraph(&format!(
+        "QGI (DQN victim) and RGI (REINFORCE victim) in setting S1 (RGB + depth + bounding box) \
+         attack one single-sample gradient per sample after it passes through a defence: DP-SGD \
+         clipping alone (C = {clip}), DP-SGD clipping + Gaussian noise σC (ε: the RDP \
+         accountant over a training run of {steps} steps at Poisson rate q = {q}, δ = {delta}), \
+         and the PGC mechanisms Laplace (C = {lap}) and projected random sign (C = {prs}) at \
+         their per-release ε. The attacker knows the defence; cosine matching ignores the \
+         scale that clipping and the mechanisms introduce, and all noise is zero-mean, so it \
+         matches the released gradient directly. {n} samples per cell from the rooms at \
+         {size}×{size} px, {iters} iterations per stage, λ = {tv}, backend `{backend}`, the \
+         same samples and victims as `suite inversion` with the same settings. Chance action \
+         accuracy is 1/{actions} = {chance:.2}.",
+        clip = args.dp_sgd_clip,
+        steps = plan.train_steps,
+        q = plan.train_sample_rate,
+        delta = plan.delta,
+        lap = args.laplace_clip,
+        prs = args.prs_clip,
+        n = plan.samples,
+        size = plan.image_size,
+        iters = plan.iterations,
+        tv = plan.tv_weight,
+        backend = plan.backend,
+        actions = NUM_ACTIONS,
+        chance = 1.0 / NUM_ACTIONS as f64,
+    ));
+    report.paragraph(&format!(
+        "A reconstruction counts as **unrecognisable** when the mean SSIM of both images is \
+         below {SSIM_THRESHOLD} and the mean bounding-box IoU is below {IOU_THRESHOLD}."
+    ));
+    if utility.sources.is_empty() {
+        report.paragraph(
+            "No DP-SGD or PGC suite runs were found, so the utility column is empty: run \
+             `cargo xtask suite dpsgd` and `cargo xtask suite pgc` first (or pass \
+             `--dpsgd-runs` / `--pgc-runs`).",
+        );
+    } else {
+        report.bullets(utility.sources.iter().map(|s| format!("Utility: {s}")));
+    }
+    let mut rows = Vec::new();
+    for cell in cells {
+        let util = utility.get(cell.method, &cell.defence);
+        rows.push(vec![
+            Cell::from(cell.method.name()),
+            Cell::from(cell.defence.to_string()),
+            Cell::from(format_epsilon(cell.epsilon)),
+            Cell::from(util.map_or("-".into(), |u| {
+                let eps = u
+                    .epsilon
+                    .map_or(String::new(), |e| format!(" (ε {})", format_epsilon(e)));
+                format!("{}{eps}", format_number(u.value))
+            })),
+            Cell::from(format!(
+                "{} / {}",
+                summary(&cell.rows, |r| r.rgb.map(|s| s.psnr)),
+                summary(&cell.rows, |r| r.rgb.map(|s| s.ssim))
+            )),
+            Cell::from(format!(
+                "{} / {}",
+                summary(&cell.rows, |r| r.depth.map(|s| s.psnr)),
+                summary(&cell.rows, |r| r.depth.map(|s| s.ssim))
+            )),
+            Cell::from(summary(&cell.rows, |r| r.vector_iou)),
+            Cell::from(format!("{:.0}%", 100.0 * cell.scores.action_accuracy)),
+            Cell::from(match cell.method {
+                Method::Rgi => summary(&cell.rows, |r| r.reward_abs_error),
+                _ => summary(&cell.rows, |r| r.target_q_error_pct),
+            }),
+            Cell::from(if cell.scores.unrecognisable() {
+                "no"
+            } else {
+                "yes"
+            }),
+        ]);
+    }
+    report
+        .heading("Privacy, utility and leakage")
+        .paragraph(
+            "Mean ± std over samples. Utility: DP-SGD rows, the DP-SGD suite's mean training \
+             return at the same σ (its own ε in brackets: its run length differs from the one \
+             assumed here); Laplace and PRS rows, the PGC suite's success ratio at the same ε.",
+        )
+        .table(
+            &[
+                "attack",
+                "defence",
+                "ε",
+                "utility",
+                "RGB PSNR / SSIM",
+                "depth PSNR / SSIM",
+                "bbox IoU",
+                "action accuracy",
+                "ε(Q) % or |r − r_rec|",
+                "recognisable",
+            ],
+            rows,
+        );
+
+    report.heading("Where reconstruction stops being recognisable");
+    let mut thresholds = Vec::new();
+    for method in METHODS {
+        for family in ["dp-sgd", "laplace", "prs"] {
+            let mut of_family: Vec<&CellResult> = cells
+                .iter()
+                .filter(|c| c.method == method && c.defence.family() == family)
+                .collect();
+            of_family.sort_by(|a, b| a.epsilon.total_cmp(&b.epsilon));
+            if of_family.is_empty() {
+                continue;
+            }
+            // The largest ε below which every tested strength is unrecognisable.
+            let safe = of_family
+                .iter()
+                .take_while(|c| c.scores.unrecognisable())
+                .last();
+            thresholds.push(match safe {
+                Some(c) => format!(
+                    "{} against {family}: unrecognisable at every tested ε ≤ {} ({})",
+                    method.name(),
+                    format_epsilon(c.epsilon),
+                    c.defence
+                ),
+                None => format!(
+                    "{} against {family}: recognisable already at the smallest tested ε {}",
+                    method.name(),
+                    format_epsilon(of_family[0].epsilon)
+                ),
+            });
+        }
+    }
+    report.bullets(thresholds);
+
+    report.heading("Plots");
+    for family in ["dp-sgd", "laplace", "prs"] {
+        if let Some(files) = family_plot(dir, family, cells, utility)? {
+            report.image(
+                &format!("{family}: utility and reconstruction quality against ε"),
+                &files.png,
+                Some(&files.svg),
+            );
+        }
+    }
+    let mut command = format!(
+        "cargo xtask suite leakage --samples {} --image-size {} --iterations {} --tv-weight {} --seed {}",
+        plan.samples, plan.image_size, plan.iterations, plan.tv_weight, plan.seed
+    );
+    if args.quick {
+        command = format!("cargo xtask suite leakage --quick --seed {}", plan.seed);
+    }
+    report.reproduce([command]);
+    report.write()
+}
+
+fn format_epsilon(epsilon: f64) -> String {
+    if epsilon.is_infinite() {
+        "∞".into()
+    } else {
+        format_number(epsilon)
+    }
+}
+
+/// One defence family: ε on a log x axis; left, the utility the other suite measured; right,
+/// depth SSIM and bbox IoU of both attacks. Without utility data, a plain chart of the right
+/// axis' series. `None` if the family has no finite ε.
+fn family_plot(
+    dir: &Path,
+    family: &str,
+    cells: &[CellResult],
+    utility: &UtilityTable,
+) -> Result<Option<crate::plot::PlotFiles>> {
+    let mut leakage = Vec::new();
+    let mut utility_lines = Vec::new();
+    for method in METHODS {
+        let mut of_family: Vec<&CellResult> = cells
+            .iter()
+            .filter(|c| c.method == method && c.defence.family() == family && c.epsilon.is_finite())
+            .collect();
+        of_family.sort_by(|a, b| a.epsilon.total_cmp(&b.epsilon));
+        if of_family.is_empty() {
+            continue;
+        }
+        let series = |f: &dyn Fn(&CellScores) -> f64| -> Vec<(f64, f64)> {
+            of_family
+                .iter()
+                .map(|c| (c.epsilon, f(&c.scores)))
+                .filter(|p| p.1.is_finite())
+                .collect()
+        };
+        for (what, points) in [
+            ("depth SSIM", series(&|s| s.depth_ssim)),
+            ("RGB SSIM", series(&|s| s.rgb_ssim)),
+            ("bbox IoU", series(&|s| s.iou)),
+        ] {
+            if !points.is_empty() {
+                leakage.push(Line::new(format!("{} {what}", method.name()), points));
+            }
+        }
+        let util: Vec<(f64, f64)> = of_family
+            .iter()
+            .filter_map(|c| {
+                utility
+                    .get(method, &c.defence)
+                    .map(|u| (c.epsilon, u.value))
+            })
+            .collect();
+        // PGC's utility is the same for both attacks: draw it once.
+        let drawn_already = family != "dp-sgd" && method == Method::Rgi;
+        if !util.is_empty() && !drawn_already {
+            let name = match family {
+                "dp-sgd" => format!("return ({} training)", method.victim_algorithm()),
+                _ => "PGC-A3C success ratio".to_owned(),
+            };
+            utility_lines.push(Line::new(name, util));
+        }
+    }
+    if leakage.is_empty() {
+        return Ok(None);
+    }
+    let title = format!("{family}: privacy, utility and leakage");
+    let x_label = match family {
+        "dp-sgd" => "ε (DP-SGD training run, RDP)",
+        _ => "ε per release",
+    };
+    let stem = dir.join(format!("leakage-{family}"));
+    let files = if utility_lines.is_empty() {
+        let mut chart = LineChart::new(title)
+            .x_label(x_label)
+            .y_label("SSIM / IoU")
+            .log_x();
+        for line in leakage {
+            chart = chart.line(line);
+        }
+        chart.save(&stem)?
+    } else {
+        let y_label = match family {
+            "dp-sgd" => "mean training return",
+            _ => "success ratio",
+        };
+        let mut chart = DualAxisChart::new(title)
+            .x_label(x_label)
+            .y_label(y_label)
+            .y2_label("reconstruction SSIM / IoU");
+        for line in utility_lines {
+            chart = chart.line(line);
+        }
+        for line in leakage {
+            chart = chart.secondary_line(line);
+        }
+        chart.save(&stem)?
+    };
+    Ok(Some(files))
+}
+
+impl Method {
+    /// The learner whose gradient the attack inverts.
+    fn victim_algorithm(self) -> &'static str {
+        match self {
+            Method::Rgi => "REINFORCE",
+            _ => "DQN",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inversion_suite::{InversionJob, InversionPlan};
+
+    /// Quick mode with the given seed, as `--quick` parses.
+    fn quick(seed: u64, backend: BackendChoice, threads: usize) -> LeakageArgs {
+        LeakageArgs {
+            quick: true,
+            samples: None,
+            image_size: None,
+            iterations: None,
+            tv_weight: None,
+            dp_sgd_noise: vec![0.001, 0.01, 0.1, 0.3, 1.0],
+            dp_sgd_clip: 1.0,
+            ldp_epsilon: vec![1.0, 10.0, 100.0, 1e3, 1e4, 1e5],
+            laplace_clip: 0.01,
+            prs_clip: 1.0,
+            train_sample_rate: 0.0128,
+            train_steps: 10_000,
+            delta: 1e-5,
+            dpsgd_runs: None,
+            pgc_runs: None,
+            seed,
+            backend,
+            threads,
+        }
+    }
+
+    #[test]
+    fn quick_matches_what_clap_parses() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: LeakageArgs,
+        }
+        let parsed = <Cli as clap::Parser>::parse_from(["leakage", "--quick", "--seed", "3"]).args;
+        let built = quick(3, BackendChoice::default(), 0);
+        assert_eq!(format!("{parsed:?}"), format!("{built:?}"));
+    }
+
+    fn tiny_args() -> LeakageArgs {
+        let mut args = quick(3, BackendChoice::default(), 2);
+        args.samples = Some(2);
+        args.image_size = Some(8);
+        args.iterations = Some(4);
+        args.dp_sgd_noise = vec![0.1];
+        args.ldp_epsilon = vec![10.0];
+        args
+    }
+
+    /// Scores and reconstructions, without the wall-clock time.
+    fn comparable(rows: &[InversionRow]) -> Vec<InversionRow> {
+        rows.iter()
+            .map(|r| InversionRow {
+                attack_ms: 0.0,
+                ..r.clone()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn without_a_defence_the_numbers_are_the_inversion_suites() {
+        let args = tiny_args();
+        let plan = args.plan().unwrap();
+        let (samples, _) =
+            room_samples(RoomSetting::S1, plan.image_size, plan.samples, plan.seed).unwrap();
+        for method in METHODS {
+            let inversion = dispatch(
+                plan.backend,
+                InversionJob {
+                    plan: InversionPlan {
+                        samples: plan.samples,
+                        image_size: plan.image_size,
+                        iterations: plan.iterations,
+                        tv_weight: plan.tv_weight,
+                        seed: plan.seed,
+                        backend: plan.backend,
+                        entropy_weight: ENTROPY_WEIGHT,
+                    },
+                    method,
+                    setting: RoomSetting::S1,
+                    samples: samples.clone(),
+                },
+            )
+            .unwrap();
+            let leakage = dispatch(
+                plan.backend,
+                LeakageJob {
+                    method,
+                    defence: GradientDefence::None,
+                    samples: samples.clone(),
+                    image_size: plan.image_size,
+                    iterations: plan.iterations,
+                    tv_weight: plan.tv_weight,
+                    seed: plan.seed,
+                    noise_seed: 99,
+                    progress: None,
+                },
+            )
+            .unwrap();
+            assert_eq!(comparable(&inversion), comparable(&leakage), "{method:?}");
+        }
+    }
+
+    #[test]
+    fn infinite_noise_leaves_the_action_at_chance() {
+        let args = tiny_args();
+        let plan = args.plan().unwrap();
+        let samples = 70;
+        let (samples, _) =
+            room_samples(RoomSetting::S1, plan.image_size, samples, plan.seed).unwrap();
+        let chance = 1.0 / NUM_ACTIONS as f64;
+        for (defence, method) in [
+            (
+                GradientDefence::DpSgd {
+                    clip: 1.0,
+                    noise_multiplier: 1e6,
+                },
+                Method::Qgi,
+            ),
+            (
+                GradientDefence::Laplace {
+                    epsilon: 1e-6,
+                    clip: 0.01,
+                },
+                Method::Rgi,
+            ),
+        ] {
+            let rows = dispatch(
+                plan.backend,
+                LeakageJob {
+                    method,
+                    defence,
+                    samples: samples.clone(),
+                    image_size: plan.image_size,
+                    iterations: 1,
+                    tv_weight: plan.tv_weight,
+                    seed: plan.seed,
+                    noise_seed: 5,
+                    progress: None,
+                },
+            )
+            .unwrap();
+            let accuracy = CellScores::of(&rows).action_accuracy;
+            // Binomial(70, 1/7): standard deviation 0.042; 3.5 of them either side.
+            assert!(
+                (accuracy - chance).abs() < 0.15,
+                "{defence}: action accuracy {accuracy} vs chance {chance}"
+            );
+            assert!(CellScores::of(&rows).unrecognisable(), "{defence}");
+        }
+    }
+
+    #[test]
+    fn a_tiny_suite_writes_every_cell_a_table_and_plots() {
+        let root = crate::run::tests::temp_dir("leakage-suite");
+        let report = run_in(&root, tiny_args()).unwrap();
+        let markdown = std::fs::read_to_string(&report).unwrap();
+        // 2 attacks × (none, clip, 1 σ, Laplace and PRS at 1 ε).
+        let rows = markdown
+            .lines()
+            .filter(|l| l.starts_with("| QGI") || l.starts_with("| RGI"))
+            .count();
+        assert_eq!(rows, 10, "{markdown}");
+        for name in [
+            "qgi-none",
+            "rgi-dp-sgd-sigma0.1",
+            "qgi-laplace-eps10",
+            "rgi-prs-eps10",
+        ] {
+            crate::run::tests::assert_complete_run(&root.join("leakage").join(name));
+        }
+        for family in ["dp-sgd", "laplace", "prs"] {
+            assert!(
+                root.join("leakage")
+                    .join(format!("leakage-{family}.png"))
+                    .is_file(),
+                "{family}"
+            );
+        }
+        assert!(markdown.contains("unrecognisable"), "{markdown}");
+    }
+
+    #[test]
+    fn bad_input_is_refused_with_the_allowed_range() {
+        let mut args = tiny_args();
+        args.dp_sgd_noise = vec![-1.0];
+        let error = format!("{:#}", args.plan().unwrap_err());
+        assert!(error.contains("noise_multiplier"), "{error}");
+        let mut args = tiny_args();
+        args.train_sample_rate = 2.0;
+        assert!(args.plan().is_err());
+    }
+
+    #[test]
+    fn utility_is_read_from_the_other_suites_summaries() {
+        let root = crate::run::tests::temp_dir("leakage-utility");
+        let write = |dir: &str, name: &str, json: &str| {
+            let path = root.join(dir).join(name);
+            std::fs::create_dir_all(&path).unwrap();
+            std::fs::write(path.join("summary.json"), json).unwrap();
+        };
+        write(
+            "dpsgd",
+            "a",
+            r#"{"method":"dp-sgd-dqn","noise":0.1,"mean_return":20.0,"epsilon":5.0}"#,
+        );
+        write(
+            "dpsgd",
+            "b",
+            r#"{"method":"dp-sgd-dqn","noise":0.1,"mean_return":40.0,"epsilon":6.0}"#,
+        );
+        for (i, success) in ["100", "null", "null", "7"].iter().enumerate() {
+            write(
+                "pgc",
+                &format!("t{i}"),
+                &format!(
+                    r#"{{"mechanism":"Lap","epsilon":10.0,"fig2":false,"first_success":{success}}}"#
+                ),
+            );
+        }
+        write(
+            "pgc",
+            "fig2",
+            r#"{"mechanism":"Lap","epsilon":10.0,"fig2":true,"first_success":null}"#,
+        );
+        let table = UtilityTable::read(&root.join("dpsgd"), &root.join("pgc"));
+        let dqn = table
+            .get(
+                Method::Qgi,
+                &GradientDefence::DpSgd {
+                    clip: 1.0,
+                    noise_multiplier: 0.1,
+                },
+            )
+            .unwrap();
+        assert_eq!((dqn.value, dqn.epsilon), (30.0, Some(6.0)));
+        let lap = GradientDefence::Laplace {
+            epsilon: 10.0,
+            clip: 0.01,
+        };
+        assert_eq!(table.get(Method::Rgi, &lap).unwrap().value, 0.5);
+        assert!(table
+            .get(
+                Method::Rgi,
+                &GradientDefence::DpSgd {
+                    clip: 1.0,
+                    noise_multiplier: 0.1
+                }
+            )
+            .is_none());
+    }
+}
