@@ -545,7 +545,7 @@ pub fn run(args: InversionArgs) -> Result<std::path::PathBuf> {
 
 /// A Fig. 3-style sheet: one row per sample (up to 6), the original beside the reconstruction,
 /// with the true and the reconstructed bounding boxes.
-fn reconstruction_sheet(
+pub(crate) fn reconstruction_sheet(
     path: &std::path::Path,
     method: Method,
     setting: RoomSetting,

@@ -22,7 +22,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::{dispatch, BackendChoice, BackendTask};
 use crate::inversion_suite::ENTROPY_WEIGHT;
-use crate::inversion_suite::{room_samples, summary, victim_config, write_rows, Method};
+use crate::inversion_suite::{
+    reconstruction_sheet, room_samples, summary, victim_config, write_rows, Method,
+};
 use crate::plot::{DualAxisChart, Line, LineChart};
 use crate::report::{format_number, Cell, Report};
 use crate::run::{runs_root, suite_dir, RunDir};
@@ -495,6 +497,14 @@ fn run_in(root: &Path, args: LeakageArgs) -> Result<PathBuf> {
         let run = RunDir::create_in(root, "leakage", &name)?;
         run.write_config(&(&plan, &defence))?;
         write_rows(&run, &rows)?;
+        reconstruction_sheet(
+            &run.path().join("reconstructions.png"),
+            method,
+            RoomSetting::S1,
+            &samples,
+            &rows,
+            plan.image_size,
+        )?;
         cells.push(CellResult {
             method,
             epsilon: plan.epsilon(&defence),
@@ -974,7 +984,10 @@ mod tests {
             "qgi-laplace-eps10",
             "rgi-prs-eps10",
         ] {
-            crate::run::tests::assert_complete_run(&root.join("leakage").join(name));
+            crate::run::tests::assert_run_files(
+                &root.join("leakage").join(name),
+                &["reconstructions.png"],
+            );
         }
         for family in ["dp-sgd", "laplace", "prs"] {
             assert!(

@@ -10,7 +10,9 @@ use clap::{Args, ValueEnum};
 use privrl_agents::pgc::{
     median_first_success, relative_area, run_pgc, success_ratio, AppliedSubmission,
 };
-use privrl_agents::{A3cConfig, InProcess, PgcConfig, PgcMechanism, RedisTransport, Transport};
+use privrl_agents::{
+    A3cConfig, Exploration, InProcess, PgcConfig, PgcMechanism, RedisTransport, Transport,
+};
 use serde::Serialize;
 
 use crate::backend::{dispatch, BackendChoice, BackendTask};
@@ -62,6 +64,14 @@ pub struct PgcSuiteArgs {
     /// TensorFlow layers may well have had them (Keras' default).
     #[arg(long)]
     pub bias: bool,
+    /// The ε of the cells (comma-separated, `inf` for ∞). Default 2,inf quick, 1,2,5,10,inf
+    /// otherwise (Tables 1–3).
+    #[arg(long, value_delimiter = ',', value_parser = parse_epsilon)]
+    pub epsilons: Option<Vec<f64>>,
+    /// Sample actions from π (the original A3C) instead of the paper's argmax with
+    /// α-greedy exploration, α = max(0, 0.5 − n/1800): an ablation for the policy collapse.
+    #[arg(long)]
+    pub sample_actions: bool,
     /// Base seed; trial k of every cell uses seed + k.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -85,10 +95,23 @@ impl PgcSuiteArgs {
             redis: None,
             workers: 9,
             bias: false,
+            epsilons: None,
+            sample_actions: false,
             seed,
             backend,
             threads,
         }
+    }
+}
+
+/// An ε for `--epsilons`: a number > 0, or `inf` for ∞.
+fn parse_epsilon(text: &str) -> Result<f64, String> {
+    match text.trim() {
+        "inf" | "∞" => Ok(f64::INFINITY),
+        other => match other.parse::<f64>() {
+            Ok(e) if e > 0.0 && e.is_finite() => Ok(e),
+            _ => Err(format!("expected a number > 0 or `inf`, got {other:?}")),
+        },
     }
 }
 
@@ -102,6 +125,7 @@ struct Plan {
     transport: TransportChoice,
     workers: usize,
     bias: bool,
+    sample_actions: bool,
     seed: u64,
     backend: BackendChoice,
 }
@@ -118,14 +142,15 @@ impl PgcSuiteArgs {
             } else {
                 10_000
             }),
-            epsilons: if self.quick {
-                vec![Some(2.0), None]
-            } else {
-                vec![Some(1.0), Some(2.0), Some(5.0), Some(10.0), None]
+            epsilons: match &self.epsilons {
+                Some(list) => list.iter().map(|&e| e.is_finite().then_some(e)).collect(),
+                None if self.quick => vec![Some(2.0), None],
+                None => vec![Some(1.0), Some(2.0), Some(5.0), Some(10.0), None],
             },
             transport: self.transport,
             workers: self.workers,
             bias: self.bias,
+            sample_actions: self.sample_actions,
             seed: self.seed,
             backend: self.backend,
         }
@@ -219,6 +244,9 @@ impl Trial {
             .with_workers(self.plan.workers)
             .with_bias(self.plan.bias)
             .with_buffer_size(self.buffer_size);
+        if self.plan.sample_actions {
+            config.a3c.exploration = Exploration::Sample;
+        }
         config
     }
 }
@@ -552,12 +580,23 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
     let command = if args.quick {
         "cargo xtask suite pgc --quick".to_string()
     } else {
+        let epsilons: Vec<String> = plan
+            .epsilons
+            .iter()
+            .map(|e| e.map_or("inf".into(), |e| e.to_string()))
+            .collect();
         format!(
-            "cargo xtask suite pgc --trials {} --max-submissions {} --seed {}{}",
+            "cargo xtask suite pgc --trials {} --max-submissions {} --epsilons {} --seed {}{}{}",
             plan.trials,
             plan.max_submissions,
+            epsilons.join(","),
             plan.seed,
-            if plan.bias { " --bias" } else { "" }
+            if plan.bias { " --bias" } else { "" },
+            if plan.sample_actions {
+                " --sample-actions"
+            } else {
+                ""
+            }
         )
     };
     report.reproduce([command]);

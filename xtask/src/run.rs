@@ -531,13 +531,15 @@ pub(crate) mod tests {
     /// Asserts that `run` has the files every run directory must have (ARCHITECTURE.md) and a
     /// learning-curve plot.
     pub(crate) fn assert_complete_run(run: &Path) {
-        for file in [
-            CONFIG_FILE,
-            METRICS_FILE,
-            SUMMARY_FILE,
-            "curve.png",
-            "curve.svg",
-        ] {
+        assert_run_files(run, &["curve.png", "curve.svg"]);
+    }
+
+    /// Asserts that `run` has the files every run directory must have and `extra`.
+    pub(crate) fn assert_run_files(run: &Path, extra: &[&str]) {
+        for file in [CONFIG_FILE, METRICS_FILE, SUMMARY_FILE]
+            .iter()
+            .chain(extra)
+        {
             assert!(
                 run.join(file).is_file(),
                 "{file} missing in {}",
