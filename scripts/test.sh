@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The same feature set for every step, so that Burn is compiled once.
-# privrl-envs/gymnasium: the Gymnasium bridge and its tests (envs/tests/integration/gymnasium_bridge.rs).
+# privrl-envs/gymnasium: the Gymnasium bridge and its tests (envs/tests/gymnasium_bridge.rs).
 FEATURES="privrl-agents/wgpu,xtask/wgpu,privrl-envs/gymnasium"
 
 # Python for the Gymnasium bridge: a venv at .venv (git-ignored), which the bridge finds by

@@ -12,7 +12,7 @@ use privrl_attacks::{
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-#[path = "../tests/integration/common/mod.rs"]
+#[path = "../tests/common/mod.rs"]
 mod common;
 
 fn main() {

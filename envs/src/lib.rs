@@ -5,7 +5,7 @@
 //! - [`CartPole`] (v1 and v0, every constant configurable), [`Acrobot`] (v1) and
 //!   [`MountainCar`] (v0): ports of Gymnasium 1.x's classic-control environments with the
 //!   same order of `f64` operations, so trajectories agree with Gymnasium to `f32` precision
-//!   (checked against recorded Gymnasium trajectories in `tests/integration/gymnasium_parity.rs`).
+//!   (checked against recorded Gymnasium trajectories in `tests/gymnasium_parity.rs`).
 //! - [`make`] and [`registry`]: environments by name.
 //! - [`VecEnv`]: N environments in lockstep with auto-reset, `final_obs` and episode returns.
 //! - [`room`]: the active-perception room task ([`RoomEnv`], registered as `room-s1` and

@@ -3,7 +3,7 @@
 //! point light with hard shadows, a little contact darkening in corners, and procedural
 //! textures.
 //!
-//! Camera model (the one `tests/integration/room.rs` checks bounding boxes against): the camera sits at
+//! Camera model (the one `tests/room.rs` checks bounding boxes against): the camera sits at
 //! `(x, y, z)` with heading `θ` (radians, anticlockwise from `+x`). Its forward axis is
 //! `f = (cos θ, sin θ, 0)`, its right axis `r = (sin θ, −cos θ, 0)` and its up axis `+z`. The
 //! focal length in pixels is `F = (W / 2) / tan(fov / 2)` (the field of view is horizontal;

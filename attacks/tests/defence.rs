@@ -2,7 +2,7 @@
 //! gradient exactly (none, clipping) and by Monte Carlo (the noise), and their effect on the
 //! rule-based action recovery.
 
-use crate::common;
+mod common;
 
 use burn::backend::NdArray;
 use privrl_attacks::{action_from_bias_gradient, GradientDefence, Victim, VictimKind};

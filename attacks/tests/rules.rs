@@ -1,7 +1,7 @@
 //! The rule-based parts of QGI and RGI and the error-direction surrogate, checked exactly on
 //! random samples (batch of one, freshly initialised victims).
 
-use crate::common;
+mod common;
 
 use burn::backend::NdArray;
 use privrl_attacks::{

@@ -2,7 +2,7 @@
 //! QGI and RGI reconstruct the bounding box, the action, the signal and an image far better
 //! than the Gaussian initialisation; the DLG and IG baselines run through the same loop.
 
-use crate::common;
+mod common;
 
 use burn::backend::NdArray;
 use privrl_attacks::{
