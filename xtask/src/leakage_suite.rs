@@ -38,7 +38,8 @@ pub const IOU_THRESHOLD: f64 = 0.5;
 /// Arguments of `suite leakage`.
 #[derive(Args, Debug, Clone, Serialize)]
 pub struct LeakageArgs {
-    /// Quick mode: 16×16 images, 20 samples per cell, 200 iterations per stage.
+    /// Quick mode: 16×16 images, 20 samples per cell, 300 iterations per stage (as `suite
+    /// inversion --quick`).
     #[arg(long)]
     pub quick: bool,
     /// Samples per cell (attack × defence). Default 20 quick, 40 otherwise.
@@ -47,7 +48,7 @@ pub struct LeakageArgs {
     /// Image size in pixels. Default 16 quick, 32 otherwise.
     #[arg(long)]
     pub image_size: Option<usize>,
-    /// Optimisation iterations per attack stage. Default 200 quick, 1000 otherwise.
+    /// Optimisation iterations per attack stage. Default 300 quick, 1000 otherwise.
     #[arg(long)]
     pub iterations: Option<usize>,
     /// Weight λ of the attack's TV prior. Default 0.01 quick, 0.1 otherwise (as `suite
@@ -106,7 +107,7 @@ impl LeakageArgs {
         let plan = LeakagePlan {
             samples: pick(self.samples, 20, 40),
             image_size: pick(self.image_size, 16, 32),
-            iterations: pick(self.iterations, 200, 1000),
+            iterations: pick(self.iterations, 300, 1000),
             tv_weight: self
                 .tv_weight
                 .unwrap_or(if self.quick { 0.01 } else { 0.1 }),
@@ -658,6 +659,17 @@ fn write_report(
                 .collect();
             of_family.sort_by(|a, b| a.epsilon.total_cmp(&b.epsilon));
             if of_family.is_empty() {
+                continue;
+            }
+            let undefended = cells
+                .iter()
+                .find(|c| c.method == method && c.defence == GradientDefence::None);
+            if undefended.is_some_and(|c| c.scores.unrecognisable()) {
+                thresholds.push(format!(
+                    "{} against {family}: no threshold, the attack does not reconstruct a \
+                     recognisable state even without a defence at this scale",
+                    method.name()
+                ));
                 continue;
             }
             // The largest ε below which every tested strength is unrecognisable.
