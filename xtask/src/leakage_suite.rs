@@ -877,9 +877,8 @@ mod tests {
     }
 
     /// Scores and reconstructions, without the wall-clock time and the optimiser's last
-    /// recorded loss: that is a multi-threaded reduction whose last bits depend on how ndarray
-    /// splits the work while other tests run (seen: 0.38474 vs 0.38004 with bit-identical
-    /// reconstructions and scores).
+    /// recorded loss, which differed between two runs in one test process (0.38474 vs 0.38004)
+    /// while reconstructions and scores were bit-identical; not yet explained.
     fn comparable(rows: &[InversionRow]) -> Vec<InversionRow> {
         rows.iter()
             .map(|r| InversionRow {
