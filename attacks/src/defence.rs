@@ -120,24 +120,31 @@ impl GradientDefence {
         match *self {
             Self::None => victim.shared_gradient(samples),
             Self::Clip { clip } => {
-                let (template, sum) = clipped_sum(victim, samples, clip)?;
-                let mean: Vec<f32> = sum.iter().map(|s| s / samples.len() as f32).collect();
+                let (template, mut per_sample) = per_sample_gradients(victim, samples)?;
+                let mut mean = vec![0.0f64; template.num_values()];
+                for g in &mut per_sample {
+                    clip_l2(g, clip);
+                    for (m, v) in mean.iter_mut().zip(g.iter()) {
+                        *m += f64::from(*v) / samples.len() as f64;
+                    }
+                }
+                let mean: Vec<f32> = mean.into_iter().map(|m| m as f32).collect();
                 with_flat(&template, &mean)
             }
             Self::DpSgd {
                 clip,
                 noise_multiplier,
             } => {
-                let (template, sum) = clipped_sum(victim, samples, clip)?;
+                let (template, per_sample) = per_sample_gradients(victim, samples)?;
                 let dp_sgd = DpSgdConfig {
                     noise_multiplier,
                     clipping: Clipping::Flat { clip },
-                    dimension: sum.len(),
+                    dimension: template.num_values(),
                 }
                 .build()
                 .map_err(defence_error)?;
                 let released = dp_sgd
-                    .noisy_mean_of_clipped_sum(sum, samples.len() as f64, rng)
+                    .noisy_mean(&per_sample, samples.len() as f64, rng)
                     .map_err(defence_error)?;
                 with_flat(&template, &released)
             }
@@ -198,29 +205,18 @@ impl fmt::Display for GradientDefence {
     }
 }
 
-/// Σ_n clip_C(g_n) over the per-sample gradients, with the first one's names and shapes.
-fn clipped_sum<B: Backend>(
+/// The gradient of every sample on its own, flattened, with the first one's names and shapes.
+fn per_sample_gradients<B: Backend>(
     victim: &Victim<B>,
     samples: &[Sample],
-    clip: f64,
-) -> Result<(GradientRecord, Vec<f32>), AttackError> {
-    let (first, rest) = samples.split_first().ok_or(AttackError::EmptyBatch)?;
-    let template = victim.shared_gradient(std::slice::from_ref(first))?;
-    let mut sum = vec![0.0f32; template.num_values()];
-    for sample in std::iter::once(first).chain(rest) {
-        let mut g = if std::ptr::eq(sample, first) {
-            template.flatten()
-        } else {
-            victim
-                .shared_gradient(std::slice::from_ref(sample))?
-                .flatten()
-        };
-        clip_l2(&mut g, clip);
-        for (s, v) in sum.iter_mut().zip(&g) {
-            *s += v;
-        }
-    }
-    Ok((template, sum))
+) -> Result<(GradientRecord, Vec<Vec<f32>>), AttackError> {
+    let records = samples
+        .iter()
+        .map(|sample| victim.shared_gradient(std::slice::from_ref(sample)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let flat = records.iter().map(GradientRecord::flatten).collect();
+    let template = records.into_iter().next().ok_or(AttackError::EmptyBatch)?;
+    Ok((template, flat))
 }
 
 fn with_flat(template: &GradientRecord, flat: &[f32]) -> Result<GradientRecord, AttackError> {

@@ -653,11 +653,7 @@ fn write_report(
     let mut thresholds = Vec::new();
     for method in METHODS {
         for family in ["dp-sgd", "laplace", "prs"] {
-            let mut of_family: Vec<&CellResult> = cells
-                .iter()
-                .filter(|c| c.method == method && c.defence.family() == family)
-                .collect();
-            of_family.sort_by(|a, b| a.epsilon.total_cmp(&b.epsilon));
+            let of_family = cells_of(cells, method, family);
             if of_family.is_empty() {
                 continue;
             }
@@ -715,6 +711,16 @@ fn write_report(
     report.write()
 }
 
+/// The cells of one attack and defence family, by increasing ε.
+fn cells_of<'a>(cells: &'a [CellResult], method: Method, family: &str) -> Vec<&'a CellResult> {
+    let mut of_family: Vec<&CellResult> = cells
+        .iter()
+        .filter(|c| c.method == method && c.defence.family() == family)
+        .collect();
+    of_family.sort_by(|a, b| a.epsilon.total_cmp(&b.epsilon));
+    of_family
+}
+
 fn format_epsilon(epsilon: f64) -> String {
     if epsilon.is_infinite() {
         "∞".into()
@@ -735,11 +741,8 @@ fn family_plot(
     let mut leakage = Vec::new();
     let mut utility_lines = Vec::new();
     for method in METHODS {
-        let mut of_family: Vec<&CellResult> = cells
-            .iter()
-            .filter(|c| c.method == method && c.defence.family() == family && c.epsilon.is_finite())
-            .collect();
-        of_family.sort_by(|a, b| a.epsilon.total_cmp(&b.epsilon));
+        let mut of_family = cells_of(cells, method, family);
+        of_family.retain(|c| c.epsilon.is_finite());
         if of_family.is_empty() {
             continue;
         }

@@ -691,21 +691,7 @@ impl LineChart {
     }
 
     fn range(&self, axis: impl Fn(&(f64, f64)) -> f64, log: bool) -> (f64, f64) {
-        let values = self.lines.iter().flat_map(|l| l.points.iter().map(&axis));
-        let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
-            (lo.min(v), hi.max(v))
-        });
-        if log {
-            let (lo, hi) = if hi > lo {
-                (lo, hi)
-            } else {
-                (lo / 2.0, hi * 2.0)
-            };
-            let factor = (hi / lo).powf(0.05);
-            (lo / factor, hi * factor)
-        } else {
-            padded(lo, hi, 0.06)
-        }
+        axis_range(self.lines.iter(), axis, log)
     }
 
     fn draw_on<DB, X, Y>(&self, root: &DrawingArea<DB, Shift>, x: X, y: Y) -> Result<()>
@@ -860,16 +846,28 @@ impl DualAxisChart {
     }
 }
 
-/// (min, max) of `axis` over `lines`.
-fn extent<'a>(
+/// The plotted range of `axis` over `lines`: padded by 6% of its width, or on a log axis by
+/// 5% of its decades.
+fn axis_range<'a>(
     lines: impl Iterator<Item = &'a Line>,
     axis: impl Fn(&(f64, f64)) -> f64,
+    log: bool,
 ) -> (f64, f64) {
-    lines
-        .flat_map(|l| l.points.iter().map(&axis))
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
-            (lo.min(v), hi.max(v))
-        })
+    let values = lines.flat_map(|l| l.points.iter().map(&axis));
+    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+        (lo.min(v), hi.max(v))
+    });
+    if log {
+        let (lo, hi) = if hi > lo {
+            (lo, hi)
+        } else {
+            (lo / 2.0, hi * 2.0)
+        };
+        let factor = (hi / lo).powf(0.05);
+        (lo / factor, hi * factor)
+    } else {
+        padded(lo, hi, 0.06)
+    }
 }
 
 impl Figure for DualAxisChart {
@@ -882,18 +880,9 @@ impl Figure for DualAxisChart {
         DB: DrawingBackend,
         DB::ErrorType: 'static,
     {
-        let (x0, x1) = extent(self.lines.iter().chain(&self.secondary), |p| p.0);
-        let (x0, x1) = if x1 > x0 {
-            (x0, x1)
-        } else {
-            (x0 / 2.0, x1 * 2.0)
-        };
-        let factor = (x1 / x0).powf(0.05);
-        let (x0, x1) = (x0 / factor, x1 * factor);
-        let (y0, y1) = extent(self.lines.iter(), |p| p.1);
-        let (y0, y1) = padded(y0, y1, 0.06);
-        let (z0, z1) = extent(self.secondary.iter(), |p| p.1);
-        let (z0, z1) = padded(z0, z1, 0.06);
+        let (x0, x1) = axis_range(self.lines.iter().chain(&self.secondary), |p| p.0, true);
+        let (y0, y1) = axis_range(self.lines.iter(), |p| p.1, false);
+        let (z0, z1) = axis_range(self.secondary.iter(), |p| p.1, false);
         root.fill(&WHITE)?;
         let mut chart = ChartBuilder::on(root)
             .caption(&self.title, (FAMILY, 24))
