@@ -870,7 +870,8 @@ mod tests {
     }
 
     fn tiny_args() -> LeakageArgs {
-        let mut args = quick(3, BackendChoice::default(), 2);
+        // One cell at a time: see `scripts/test.sh` on Burn's autodiff and threads.
+        let mut args = quick(3, BackendChoice::default(), 1);
         args.samples = Some(2);
         args.image_size = Some(8);
         args.iterations = Some(4);
