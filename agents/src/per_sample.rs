@@ -113,18 +113,8 @@ impl<B: Backend> PerSampleFactors<B> {
     pub fn squared_param_norms(&self) -> Vec<Tensor<B, 1>> {
         let mut norms = Vec::with_capacity(2 * self.layers.len());
         for layer in &self.layers {
-            let input_sq = layer
-                .inputs
-                .clone()
-                .powi_scalar(2)
-                .sum_dim(1)
-                .squeeze_dim(1);
-            let error_sq = layer
-                .errors
-                .clone()
-                .powi_scalar(2)
-                .sum_dim(1)
-                .squeeze_dim(1);
+            let input_sq = row_squared_norms(layer.inputs.clone());
+            let error_sq = row_squared_norms(layer.errors.clone());
             norms.push(input_sq * error_sq.clone());
             if layer.has_bias {
                 norms.push(error_sq);
@@ -135,12 +125,7 @@ impl<B: Backend> PerSampleFactors<B> {
 
     /// Per-sample L2 norms of the whole gradient, `[batch]`.
     pub fn norms(&self) -> Tensor<B, 1> {
-        let squared = self.squared_param_norms();
-        let mut total = squared[0].clone();
-        for s in &squared[1..] {
-            total = total + s.clone();
-        }
-        total.sqrt()
+        total_norm(self.squared_param_norms())
     }
 
     /// Parameter sizes, in record order (what [`Clipping::PerLayer`]'s `layer_sizes` must be).
@@ -163,11 +148,9 @@ impl<B: Backend> PerSampleFactors<B> {
     /// parameter tensor.
     pub fn clipped_sum(&self, clipping: &Clipping) -> Result<GradientRecord, AgentError> {
         let squared = self.squared_param_norms();
+        // One factor per parameter tensor; flat clipping shares one factor across all of them.
         let factors: Vec<Tensor<B, 1>> = match clipping {
-            Clipping::Flat { clip } => {
-                let factor = clip_factors(self.norms(), *clip);
-                vec![factor; squared.len()]
-            }
+            Clipping::Flat { clip } => vec![clip_factors(total_norm(squared), *clip)],
             Clipping::PerLayer { layer_sizes, clips } => {
                 let sizes = self.param_sizes();
                 if *layer_sizes != sizes {
@@ -183,14 +166,15 @@ impl<B: Backend> PerSampleFactors<B> {
                     .collect()
             }
         };
-        let mut params = Vec::with_capacity(factors.len());
-        let mut factor = factors.into_iter();
+        let shared = factors.len() == 1;
+        let mut factor = factors.into_iter().cycle();
+        let mut params = Vec::with_capacity(2 * self.layers.len());
         for (l, layer) in self.layers.iter().enumerate() {
-            let c = factor.next().expect("one factor per parameter");
             let [_, d_input] = layer.inputs.dims();
             let [_, d_output] = layer.errors.dims();
-            let weighted = layer.errors.clone() * c.unsqueeze_dim::<2>(1);
-            // eq. Σ_i c_i a_iᵀ δ_i = aᵀ diag(c) δ
+            let scaled = |c: Tensor<B, 1>| layer.errors.clone() * c.unsqueeze_dim::<2>(1);
+            let weighted = scaled(factor.next().expect("one factor per parameter"));
+            // Σ_i c_i a_iᵀ δ_i = aᵀ diag(c) δ
             let weight = layer.inputs.clone().transpose().matmul(weighted.clone());
             params.push(NamedGradient {
                 name: format!("layers.{l}.weight"),
@@ -198,8 +182,11 @@ impl<B: Backend> PerSampleFactors<B> {
                 values: host(weight),
             });
             if layer.has_bias {
-                let c = factor.next().expect("one factor per parameter");
-                let weighted = layer.errors.clone() * c.unsqueeze_dim::<2>(1);
+                let weighted = if shared {
+                    weighted
+                } else {
+                    scaled(factor.next().expect("one factor per parameter"))
+                };
                 params.push(NamedGradient {
                     name: format!("layers.{l}.bias"),
                     shape: vec![d_output],
@@ -235,6 +222,20 @@ impl<B: Backend> PerSampleFactors<B> {
     }
 }
 
+/// `Σ_j x_ij²` of every row of `x`.
+fn row_squared_norms<B: Backend>(x: Tensor<B, 2>) -> Tensor<B, 1> {
+    (x.clone() * x).sum_dim(1).squeeze_dim(1)
+}
+
+/// `√Σ_p s_p` of per-parameter squared norms.
+fn total_norm<B: Backend>(squared: Vec<Tensor<B, 1>>) -> Tensor<B, 1> {
+    squared
+        .into_iter()
+        .reduce(|a, b| a + b)
+        .expect("an Mlp has at least one layer")
+        .sqrt()
+}
+
 /// `min(1, C / ‖g_i‖)`; a zero gradient keeps factor 1.
 fn clip_factors<B: Backend>(norms: Tensor<B, 1>, clip: f64) -> Tensor<B, 1> {
     (norms.clamp_min(1e-12).recip() * clip).clamp_max(1.0)
@@ -266,9 +267,10 @@ pub fn dp_sgd_gradient<B: AutodiffBackend>(
     let loss = per_sample_loss(forward.output.clone()).sum();
     let grads = loss.backward();
     let factors = PerSampleFactors::from_backward(mlp, &forward, &grads);
-    let sum = factors.clipped_sum(dp_sgd.clipping())?;
+    let mut sum = factors.clipped_sum(dp_sgd.clipping())?;
     let noisy = dp_sgd.noisy_mean_of_clipped_sum(sum.flatten(), batch_size, rng)?;
-    Ok(sum.with_flat(&noisy)?)
+    sum.set_flat(&noisy)?;
+    Ok(sum)
 }
 
 /// Reference per-sample gradients: one forward and backward per sample, any network.

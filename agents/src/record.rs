@@ -140,27 +140,27 @@ impl GradientRecord {
     /// A record with this record's names and shapes and the values of `flat` (the inverse of
     /// [`GradientRecord::flatten`]).
     pub fn with_flat(&self, flat: &[f32]) -> Result<Self, RecordError> {
+        let mut record = self.clone();
+        record.set_flat(flat)?;
+        Ok(record)
+    }
+
+    /// Overwrites the values with those of `flat`, in place (what [`GradientRecord::with_flat`]
+    /// does without allocating a new record).
+    pub fn set_flat(&mut self, flat: &[f32]) -> Result<(), RecordError> {
         if flat.len() != self.num_values() {
             return Err(RecordError::LengthMismatch {
                 expected: self.num_values(),
                 got: flat.len(),
             });
         }
-        let mut offset = 0;
-        let params = self
-            .params
-            .iter()
-            .map(|p| {
-                let values = flat[offset..offset + p.values.len()].to_vec();
-                offset += p.values.len();
-                NamedGradient {
-                    name: p.name.clone(),
-                    shape: p.shape.clone(),
-                    values,
-                }
-            })
-            .collect();
-        Ok(Self { params })
+        let mut rest = flat;
+        for p in &mut self.params {
+            let (head, tail) = rest.split_at(p.values.len());
+            p.values.copy_from_slice(head);
+            rest = tail;
+        }
+        Ok(())
     }
 
     /// Euclidean norm ‖g‖₂ of the flat gradient.

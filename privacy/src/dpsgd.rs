@@ -9,7 +9,7 @@ use rand::Rng;
 
 use crate::error::{all_finite, at_least_one, positive, saturating_f32};
 use crate::gaussian::add_gaussian_noise;
-use crate::randomness::open01;
+use crate::randomness::{open01, standard_normal};
 use crate::PrivacyError;
 
 /// How per-sample gradients are clipped.
@@ -151,9 +151,10 @@ impl DpSgd {
             });
         }
         all_finite("clipped gradient sum", &clipped_sum)?;
-        add_gaussian_noise(&mut clipped_sum, self.noise_std(), rng);
+        // One pass, noise and division fused: this is on every DP-SGD step's hot path.
+        let std = self.noise_std();
         for x in clipped_sum.iter_mut() {
-            *x = saturating_f32(f64::from(*x) / batch_size);
+            *x = saturating_f32((f64::from(*x) + std * standard_normal(rng)) / batch_size);
         }
         Ok(clipped_sum)
     }

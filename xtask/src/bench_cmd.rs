@@ -20,6 +20,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use crate::backend::{dispatch, BackendChoice, BackendTask};
+use crate::plot::median;
 use crate::report::{Cell, Report};
 use crate::run::{suite_dir, write_json};
 use crate::sweep::progress_bar;
@@ -105,7 +106,7 @@ pub fn env_throughput_table(report: &mut Report, rows: &[EnvThroughput], num_env
     );
 }
 
-/// Mean wall time of one training step of a (128,128) MLP on a batch of 128, plain and with
+/// Median wall time of one training step of a (128,128) MLP on a batch of 128, plain and with
 /// DP-SGD (analytic per-sample clipping + Gaussian noise), and of the δ Monte Carlo.
 #[derive(Debug, Serialize)]
 pub struct DpSgdTimes {
@@ -119,7 +120,7 @@ pub struct DpSgdTimes {
 
 /// Times [`DpSgdTimes`] on the chosen backend.
 pub struct DpSgdBench {
-    /// Steps to average over (after 3 warm-up steps).
+    /// Steps of each kind to take the median over (after 3 warm-up steps).
     pub steps: usize,
 }
 
@@ -140,28 +141,25 @@ impl BackendTask for DpSgdBench {
         .build()?;
         let loss_of = |out: Tensor<AB<B>, 2>| out.powi_scalar(2).sum_dim(1).squeeze_dim::<1>(1);
         let mut optimizer = AdamConfig::new().init::<AB<B>, Mlp<AB<B>>>();
-        let time = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
-            for _ in 0..3 {
-                f()?;
-            }
+        // The two kinds of step alternate and each reports its median, so that a load that comes
+        // and goes on a shared machine hits both alike.
+        let (mut plain, mut private) = (Vec::new(), Vec::new());
+        for i in 0..self.steps + 3 {
             let start = Instant::now();
-            for _ in 0..self.steps {
-                f()?;
-            }
-            Ok(start.elapsed().as_secs_f64() * 1e3 / self.steps as f64)
-        };
-        let plain_step_ms = time(&mut || {
             let grads = loss_of(mlp.forward(x.clone())).sum().backward();
             let grads = GradientsParams::from_grads(grads, &mlp);
             mlp = optimizer.step(1e-3, mlp.clone(), grads);
-            Ok(())
-        })?;
-        let dp_sgd_step_ms = time(&mut || {
+            let middle = Instant::now();
             let record = dp_sgd_gradient(&mlp, x.clone(), loss_of, &dp, batch as f64, &mut rng)?;
             let grads = record.to_gradients_params(&mlp)?;
             mlp = optimizer.step(1e-3, mlp.clone(), grads);
-            Ok(())
-        })?;
+            if i >= 3 {
+                plain.push((middle - start).as_secs_f64() * 1e3);
+                private.push(middle.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        let plain_step_ms = median(&plain);
+        let dp_sgd_step_ms = median(&private);
         Ok(DpSgdTimes {
             backend: B::name(&device),
             plain_step_ms,
@@ -241,7 +239,8 @@ pub fn run(args: BenchArgs) -> Result<()> {
         .paragraph(&format!(
             "Backend `{}`. A training step of a (128,128) MLP (64 inputs, 8 outputs) on a batch \
              of 128 with Adam: plain, and DP-SGD with per-sample gradients computed \
-             analytically (one batched pass), flat clipping and Gaussian noise. Mean of {} steps.",
+             analytically (one batched pass), flat clipping and Gaussian noise. The two steps alternate, {} of each; the table gives \
+             each one's median.",
             dp_sgd.backend, args.train_steps
         ))
         .table(

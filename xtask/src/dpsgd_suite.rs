@@ -25,7 +25,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{dispatch, BackendChoice, BackendTask};
-use crate::plot::{LearningCurves, Line, LineChart, PlotFiles};
+use crate::plot::{median, LearningCurves, Line, LineChart, PlotFiles};
 use crate::report::{format_mean_std, format_number, Cell, Report};
 use crate::run::{runs_root, suite_dir, RunDir, RunName};
 use crate::sweep::{run_parallel, Job, JobProgress, Seeds};
@@ -442,20 +442,6 @@ fn mean(values: &[f64]) -> f64 {
         return f64::NAN;
     }
     values.iter().sum::<f64>() / values.len() as f64
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| !v.is_nan()).collect();
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    sorted.sort_by(f64::total_cmp);
-    let n = sorted.len();
-    if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        0.5 * (sorted[n / 2 - 1] + sorted[n / 2])
-    }
 }
 
 /// `ε=…` for a plot annotation or table cell.

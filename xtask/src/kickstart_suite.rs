@@ -33,7 +33,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{dispatch, BackendChoice, BackendTask};
-use crate::plot::{percentile, LearningCurves, PlotFiles};
+use crate::plot::{median, percentile, LearningCurves, PlotFiles};
 use crate::report::{format_number, Cell, Report};
 use crate::run::{read_json, runs_root, write_json, RunDir};
 use crate::sweep::{run_parallel, Job, JobProgress};
@@ -720,15 +720,6 @@ impl BackendTask for SuiteTask {
 // ---------------------------------------------------------------------------------------------
 // Report
 // ---------------------------------------------------------------------------------------------
-
-fn median(values: &[f64]) -> f64 {
-    let mut v: Vec<f64> = values.to_vec();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    percentile(&v, 50.0)
-}
 
 /// Per-setting aggregates.
 #[derive(Debug, Clone, Serialize)]

@@ -252,6 +252,18 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[below] + (sorted[above] - sorted[below]) * fraction
 }
 
+/// Median of `values` without NaNs (NaN if nothing is left). Infinities count, so that a run
+/// that never succeeded can take part as ∞.
+pub fn median(values: &[f64]) -> f64 {
+    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| !v.is_nan()).collect();
+    sorted.sort_by(f64::total_cmp);
+    match sorted.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]),
+    }
+}
+
 /// `y` at `x` on a curve sorted by x, linearly interpolated; `None` outside its x range.
 pub fn interpolate(curve: &[(f64, f64)], x: f64) -> Option<f64> {
     let (first, last) = (curve.first()?, curve.last()?);
@@ -1114,6 +1126,14 @@ impl Ranged for CategoryAxis {
 mod tests {
     use super::*;
     use crate::run::tests::temp_dir;
+
+    #[test]
+    fn median_skips_nan_and_keeps_infinity() {
+        assert_eq!(median(&[3.0, f64::NAN, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(&[1.0, f64::INFINITY, f64::INFINITY]), f64::INFINITY);
+        assert!(median(&[f64::NAN]).is_nan());
+    }
 
     #[test]
     fn percentile_matches_numpy_linear() {

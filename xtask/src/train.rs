@@ -31,7 +31,7 @@ use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{dispatch, BackendChoice, BackendTask};
-use crate::plot::{LearningCurves, PlotFiles};
+use crate::plot::{median, LearningCurves, PlotFiles};
 use crate::report::{format_number, Cell, Report};
 use crate::run::{runs_root, suite_dir, write_json, RunDir, RunName};
 use crate::sweep::{merge_shards, run_parallel, Job, JobProgress, Seeds, Shard, ShardManifest};
@@ -386,16 +386,6 @@ impl BackendTask for TrainTask {
         })?;
         Ok(outcomes.0.into_iter().map(|o| (o.name, o.result)).collect())
     }
-}
-
-/// Median of the finite values (NaN if none).
-fn median(values: &[f64]) -> f64 {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    crate::plot::percentile(&v, 50.0)
 }
 
 /// Runs `train` and prints where the results went.
