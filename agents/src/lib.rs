@@ -60,7 +60,7 @@ pub use nn::{
     Activation, Conv2dLayer, Conv2dLayerConfig, ConvEncoder, ConvEncoderConfig, Dense, DenseConfig,
     ImageShape, LinearInputs, Mlp, MlpConfig, MultimodalNet, MultimodalNetConfig,
 };
-pub use optim::{AgentOptimizer, OptimizerKind};
+pub use optim::{AgentOptimizer, FlatAdam, OptimizerKind};
 pub use per_sample::{dp_sgd_gradient, per_sample_gradients_by_loop, PerSampleFactors};
 pub use pgc::{
     Aggregator, GradientMechanism, InProcess, Parameters, PgcAgent, PgcConfig, PgcError,

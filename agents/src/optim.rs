@@ -71,3 +71,44 @@ impl<M: AutodiffModule<B>, B: AutodiffBackend> AgentOptimizer<M, B> {
         })
     }
 }
+
+/// Adam on a flat parameter vector, with the same update as [`OptimizerKind::Adam`] (PyTorch's
+/// β = (0.9, 0.999), ε = 1e-8, bias correction). The PGC aggregator holds θ as a flat vector
+/// and checkpoints it as JSON after every update, so its optimizer state must be plain data
+/// too, which Burn's module-bound Adam record is not. Tested against Burn's Adam.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FlatAdam {
+    /// Steps taken t.
+    pub steps: u64,
+    /// First-moment estimate m.
+    pub first_moment: Vec<f32>,
+    /// Second-moment estimate v.
+    pub second_moment: Vec<f32>,
+}
+
+impl FlatAdam {
+    const BETA_1: f64 = 0.9;
+    const BETA_2: f64 = 0.999;
+
+    /// θ ← θ − lr · m̂ / (√v̂ + ε) for `gradient` g (moments start at zero on the first step).
+    pub fn step(&mut self, theta: &mut [f32], gradient: &[f32], lr: f64) {
+        debug_assert_eq!(theta.len(), gradient.len());
+        if self.first_moment.len() != theta.len() {
+            self.first_moment = vec![0.0; theta.len()];
+            self.second_moment = vec![0.0; theta.len()];
+        }
+        self.steps += 1;
+        let t = self.steps as i32;
+        let correction_1 = 1.0 - Self::BETA_1.powi(t);
+        let correction_2 = 1.0 - Self::BETA_2.powi(t);
+        let moments = self.first_moment.iter_mut().zip(&mut self.second_moment);
+        for ((x, &g), (m, v)) in theta.iter_mut().zip(gradient).zip(moments) {
+            let g = f64::from(g);
+            *m = (Self::BETA_1 * f64::from(*m) + (1.0 - Self::BETA_1) * g) as f32;
+            *v = (Self::BETA_2 * f64::from(*v) + (1.0 - Self::BETA_2) * g * g) as f32;
+            let m_hat = f64::from(*m) / correction_1;
+            let v_hat = f64::from(*v) / correction_2;
+            *x = (f64::from(*x) - lr * m_hat / (v_hat.sqrt() + f64::from(ADAM_EPSILON))) as f32;
+        }
+    }
+}

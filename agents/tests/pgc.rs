@@ -1,4 +1,4 @@
-//! PGC-A3C: the non-private PGC path against plain A3C updates, the mechanisms' shapes and
+//! PGC-A3C: the non-private PGC path against plain A3C updates (SGD and Adam), the mechanisms' shapes and
 //! bounds, idempotent application and checkpoint resume, and a short threaded run.
 
 use std::time::Duration;
@@ -8,8 +8,8 @@ use privrl_agents::pgc::{
     flatten_parameters, initial_parameters, run_pgc, AggregatorState, GradientMechanism,
 };
 use privrl_agents::{
-    A3c, A3cConfig, Aggregator, InProcess, Parameters, PgcAgent, PgcConfig, PgcMechanism,
-    Submission, Transport,
+    A3c, A3cConfig, Aggregator, InProcess, OptimizerKind, Parameters, PgcAgent, PgcConfig,
+    PgcMechanism, Submission, Transport,
 };
 use privrl_envs::{CartPoleConfig, Env};
 use rand::SeedableRng;
@@ -30,10 +30,21 @@ fn pgc_network_has_the_papers_dimension() {
 /// eq. 22 on the host) moves θ exactly as `A3c::gradient` + `A3c::submit` (Burn's SGD).
 #[test]
 fn non_private_pgc_path_equals_plain_a3c_updates() {
+    assert_pgc_path_equals_a3c(OptimizerKind::Sgd, 0.05, 1e-6);
+}
+
+/// The aggregator's flat Adam moves θ as Burn's Adam does in `A3c::submit`.
+#[test]
+fn aggregator_adam_equals_burns_adam() {
+    assert_pgc_path_equals_a3c(OptimizerKind::Adam, 0.01, 1e-5);
+}
+
+fn assert_pgc_path_equals_a3c(optimizer: OptimizerKind, lr: f64, tolerance: f32) {
     let device = Default::default();
     let a3c_config = A3cConfig::pgc_paper()
         .with_workers(1)
-        .with_lr(0.05)
+        .with_lr(lr)
+        .with_optimizer(optimizer)
         .with_buffer_size(2);
     let mut a3c = A3c::<B>::new(
         a3c_config.clone(),
@@ -73,7 +84,7 @@ fn non_private_pgc_path_equals_plain_a3c_updates() {
         let expected = flatten_parameters(&a3c.model());
         let got = &aggregator.state().theta;
         for (e, g) in expected.iter().zip(got) {
-            assert!((e - g).abs() <= 1e-6 * (1.0 + e.abs()), "{e} vs {g}");
+            assert!((e - g).abs() <= tolerance * (1.0 + e.abs()), "{e} vs {g}");
         }
     }
     assert_eq!(updates, 3);

@@ -700,13 +700,33 @@ fn write_report(
             );
         }
     }
-    let mut command = format!(
-        "cargo xtask suite leakage --samples {} --image-size {} --iterations {} --tv-weight {} --seed {}",
-        plan.samples, plan.image_size, plan.iterations, plan.tv_weight, plan.seed
+    // Every setting that changes a number in this report, so that the command reproduces it.
+    let list = |values: &[f64]| {
+        values
+            .iter()
+            .map(f64::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let command = format!(
+        "cargo xtask suite leakage --samples {} --image-size {} --iterations {} --tv-weight {} \\\n    \
+         --dp-sgd-noise {} --dp-sgd-clip {} --ldp-epsilon {} --laplace-clip {} --prs-clip {} \\\n    \
+         --train-sample-rate {} --train-steps {} --delta {} --seed {} --backend {}",
+        plan.samples,
+        plan.image_size,
+        plan.iterations,
+        plan.tv_weight,
+        list(&args.dp_sgd_noise),
+        args.dp_sgd_clip,
+        list(&args.ldp_epsilon),
+        args.laplace_clip,
+        args.prs_clip,
+        plan.train_sample_rate,
+        plan.train_steps,
+        plan.delta,
+        plan.seed,
+        plan.backend,
     );
-    if args.quick {
-        command = format!("cargo xtask suite leakage --quick --seed {}", plan.seed);
-    }
     report.reproduce([command]);
     report.write()
 }

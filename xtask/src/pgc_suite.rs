@@ -11,7 +11,8 @@ use privrl_agents::pgc::{
     median_first_success, relative_area, run_pgc, success_ratio, AppliedSubmission,
 };
 use privrl_agents::{
-    A3cConfig, Exploration, InProcess, PgcConfig, PgcMechanism, RedisTransport, Transport,
+    A3cConfig, Exploration, InProcess, OptimizerKind, PgcConfig, PgcMechanism, RedisTransport,
+    Transport,
 };
 use serde::Serialize;
 
@@ -72,6 +73,18 @@ pub struct PgcSuiteArgs {
     /// α-greedy exploration, α = max(0, 0.5 − n/1800): an ablation for the policy collapse.
     #[arg(long)]
     pub sample_actions: bool,
+    /// How the aggregator steps θ with the mean of its buffer: `sgd` is eq. 22; `adam` takes an
+    /// Adam step on the same noisy mean instead (post-processing, so it spends no privacy;
+    /// Section 3.1.1 allows any gradient method). Under eq. 22 with Laplace's C = 0.01 a
+    /// submission moves θ by at most η·C/2 in L1; Adam rescales that step.
+    #[arg(long, value_enum, default_value_t = OptimizerChoice::Sgd)]
+    pub optimizer: OptimizerChoice,
+    /// Learning rate η. Default 0.5 with sgd (the paper), 0.005 with adam.
+    #[arg(long)]
+    pub lr: Option<f64>,
+    /// Mechanisms to run (comma-separated).
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Mech::Laplace, Mech::Prs])]
+    pub mechanisms: Vec<Mech>,
     /// Base seed; trial k of every cell uses seed + k.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -97,6 +110,9 @@ impl PgcSuiteArgs {
             bias: false,
             epsilons: None,
             sample_actions: false,
+            optimizer: OptimizerChoice::Sgd,
+            lr: None,
+            mechanisms: vec![Mech::Laplace, Mech::Prs],
             seed,
             backend,
             threads,
@@ -126,6 +142,9 @@ struct Plan {
     workers: usize,
     bias: bool,
     sample_actions: bool,
+    optimizer: OptimizerChoice,
+    lr: f64,
+    mechanisms: Vec<Mech>,
     seed: u64,
     backend: BackendChoice,
 }
@@ -151,16 +170,48 @@ impl PgcSuiteArgs {
             workers: self.workers,
             bias: self.bias,
             sample_actions: self.sample_actions,
+            optimizer: self.optimizer,
+            lr: self.lr.unwrap_or(match self.optimizer {
+                OptimizerChoice::Sgd => 0.5,
+                OptimizerChoice::Adam => 0.005,
+            }),
+            mechanisms: self.mechanisms.clone(),
             seed: self.seed,
             backend: self.backend,
         }
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-enum Mech {
+/// A mechanism Q of the tables' rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ValueEnum)]
+pub enum Mech {
+    /// Laplace (Algorithm 2), C = 0.01, |B| = 1.
+    #[value(name = "lap")]
     Laplace,
+    /// Projected random sign (Algorithm 3), C = 1, |B| = 100.
     Prs,
+    /// The raw gradient, |B| = 1: the paper's "non-private A3C" (ε = ∞ only). When it runs,
+    /// Table 3 is relative to it, as in the paper.
+    #[value(name = "none")]
+    NonPrivate,
+}
+
+/// The aggregator's update rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ValueEnum)]
+pub enum OptimizerChoice {
+    /// θ ← θ − η·mean(B) (eq. 22).
+    Sgd,
+    /// Adam (β = (0.9, 0.999), ε = 1e-8) on mean(B).
+    Adam,
+}
+
+impl OptimizerChoice {
+    fn kind(self) -> OptimizerKind {
+        match self {
+            Self::Sgd => OptimizerKind::Sgd,
+            Self::Adam => OptimizerKind::Adam,
+        }
+    }
 }
 
 impl Mech {
@@ -168,6 +219,7 @@ impl Mech {
         match self {
             Mech::Laplace => "Lap",
             Mech::Prs => "PRS",
+            Mech::NonPrivate => "none",
         }
     }
 
@@ -175,7 +227,21 @@ impl Mech {
         match self {
             Mech::Laplace => PgcMechanism::laplace(epsilon),
             Mech::Prs => PgcMechanism::prs(epsilon),
+            Mech::NonPrivate => PgcMechanism::NonPrivate,
         }
+    }
+
+    /// MAX_BUF of the paper's runs (Section 4.1).
+    fn buffer_size(self) -> usize {
+        match self {
+            Mech::Prs => 100,
+            Mech::Laplace | Mech::NonPrivate => 1,
+        }
+    }
+
+    /// The cells this row runs: the non-private row has only ε = ∞.
+    fn runs_at(self, epsilon: Option<f64>) -> bool {
+        self != Mech::NonPrivate || epsilon.is_none()
     }
 }
 
@@ -202,6 +268,11 @@ fn paper_values(mech: Mech, epsilon: Option<f64>) -> (&'static str, &'static str
             ["25226.5", "7549.0", "2656.5", "11217.5", "1709.0"],
             ["0.85", "0.95", "0.90", "0.90", "1.0"],
             ["?", "0.862", "?", "0.771", "1.0"],
+        ),
+        Mech::NonPrivate => (
+            ["-", "-", "-", "-", "1769.0 / 1709.0"],
+            ["-", "-", "-", "-", "1.0"],
+            ["-", "-", "-", "-", "1.0"],
         ),
     };
     (fst[column], ratio[column], auc[column])
@@ -243,6 +314,8 @@ impl Trial {
         config.a3c = A3cConfig::pgc_paper()
             .with_workers(self.plan.workers)
             .with_bias(self.plan.bias)
+            .with_optimizer(self.plan.optimizer.kind())
+            .with_lr(self.plan.lr)
             .with_buffer_size(self.buffer_size);
         if self.plan.sample_actions {
             config.a3c.exploration = Exploration::Sample;
@@ -372,9 +445,9 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
         run_name: name,
         redis: args.redis.clone(),
     };
-    for mech in [Mech::Laplace, Mech::Prs] {
-        let buffer = if mech == Mech::Prs { 100 } else { 1 };
-        for &epsilon in &plan.epsilons {
+    for &mech in &plan.mechanisms {
+        let buffer = mech.buffer_size();
+        for &epsilon in plan.epsilons.iter().filter(|&&e| mech.runs_at(e)) {
             for k in 0..plan.trials {
                 let seed = plan.seed + k as u64;
                 let name = RunName::new(mech.name())
@@ -397,7 +470,7 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
         }
     }
     if plan.fig2_submissions > 0 {
-        for mech in [Mech::Laplace, Mech::Prs] {
+        for &mech in plan.mechanisms.iter().filter(|&&m| m != Mech::NonPrivate) {
             for buffer in [1usize, 100] {
                 let name = RunName::new("fig2")
                     .part(mech.name())
@@ -435,19 +508,27 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
     report.paragraph(&format!(
         "Ono & Takahashi, *Locally Private Distributed Reinforcement Learning*, Section 4. \
          CartPole-v0 (200 steps) with gravity ψ ∈ {{9.7, 9.8, 9.9}} drawn per agent; a 16-unit \
-         ReLU network (the paper: d = 112, no biases), argmax actions with α = max(0, 0.5 − n/1800), \
-         γ 0.99, η 0.5, λ 0.5, β 0.01. Laplace: C = 0.01, |B| = 1; PRS: C = 1, |B| = 100, \
-         d̂ = max(1, min(d, ⌊ε/2.5⌋)). Network biases: {}. {} agent threads, transport \
-         `{:?}`, backend `{}`. \
-         {} trials per cell (the paper: 20); a trial stops at its first success (FST, eq. 26: \
-         the first n with μ_n ≥ 195 over the last 10 submissions) or fails after {} \
-         submissions (FST = ∞; the paper: 90,000). ε = ∞ is each mechanism's noiseless limit \
-         (Laplace: clipping only; PRS: d̂ = d with an unbiased stochastic sign), so each row of \
-         Table 3 is relative to its own ε = ∞ cell.",
+         ReLU network (the paper: d = 112, no biases), γ 0.99, λ 0.5, β 0.01. Laplace: \
+         C = 0.01, |B| = 1; PRS: C = 1, |B| = 100, d̂ = max(1, min(d, ⌊ε/2.5⌋)). This run: \
+         network biases {}; actions {}; aggregator {}. {} agent threads, transport `{:?}`, \
+         backend `{}`. {} trials per cell (the paper: 20); a trial stops at its first success \
+         (FST, eq. 26: the first n with μ_n ≥ 195 over the last 10 submissions) or fails after \
+         {} submissions (FST = ∞; the paper: 90,000). ε = ∞ is each mechanism's noiseless limit \
+         (Laplace: clipping only; PRS: d̂ = d with an unbiased stochastic sign); the row `none` \
+         is the raw gradient, the paper's non-private A3C.",
         if plan.bias {
             "yes (d = 131)"
         } else {
             "none (d = 112)"
+        },
+        if plan.sample_actions {
+            "sampled from π"
+        } else {
+            "argmax π with α = max(0, 0.5 − n/1800) uniform exploration (the paper)"
+        },
+        match plan.optimizer {
+            OptimizerChoice::Sgd => format!("SGD η = {} (eq. 22)", plan.lr),
+            OptimizerChoice::Adam => format!("Adam lr = {} on the buffer's mean", plan.lr),
         },
         plan.workers,
         plan.transport,
@@ -468,8 +549,12 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
     let mut table2 = Vec::new();
     let mut table3 = Vec::new();
     let mut fig3 = Vec::new();
-    for mech in [Mech::Laplace, Mech::Prs] {
-        let baseline = fsts(mech, None);
+    for &mech in &plan.mechanisms {
+        let baseline = if plan.mechanisms.contains(&Mech::NonPrivate) {
+            fsts(Mech::NonPrivate, None)
+        } else {
+            fsts(mech, None)
+        };
         let mut row1 = vec![Cell::from(mech.name())];
         let mut row2 = vec![Cell::from(mech.name())];
         let mut row3 = vec![Cell::from(mech.name())];
@@ -478,6 +563,12 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
             .y_label("success ratio")
             .legend(plotters::chart::SeriesLabelPosition::LowerRight);
         for &epsilon in &plan.epsilons {
+            if !mech.runs_at(epsilon) {
+                for row in [&mut row1, &mut row2, &mut row3] {
+                    row.push(Cell::from("-"));
+                }
+                continue;
+            }
             let cell = fsts(mech, epsilon);
             let (paper_fst, paper_ratio, paper_auc) = paper_values(mech, epsilon);
             let median = median_first_success(&cell).map_or("-".into(), |m| {
@@ -528,8 +619,13 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
         .table(&header_refs, table2)
         .heading("Table 3: relative area under the success-ratio curve")
         .paragraph(&format!(
-            "∫₀^N success_ratio(n) dn over the same for ε = ∞, N = {} (n/a where the ε = ∞ \
-             trials never succeeded).",
+            "∫₀^N success_ratio(n) dn over the same for {}, N = {} (n/a where those trials \
+             never succeeded).",
+            if plan.mechanisms.contains(&Mech::NonPrivate) {
+                "the non-private row (as in the paper)"
+            } else {
+                "the row's own ε = ∞"
+            },
             plan.max_submissions
         ))
         .table(&header_refs, table3)
@@ -577,30 +673,103 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
         wall,
         total_submissions as f64 / wall.max(1e-9)
     ));
-    let command = if args.quick {
-        "cargo xtask suite pgc --quick".to_string()
-    } else {
-        let epsilons: Vec<String> = plan
-            .epsilons
-            .iter()
-            .map(|e| e.map_or("inf".into(), |e| e.to_string()))
-            .collect();
-        format!(
-            "cargo xtask suite pgc --trials {} --max-submissions {} --epsilons {} --seed {}{}{}",
-            plan.trials,
-            plan.max_submissions,
-            epsilons.join(","),
-            plan.seed,
-            if plan.bias { " --bias" } else { "" },
-            if plan.sample_actions {
-                " --sample-actions"
-            } else {
-                ""
-            }
-        )
-    };
+    // Every setting that changes a number here, so that the command reproduces it.
+    let epsilons: Vec<String> = plan
+        .epsilons
+        .iter()
+        .map(|e| e.map_or("inf".into(), |e| e.to_string()))
+        .collect();
+    let mechanisms: Vec<String> = plan
+        .mechanisms
+        .iter()
+        .filter_map(|m| m.to_possible_value().map(|v| v.get_name().to_string()))
+        .collect();
+    let optimizer = plan
+        .optimizer
+        .to_possible_value()
+        .map(|v| v.get_name().to_string())
+        .unwrap_or_default();
+    let command = format!(
+        "cargo xtask suite pgc --trials {} --max-submissions {} --fig2-submissions {} \\\n    \
+         --epsilons {} --mechanisms {} --optimizer {} --lr {} --workers {} --seed {}{}{}",
+        plan.trials,
+        plan.max_submissions,
+        plan.fig2_submissions,
+        epsilons.join(","),
+        mechanisms.join(","),
+        optimizer,
+        plan.lr,
+        plan.workers,
+        plan.seed,
+        if plan.bias { " --bias" } else { "" },
+        if plan.sample_actions {
+            " --sample-actions"
+        } else {
+            ""
+        }
+    );
     report.reproduce([command]);
     let path = report.write().context("writing the PGC report")?;
     println!("wrote {}", path.display());
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: PgcSuiteArgs,
+    }
+
+    fn parse(flags: &[&str]) -> PgcSuiteArgs {
+        <Cli as clap::Parser>::parse_from(std::iter::once("pgc").chain(flags.iter().copied())).args
+    }
+
+    #[test]
+    fn quick_matches_what_clap_parses() {
+        let parsed = parse(&["--quick", "--seed", "3"]);
+        let built = PgcSuiteArgs::quick(3, BackendChoice::default(), 0);
+        assert_eq!(format!("{parsed:?}"), format!("{built:?}"));
+    }
+
+    #[test]
+    fn optimizer_flags_reach_the_aggregator_config() {
+        let paper = parse(&[]).plan();
+        assert_eq!(paper.optimizer, OptimizerChoice::Sgd);
+        assert_eq!(paper.lr, 0.5);
+        assert_eq!(paper.mechanisms, vec![Mech::Laplace, Mech::Prs]);
+
+        let plan = parse(&["--optimizer", "adam", "--mechanisms", "lap", "--bias"]).plan();
+        assert_eq!(plan.lr, 0.005);
+        assert_eq!(plan.mechanisms, vec![Mech::Laplace]);
+        let trial = Trial {
+            plan,
+            mech: Mech::Laplace,
+            epsilon: Some(2.0),
+            buffer_size: 1,
+            max_submissions: 10,
+            stop_at_success: true,
+            seed: 0,
+            run_name: "t".into(),
+            redis: None,
+        };
+        let config = trial.config();
+        assert_eq!(config.a3c.optimizer, OptimizerKind::Adam);
+        assert_eq!(config.a3c.lr, 0.005);
+        assert!(config.a3c.bias);
+        assert_eq!(config.mechanism, PgcMechanism::laplace(Some(2.0)));
+
+        let lr = parse(&["--optimizer", "adam", "--lr", "0.01"]).plan().lr;
+        assert_eq!(lr, 0.01);
+        assert!(<Cli as clap::Parser>::try_parse_from(["pgc", "--mechanisms", "gauss"]).is_err());
+
+        let plan = parse(&["--mechanisms", "none,prs"]).plan();
+        assert_eq!(plan.mechanisms, vec![Mech::NonPrivate, Mech::Prs]);
+        assert_eq!(Mech::NonPrivate.mechanism(None), PgcMechanism::NonPrivate);
+        assert!(Mech::NonPrivate.runs_at(None) && !Mech::NonPrivate.runs_at(Some(1.0)));
+        assert_eq!(Mech::Prs.buffer_size(), 100);
+    }
 }

@@ -51,6 +51,7 @@ use crate::a3c::{episode_loss, play_episode, A3cConfig, A3cEpisode};
 use crate::env::{discrete_env_dims, RolloutEnv};
 use crate::error::{AgentError, RecordError};
 use crate::heads::{ActorCritic, ActorCriticConfig};
+use crate::optim::{FlatAdam, OptimizerKind};
 use crate::record::GradientRecord;
 
 // ---------------------------------------------------------------------------------------------
@@ -743,6 +744,9 @@ pub struct AggregatorState {
     pub recent_scores: VecDeque<f64>,
     /// First success time (eq. 26), once reached.
     pub first_success: Option<u64>,
+    /// Adam's moments when the aggregator steps θ with Adam instead of eq. 22's SGD.
+    #[serde(default)]
+    pub adam: FlatAdam,
 }
 
 /// One applied submission, for the per-submission metrics.
@@ -762,7 +766,8 @@ pub struct AppliedSubmission {
 
 /// The central side of Algorithm 1: buffer B, eq. 22, publication of θ.
 pub struct Aggregator {
-    lr: f32,
+    lr: f64,
+    optimizer: OptimizerKind,
     buffer_size: usize,
     score_window: usize,
     target_score: f64,
@@ -776,7 +781,8 @@ impl Aggregator {
     pub fn new(config: &PgcConfig, theta: Vec<f32>) -> Result<Self, PgcError> {
         config.validate()?;
         Ok(Self {
-            lr: config.a3c.lr as f32,
+            lr: config.a3c.lr,
+            optimizer: config.a3c.optimizer,
             buffer_size: config.a3c.buffer_size,
             score_window: config.score_window,
             target_score: config.target_score,
@@ -789,6 +795,7 @@ impl Aggregator {
                 high_water: BTreeMap::new(),
                 recent_scores: VecDeque::new(),
                 first_success: None,
+                adam: FlatAdam::default(),
             },
             buffer: Vec::new(),
             checkpoint: None,
@@ -885,7 +892,8 @@ impl Aggregator {
         true
     }
 
-    /// eq. 22: θ ← θ − η (1/|B|) Σ_{g̃ ∈ B} g̃; then saves and acknowledges the buffer.
+    /// eq. 22: θ ← θ − η (1/|B|) Σ_{g̃ ∈ B} g̃ (or an Adam step on that mean, with
+    /// `a3c.optimizer = Adam`); then saves and acknowledges the buffer.
     fn apply(&mut self, transport: &dyn Transport) -> Result<Vec<AppliedSubmission>, PgcError> {
         let buffer = std::mem::take(&mut self.buffer);
         let mut mean = vec![0.0f32; self.state.theta.len()];
@@ -895,8 +903,17 @@ impl Aggregator {
                 .for_each(|(m, g)| *m += *g);
         }
         let scale = 1.0 / buffer.len() as f32;
-        for (theta, m) in self.state.theta.iter_mut().zip(&mean) {
-            *theta -= (*m * scale) * self.lr;
+        mean.iter_mut().for_each(|m| *m *= scale);
+        match self.optimizer {
+            OptimizerKind::Sgd => {
+                let lr = self.lr as f32;
+                for (theta, m) in self.state.theta.iter_mut().zip(&mean) {
+                    *theta -= m * lr;
+                }
+            }
+            // Post-processing of the noisy mean like eq. 22 (Section 3.1.1 lets the
+            // aggregator use any gradient method), so no privacy is spent.
+            OptimizerKind::Adam => self.state.adam.step(&mut self.state.theta, &mean, self.lr),
         }
         self.state.version += 1;
         let mut applied = Vec::with_capacity(buffer.len());
