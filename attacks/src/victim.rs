@@ -13,13 +13,16 @@
 use burn::backend::Autodiff;
 use burn::config::Config;
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
+use burn::optim::{AdamConfig, GradientsParams, Optimizer};
 use burn::tensor::backend::Backend;
+use burn::tensor::ElementConversion;
 use burn::tensor::{Tensor, TensorData};
 use privrl_agents::dqn::td_loss;
 use privrl_agents::heads::one_hot;
+use privrl_agents::optim::ADAM_EPSILON;
 use privrl_agents::reinforce::reinforce_loss;
 use privrl_agents::{GradientRecord, MultimodalNet, MultimodalNetConfig};
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
@@ -203,16 +206,53 @@ impl<B: Backend> Victim<B> {
     /// The gradient ∇_w J that the learner shares for `samples` (one batch, eq. 1), named per
     /// parameter. The batch size is `samples.len()`; the paper attacks batches of one.
     pub fn shared_gradient(&self, samples: &[Sample]) -> Result<GradientRecord, AttackError> {
+        let loss = self.objective_of(samples)?;
+        Ok(GradientRecord::from_grads(&self.net, &loss.backward()))
+    }
+
+    /// J on `samples`, tracked by the outer autodiff (the weights).
+    fn objective_of(&self, samples: &[Sample]) -> Result<Tensor<Outer<B>, 1>, AttackError> {
         let (rgb, depth, vector) = self.state_tensors::<Outer<B>>(samples)?;
         let actions: Vec<usize> = samples.iter().map(|s| s.action).collect();
         let signals: Vec<f32> = samples.iter().map(|s| s.signal as f32).collect();
         let output = self.net.forward(rgb, depth, vector);
-        let loss = self.kind.objective(
+        Ok(self.kind.objective(
             output,
             one_hot::<Outer<B>>(&actions, self.num_actions(), &self.device),
             tensor1::<Outer<B>>(&signals, &self.device),
-        );
-        Ok(GradientRecord::from_grads(&self.net, &loss.backward()))
+        ))
+    }
+
+    /// Trains the victim on its own objective J: `steps` Adam steps (PyTorch's defaults, `lr`)
+    /// on minibatches of `batch_size` drawn with replacement from `samples` by `seed`. This
+    /// makes the "after training" victims of the leakage study; the paper attacks freshly
+    /// initialised ones. Returns J before each step.
+    pub fn train(
+        &mut self,
+        samples: &[Sample],
+        steps: usize,
+        batch_size: usize,
+        lr: f64,
+        seed: u64,
+    ) -> Result<Vec<f64>, AttackError> {
+        if samples.is_empty() || batch_size == 0 {
+            return Err(AttackError::EmptyBatch);
+        }
+        let mut optimizer = AdamConfig::new()
+            .with_epsilon(ADAM_EPSILON)
+            .init::<Outer<B>, MultimodalNet<Outer<B>>>();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut losses = Vec::with_capacity(steps);
+        for _ in 0..steps {
+            let batch: Vec<Sample> = (0..batch_size)
+                .map(|_| samples[rng.random_range(0..samples.len())].clone())
+                .collect();
+            let loss = self.objective_of(&batch)?;
+            losses.push(f64::from(loss.clone().into_scalar().elem::<f32>()));
+            let grads = GradientsParams::from_grads(loss.backward(), &self.net);
+            self.net = optimizer.step(lr, self.net.clone(), grads);
+        }
+        Ok(losses)
     }
 
     /// The gradient of eq. 6's surrogate J̃ = Σ_n eᵀ F(x_n) for the given error direction

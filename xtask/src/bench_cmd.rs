@@ -10,16 +10,19 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Distribution, Tensor};
 use clap::Args;
 use privrl_agents::{dp_sgd_gradient, Mlp, MlpConfig};
+use privrl_attacks::{attack, GradientDefence, Victim};
 use privrl_bench::{
     env_steps_per_second, env_steps_per_second_allocating, vec_env_steps_per_second,
 };
 use privrl_envs::registry;
+use privrl_envs::room::RoomSetting;
 use privrl_privacy::{Clipping, DirichletConfig, DpSgdConfig};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use crate::backend::{dispatch, BackendChoice, BackendTask};
+use crate::inversion_suite::{room_samples, victim_config, Method, ENTROPY_WEIGHT};
 use crate::plot::median;
 use crate::report::{Cell, Report};
 use crate::run::{suite_dir, write_json};
@@ -43,6 +46,12 @@ pub struct BenchArgs {
     /// DQN gradient steps timed for the agent throughput row.
     #[arg(long, default_value_t = 1000)]
     pub dqn_updates: usize,
+    /// Image size (pixels) of the QGI timing (the paper: 150).
+    #[arg(long, default_value_t = 150)]
+    pub qgi_res: usize,
+    /// Optimisation iterations per stage of the QGI timing; 0 skips it.
+    #[arg(long, default_value_t = 10)]
+    pub qgi_iterations: usize,
     /// Backend of the network benchmarks.
     #[arg(long, value_enum, default_value_t = BackendChoice::default())]
     pub backend: BackendChoice,
@@ -168,6 +177,51 @@ impl BackendTask for DpSgdBench {
     }
 }
 
+/// One QGI attack (setting S1, DQN victim, single-sample gradient) with `iterations` per stage.
+pub struct QgiBench {
+    /// Image size in pixels.
+    pub image_size: usize,
+    /// Iterations per stage.
+    pub iterations: usize,
+}
+
+/// What [`QgiBench`] measured.
+#[derive(Debug, Serialize)]
+pub struct QgiTimes {
+    /// Backend name.
+    pub backend: String,
+    /// Wall time of the attack (both stages), s.
+    pub attack_s: f64,
+    /// Optimisation iterations per second over both stages (stage 2, through the
+    /// convolutions, dominates).
+    pub iterations_per_s: f64,
+}
+
+impl BackendTask for QgiBench {
+    type Output = QgiTimes;
+
+    fn run<B: Backend>(self, device: B::Device) -> Result<QgiTimes> {
+        let (samples, _) = room_samples(RoomSetting::S1, self.image_size, 1, 0)?;
+        let victim = Victim::<B>::from_seed(
+            &victim_config(RoomSetting::S1, self.image_size),
+            Method::Qgi.victim_kind(ENTROPY_WEIGHT),
+            0,
+            &device,
+        )?;
+        let record =
+            GradientDefence::None.release(&victim, &samples, &mut ChaCha8Rng::seed_from_u64(0))?;
+        let config = Method::Qgi.attack_config(self.iterations, 0, 0.1);
+        let start = Instant::now();
+        attack(&victim, &record, &config)?;
+        let attack_s = start.elapsed().as_secs_f64();
+        Ok(QgiTimes {
+            backend: B::name(&device),
+            attack_s,
+            iterations_per_s: (2 * self.iterations) as f64 / attack_s,
+        })
+    }
+}
+
 /// Runs the benchmarks and writes `runs/bench/report.md` and `runs/bench/bench.json`.
 pub fn run(args: BenchArgs) -> Result<()> {
     let dir = suite_dir("bench")?;
@@ -178,6 +232,17 @@ pub fn run(args: BenchArgs) -> Result<()> {
             steps: args.train_steps,
         },
     )?;
+    let qgi = (args.qgi_iterations > 0)
+        .then(|| {
+            dispatch(
+                args.backend,
+                QgiBench {
+                    image_size: args.qgi_res,
+                    iterations: args.qgi_iterations,
+                },
+            )
+        })
+        .transpose()?;
     let ppo_steps_per_s = crate::train::bench_ppo_steps_per_s(args.backend, args.ppo_epochs)?;
     let dqn_updates_per_s = crate::train::bench_dqn_updates_per_s(args.backend, args.dqn_updates)?;
     let mut delta_timer = ChaCha8Rng::seed_from_u64(0);
@@ -201,6 +266,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             "dirichlet_delta_mc_1e6_m6_ms": delta_ms,
             "ppo_cartpole_env_steps_per_s": ppo_steps_per_s,
             "dqn_batch128_updates_per_s": dqn_updates_per_s,
+            "qgi": qgi,
         }),
     )?;
     let mut report = Report::new(&dir, "privrl benchmarks");
@@ -239,8 +305,8 @@ pub fn run(args: BenchArgs) -> Result<()> {
         .paragraph(&format!(
             "Backend `{}`. A training step of a (128,128) MLP (64 inputs, 8 outputs) on a batch \
              of 128 with Adam: plain, and DP-SGD with per-sample gradients computed \
-             analytically (one batched pass), flat clipping and Gaussian noise. The two steps alternate, {} of each; the table gives \
-             each one's median.",
+             analytically (one batched pass), flat clipping and Gaussian noise. The two steps \
+             alternate, {} of each; the table gives each one's median.",
             dp_sgd.backend, args.train_steps
         ))
         .table(
@@ -267,9 +333,38 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 ],
             ],
         );
+    if let Some(qgi) = &qgi {
+        report
+            .heading("Gradient inversion")
+            .paragraph(&format!(
+                "Backend `{}`. One QGI attack on a single-sample gradient of the freshly \
+                 initialised multimodal DQN victim in S1 (RGB + depth + bounding box) at {} × {} \
+                 px, {} iterations per stage (stage 1: the linear part; stage 2: the images \
+                 through the convolutions, with second-order autodiff).",
+                qgi.backend, args.qgi_res, args.qgi_res, args.qgi_iterations
+            ))
+            .table(
+                &["measurement", "value"],
+                vec![
+                    vec![Cell::from("attack wall time (s)"), Cell::from(qgi.attack_s)],
+                    vec![
+                        Cell::from("iterations/s (both stages)"),
+                        Cell::from(qgi.iterations_per_s),
+                    ],
+                ],
+            );
+    }
     report.reproduce(&[format!(
-        "cargo xtask bench --env-steps {} --num-envs {} --ppo-epochs {} --dqn-updates {}",
-        args.env_steps, args.num_envs, args.ppo_epochs, args.dqn_updates
+        "cargo xtask bench --env-steps {} --num-envs {} --train-steps {} --ppo-epochs {} \
+         --dqn-updates {} --qgi-res {} --qgi-iterations {} --backend {}",
+        args.env_steps,
+        args.num_envs,
+        args.train_steps,
+        args.ppo_epochs,
+        args.dqn_updates,
+        args.qgi_res,
+        args.qgi_iterations,
+        args.backend
     )]);
     let path = report.write()?;
     println!("{}", report.markdown());

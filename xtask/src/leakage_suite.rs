@@ -95,6 +95,11 @@ pub struct LeakageArgs {
     /// Backend.
     #[arg(long, value_enum, default_value_t = BackendChoice::default())]
     pub backend: BackendChoice,
+    /// Adam steps (lr 1e-3, minibatches of 16) that train each victim on its own objective
+    /// before it is attacked, on 64 room samples apart from the attacked ones; 0 attacks
+    /// freshly initialised victims, as the paper does.
+    #[arg(long, default_value_t = 0)]
+    pub victim_train_steps: usize,
     /// Worker threads (0: one per core); each runs one (attack, defence) cell.
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
@@ -117,6 +122,7 @@ impl LeakageArgs {
             train_steps: self.train_steps,
             delta: self.delta,
             defences: self.defences(),
+            victim_train_steps: self.victim_train_steps,
         };
         anyhow::ensure!(plan.samples >= 1, "--samples must be at least 1");
         anyhow::ensure!(
@@ -189,6 +195,7 @@ struct LeakagePlan {
     train_steps: u64,
     delta: f64,
     defences: Vec<GradientDefence>,
+    victim_train_steps: usize,
 }
 
 impl LeakagePlan {
@@ -215,6 +222,13 @@ impl LeakagePlan {
     }
 }
 
+/// Minibatch size of the victims' training (`--victim-train-steps`).
+const VICTIM_BATCH: usize = 16;
+/// Adam learning rate of the victims' training.
+const VICTIM_LR: f64 = 1e-3;
+/// Room samples the victims are trained on.
+const VICTIM_TRAINING_SAMPLES: usize = 64;
+
 /// One cell: an attack against a victim whose gradients pass through a defence.
 pub(crate) struct LeakageJob {
     pub(crate) method: Method,
@@ -226,6 +240,8 @@ pub(crate) struct LeakageJob {
     pub(crate) seed: u64,
     /// Seed of the defence's noise.
     pub(crate) noise_seed: u64,
+    /// Samples and Adam steps that train the victim before the attack (none: fresh victim).
+    pub(crate) victim_training: Option<(Vec<Sample>, usize)>,
     pub(crate) progress: Option<indicatif::ProgressBar>,
 }
 
@@ -236,12 +252,15 @@ impl BackendTask for LeakageJob {
         let config = self
             .method
             .attack_config(self.iterations, self.seed, self.tv_weight);
-        let victim = Victim::<B>::from_seed(
+        let mut victim = Victim::<B>::from_seed(
             &victim_config(RoomSetting::S1, self.image_size),
             self.method.victim_kind(ENTROPY_WEIGHT),
             self.seed,
             &device,
         )?;
+        if let Some((training, steps)) = &self.victim_training {
+            victim.train(training, *steps, VICTIM_BATCH, VICTIM_LR, self.seed)?;
+        }
         let mut rng = ChaCha8Rng::seed_from_u64(self.noise_seed);
         let mut rows = Vec::with_capacity(self.samples.len());
         for (index, sample) in self.samples.iter().enumerate() {
@@ -467,6 +486,19 @@ fn run_in(root: &Path, args: LeakageArgs) -> Result<PathBuf> {
     let dir = root.join("leakage");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let (samples, _) = room_samples(RoomSetting::S1, plan.image_size, plan.samples, plan.seed)?;
+    let victim_training = if plan.victim_train_steps > 0 {
+        // Another seed: rooms apart from the attacked samples.
+        let seed = plan.seed.wrapping_add(1);
+        let (training, _) = room_samples(
+            RoomSetting::S1,
+            plan.image_size,
+            VICTIM_TRAINING_SAMPLES,
+            seed,
+        )?;
+        Some((training, plan.victim_train_steps))
+    } else {
+        None
+    };
     let mut jobs = Vec::new();
     for method in METHODS {
         for (index, defence) in plan.defences.iter().enumerate() {
@@ -481,6 +513,7 @@ fn run_in(root: &Path, args: LeakageArgs) -> Result<PathBuf> {
                     tv_weight: plan.tv_weight,
                     seed: plan.seed,
                     noise_seed: plan.seed ^ (0x1eaf << 16) ^ index as u64,
+                    victim_training: victim_training.clone(),
                     progress: None,
                 },
             ));
@@ -561,8 +594,9 @@ fn write_report(
          scale that clipping and the mechanisms introduce, and all noise is zero-mean, so it \
          matches the released gradient directly. {n} samples per cell from the rooms at \
          {size}×{size} px, {iters} iterations per stage, λ = {tv}, backend `{backend}`, the \
-         same samples and victims as `suite inversion` with the same settings. Chance action \
-         accuracy is 1/{actions} = {chance:.2}.",
+         same samples (and, untrained, the same victims) as `suite inversion` with the same \
+         settings. Victims: \
+         {victims}. Chance action accuracy is 1/{actions} = {chance:.2}.",
         clip = args.dp_sgd_clip,
         steps = plan.train_steps,
         q = plan.train_sample_rate,
@@ -574,6 +608,15 @@ fn write_report(
         iters = plan.iterations,
         tv = plan.tv_weight,
         backend = plan.backend,
+        victims = if plan.victim_train_steps == 0 {
+            "freshly initialised (the paper)".to_string()
+        } else {
+            format!(
+                "trained on their own objective first ({} Adam steps, lr {VICTIM_LR}, \
+                 minibatches of {VICTIM_BATCH} from {VICTIM_TRAINING_SAMPLES} other room samples)",
+                plan.victim_train_steps
+            )
+        },
         actions = NUM_ACTIONS,
         chance = 1.0 / NUM_ACTIONS as f64,
     ));
@@ -711,7 +754,8 @@ fn write_report(
     let command = format!(
         "cargo xtask suite leakage --samples {} --image-size {} --iterations {} --tv-weight {} \\\n    \
          --dp-sgd-noise {} --dp-sgd-clip {} --ldp-epsilon {} --laplace-clip {} --prs-clip {} \\\n    \
-         --train-sample-rate {} --train-steps {} --delta {} --seed {} --backend {}",
+         --train-sample-rate {} --train-steps {} --delta {} --victim-train-steps {} --seed {} \\\n    \
+         --backend {}",
         plan.samples,
         plan.image_size,
         plan.iterations,
@@ -724,6 +768,7 @@ fn write_report(
         plan.train_sample_rate,
         plan.train_steps,
         plan.delta,
+        plan.victim_train_steps,
         plan.seed,
         plan.backend,
     );
@@ -871,6 +916,7 @@ mod tests {
             delta: 1e-5,
             dpsgd_runs: None,
             pgc_runs: None,
+            victim_train_steps: 0,
             seed,
             backend,
             threads,
@@ -949,6 +995,7 @@ mod tests {
                     tv_weight: plan.tv_weight,
                     seed: plan.seed,
                     noise_seed: 99,
+                    victim_training: None,
                     progress: None,
                 },
             )
@@ -992,6 +1039,7 @@ mod tests {
                     tv_weight: plan.tv_weight,
                     seed: plan.seed,
                     noise_seed: 5,
+                    victim_training: None,
                     progress: None,
                 },
             )
