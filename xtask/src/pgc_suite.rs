@@ -707,7 +707,11 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
         } else {
             ""
         }
-    );
+    ) + &match (&plan.transport, &args.redis) {
+        (TransportChoice::Redis, Some(url)) => format!(" --transport redis --redis {url}"),
+        (TransportChoice::Redis, None) => " --transport redis".to_string(),
+        (TransportChoice::Inprocess, _) => String::new(),
+    };
     report.reproduce([command]);
     let path = report.write().context("writing the PGC report")?;
     println!("wrote {}", path.display());
