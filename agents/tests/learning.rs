@@ -84,7 +84,10 @@ fn dqn_learns_cartpole_quickly() {
 fn reinforce_learns_cartpole_quickly() {
     let config = ReinforceConfig::new().with_entropy_coef(0.01);
     let mut agent = Reinforce::<B>::new(config, cartpole(), &Default::default(), 0).unwrap();
-    for _ in 0..150 {
+    // Burn's autodiff sums gradient contributions in an order that varies from run to run, so
+    // the seed does not fix the run bit for bit: 150 episodes ended anywhere between a mean
+    // return of 56 and 154; 300 leave a wide margin.
+    for _ in 0..300 {
         agent.train_epoch().unwrap();
     }
     let recent = recent_mean(&agent, 20);
