@@ -10,7 +10,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Distribution, Tensor};
 use clap::Args;
 use privrl_agents::{dp_sgd_gradient, Mlp, MlpConfig};
-use privrl_attacks::{attack, GradientDefence, Victim};
+use privrl_attacks::{attack, Victim};
 use privrl_bench::{
     env_steps_per_second, env_steps_per_second_allocating, vec_env_steps_per_second,
 };
@@ -208,8 +208,7 @@ impl BackendTask for QgiBench {
             0,
             &device,
         )?;
-        let record =
-            GradientDefence::None.release(&victim, &samples, &mut ChaCha8Rng::seed_from_u64(0))?;
+        let record = victim.shared_gradient(&samples)?;
         let config = Method::Qgi.attack_config(self.iterations, 0, 0.1);
         let start = Instant::now();
         attack(&victim, &record, &config)?;

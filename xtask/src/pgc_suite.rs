@@ -245,6 +245,14 @@ impl Mech {
     }
 }
 
+/// How `value` is spelled on the command line.
+fn flag_value(value: &impl ValueEnum) -> String {
+    value
+        .to_possible_value()
+        .map(|v| v.get_name().to_string())
+        .unwrap_or_default()
+}
+
 fn epsilon_label(epsilon: Option<f64>) -> String {
     epsilon.map_or("∞".into(), |e| format!("{e}"))
 }
@@ -549,8 +557,10 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
     let mut table2 = Vec::new();
     let mut table3 = Vec::new();
     let mut fig3 = Vec::new();
+    // With the non-private row present, Table 3 is relative to it, as in the paper.
+    let has_non_private = plan.mechanisms.contains(&Mech::NonPrivate);
     for &mech in &plan.mechanisms {
-        let baseline = if plan.mechanisms.contains(&Mech::NonPrivate) {
+        let baseline = if has_non_private {
             fsts(Mech::NonPrivate, None)
         } else {
             fsts(mech, None)
@@ -621,7 +631,7 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
         .paragraph(&format!(
             "∫₀^N success_ratio(n) dn over the same for {}, N = {} (n/a where those trials \
              never succeeded).",
-            if plan.mechanisms.contains(&Mech::NonPrivate) {
+            if has_non_private {
                 "the non-private row (as in the paper)"
             } else {
                 "the row's own ε = ∞"
@@ -679,16 +689,8 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
         .iter()
         .map(|e| e.map_or("inf".into(), |e| e.to_string()))
         .collect();
-    let mechanisms: Vec<String> = plan
-        .mechanisms
-        .iter()
-        .filter_map(|m| m.to_possible_value().map(|v| v.get_name().to_string()))
-        .collect();
-    let optimizer = plan
-        .optimizer
-        .to_possible_value()
-        .map(|v| v.get_name().to_string())
-        .unwrap_or_default();
+    let mechanisms: Vec<String> = plan.mechanisms.iter().map(flag_value).collect();
+    let optimizer = flag_value(&plan.optimizer);
     let command = format!(
         "cargo xtask suite pgc --trials {} --max-submissions {} --fig2-submissions {} \\\n    \
          --epsilons {} --mechanisms {} --optimizer {} --lr {} --workers {} --seed {}{}{}",
