@@ -12,9 +12,8 @@ use burn::config::Config;
 use burn::module::{Module, Param};
 use burn::tensor::activation;
 use burn::tensor::backend::Backend;
-use burn::tensor::module::conv2d;
-use burn::tensor::ops::ConvOptions;
-use burn::tensor::{Tensor, TensorData};
+use burn::tensor::ops::PadMode;
+use burn::tensor::{Slice, Tensor, TensorData};
 use rand::Rng;
 
 /// Element-wise non-linearity between layers.
@@ -293,13 +292,13 @@ impl Conv2dLayerConfig {
 impl<B: Backend> Conv2dLayer<B> {
     /// `[batch, channels_in, h, w] -> [batch, channels_out, h', w']`.
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        let options = ConvOptions::new(
-            [self.stride, self.stride],
-            [self.padding, self.padding],
-            [1, 1],
-            1,
-        );
-        conv2d(x, self.weight.val(), Some(self.bias.val()), options)
+        conv2d_im2col(
+            x,
+            self.weight.val(),
+            self.bias.val(),
+            self.stride,
+            self.padding,
+        )
     }
 
     /// Output spatial size for an input of `size`.
@@ -307,6 +306,62 @@ impl<B: Backend> Conv2dLayer<B> {
         let [_, _, kernel, _] = self.weight.shape().dims();
         (size + 2 * self.padding - kernel) / self.stride + 1
     }
+}
+
+/// 2-D convolution (square kernel, zero padding, no dilation) as im2col and one matrix product.
+///
+/// The columns are `kernel²` strided slices of the padded input, so every op here (pad, slice,
+/// stack, matmul) is twice differentiable and the weight gradient is a matrix product. Burn
+/// 0.21's fused `conv2d` computes the weight gradient on NdArray as a direct convolution whose
+/// kernel is the output map, which made it the attacks' bottleneck at 150 × 150 px
+/// (`cargo run --release -p privrl-agents --example profile_conv` compares the two).
+pub fn conv2d_im2col<B: Backend>(
+    x: Tensor<B, 4>,
+    weight: Tensor<B, 4>,
+    bias: Tensor<B, 1>,
+    stride: usize,
+    padding: usize,
+) -> Tensor<B, 4> {
+    let [batch, channels_in, h, w] = x.dims();
+    let [channels_out, _, kernel, _] = weight.dims();
+    let h_out = (h + 2 * padding - kernel) / stride + 1;
+    let w_out = (w + 2 * padding - kernel) / stride + 1;
+    let x = if padding > 0 {
+        x.pad(
+            [(padding, padding), (padding, padding)],
+            PadMode::Constant(0.0),
+        )
+    } else {
+        x
+    };
+    let strided = |offset: usize, len: usize| {
+        Slice::new(
+            offset as isize,
+            Some((offset + stride * (len - 1) + 1) as isize),
+            stride as isize,
+        )
+    };
+    let mut patches = Vec::with_capacity(kernel * kernel);
+    for ki in 0..kernel {
+        for kj in 0..kernel {
+            patches.push(x.clone().slice([
+                Slice::full(),
+                Slice::full(),
+                strided(ki, h_out),
+                strided(kj, w_out),
+            ]));
+        }
+    }
+    let patch_len = channels_in * kernel * kernel;
+    // [batch, c_in, k², h', w'] -> [c_in·k², batch·h'·w'], rows ordered as the weight's (c, ki, kj).
+    let columns = Tensor::stack::<5>(patches, 2)
+        .reshape([batch, patch_len, h_out * w_out])
+        .swap_dims(0, 1)
+        .reshape([patch_len, batch * h_out * w_out]);
+    let out =
+        weight.reshape([channels_out, patch_len]).matmul(columns) + bias.reshape([channels_out, 1]);
+    out.reshape([channels_out, batch, h_out, w_out])
+        .swap_dims(0, 1)
 }
 
 /// Configuration of a [`ConvEncoder`].

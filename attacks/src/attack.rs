@@ -231,11 +231,47 @@ pub fn attack<B: Backend>(
     record: &GradientRecord,
     config: &AttackConfig,
 ) -> Result<Reconstruction, AttackError> {
+    Ok(attack_batch(victim, record, config, 1)?.remove(0))
+}
+
+/// The largest batch [`attack_batch`] takes: the paper's limitation (Section VI) and the
+/// batches of the leakage suite; the action enumeration grows as C(|B| − 1, |A| − 1).
+pub const MAX_BATCH: usize = 8;
+
+/// Reconstructs the `batch_size` samples behind `record`, the gradient of J over one batch
+/// (eq. 1), in an unknown order. `batch_size` 1 is [`attack`].
+///
+/// Batches of more than one sample take QGI's two stages on a DQN victim, extended as
+/// Section IV-C1 suggests ("the action reconstruction may require enumeration"):
+/// - the actions are the |B| entries of ∇_{b_last} J largest in magnitude (its non-zero
+///   entries without noise; eq. 7 per sample);
+/// - every way of giving those actions to the |B| samples, each used at least once, is
+///   tried in stage 1, and the one with the lowest matching loss is kept;
+/// - sample k's error direction (eq. 6, per sample) is the one-hot of its action scaled by
+///   ∇_{b_last} J at that action, divided equally among the samples that share the action.
+///   The true split is unknown; with distinct actions this is exact;
+/// - its target Q is Q̂_rec(s_k, a_k) − |B|·d_k/2, since J is the batch mean of (Q̂ − Q)².
+pub fn attack_batch<B: Backend>(
+    victim: &Victim<B>,
+    record: &GradientRecord,
+    config: &AttackConfig,
+    batch_size: usize,
+) -> Result<Vec<Reconstruction>, AttackError> {
     config.validate()?;
     config.check_compatible(victim.kind())?;
-    let problem = Problem::new(victim, record, config)?;
+    if !(1..=MAX_BATCH).contains(&batch_size) {
+        return Err(AttackError::OutOfRange {
+            name: "batch_size",
+            value: batch_size as f64,
+            expected: "1..=8",
+        });
+    }
+    let problem = Problem::new(victim, record, config, batch_size)?;
     let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
     let mut history = Vec::new();
+    if batch_size > 1 {
+        return problem.batch_attack(&mut rng, history);
+    }
 
     // Free supervision (DLG/IG): action logits and signal, carried from stage to stage.
     let mut supervision = FreeSupervision::new(config, victim.num_actions(), &mut rng);
@@ -253,7 +289,7 @@ pub fn attack<B: Backend>(
         predicted_q,
         probabilities,
     } = problem.recover_supervision(record, &state.linear_part, &supervision)?;
-    Ok(Reconstruction {
+    Ok(vec![Reconstruction {
         rgb: state.rgb,
         depth: state.depth,
         vector: state.linear_part.vector.clone(),
@@ -263,7 +299,65 @@ pub fn attack<B: Backend>(
         probabilities,
         linear_part: state.linear_part,
         loss_history: history,
-    })
+    }])
+}
+
+/// Every way of giving the |B| entries of `bias_gradient` largest in magnitude (or all of its
+/// non-zero entries, if fewer) to `batch` samples, each action used at least once, in a fixed
+/// order: one action per sample (see [`attack_batch`]).
+pub fn batch_action_assignments(bias_gradient: &[f32], batch: usize) -> Vec<Vec<usize>> {
+    let largest = bias_gradient.iter().fold(0.0f32, |m, g| m.max(g.abs()));
+    let mut actions: Vec<usize> = (0..bias_gradient.len())
+        .filter(|&j| bias_gradient[j].abs() > 1e-6 * largest)
+        .collect();
+    actions.sort_by(|&a, &b| bias_gradient[b].abs().total_cmp(&bias_gradient[a].abs()));
+    actions.truncate(batch);
+    if actions.is_empty() {
+        return vec![vec![0; batch]];
+    }
+    // Multiplicities: compositions of `batch` into `actions.len()` positive parts.
+    fn compositions(
+        total: usize,
+        parts: usize,
+        prefix: &mut Vec<usize>,
+        out: &mut Vec<Vec<usize>>,
+    ) {
+        if parts == 1 {
+            prefix.push(total);
+            out.push(prefix.clone());
+            prefix.pop();
+            return;
+        }
+        for first in 1..=total - (parts - 1) {
+            prefix.push(first);
+            compositions(total - first, parts - 1, prefix, out);
+            prefix.pop();
+        }
+    }
+    let mut multiplicities = Vec::new();
+    compositions(batch, actions.len(), &mut Vec::new(), &mut multiplicities);
+    multiplicities
+        .into_iter()
+        .map(|counts| {
+            actions
+                .iter()
+                .zip(counts)
+                .flat_map(|(&a, n)| std::iter::repeat_n(a, n))
+                .collect()
+        })
+        .collect()
+}
+
+/// Per-sample error directions `[batch · actions]` (row-major) for an assignment of actions:
+/// ∇_{b_last} J at each action, split equally among the samples that share it.
+fn batch_error_directions(bias_gradient: &[f32], assignment: &[usize]) -> Vec<f32> {
+    let actions = bias_gradient.len();
+    let mut directions = vec![0.0; assignment.len() * actions];
+    for (k, &a) in assignment.iter().enumerate() {
+        let shared = assignment.iter().filter(|&&b| b == a).count() as f32;
+        directions[k * actions + a] = bias_gradient[a] / shared;
+    }
+    directions
 }
 
 /// The reconstructed state.
@@ -335,45 +429,138 @@ impl<B: Backend> Problem<'_, B> {
         rng: &mut ChaCha8Rng,
         history: &mut Vec<LossRecord>,
     ) -> Result<StateReconstruction, AttackError> {
-        let net = self.victim.net();
-        let mut layout = Layout::default();
-        if let Some(e) = &net.rgb {
-            layout.push(Block::RgbFeatures, e.d_output);
-        }
-        if let Some(e) = &net.depth {
-            layout.push(Block::DepthFeatures, e.d_output);
-        }
-        layout.push(Block::Vector, net.d_vector);
-        let theta = self.run_restarts(Stage::LinearPart, layout, supervision, None, rng, history);
-        let linear_part = LinearPartInput {
-            rgb_features: theta.read(Block::RgbFeatures),
-            depth_features: theta.read(Block::DepthFeatures),
-            vector: theta.read(Block::Vector).unwrap_or_default(),
-        };
-        let (mut rgb, mut depth) = (None, None);
-        if net.rgb_shape.is_some() || net.depth_shape.is_some() {
-            let vector = crate::victim::tensor2::<Inner<B>>(
-                &linear_part.vector,
-                net.d_vector,
-                self.victim.device(),
-            );
-            let layout = self.image_layout(false);
-            let theta = self.run_restarts(
-                Stage::Images,
-                layout,
-                supervision,
-                Some(vector),
-                rng,
-                history,
-            );
-            rgb = theta.read(Block::Rgb);
-            depth = theta.read(Block::Depth);
-        }
+        let (_, linear) = self.linear_stage(supervision, rng, history);
+        let linear_part = self.linear_part_inputs(&linear).remove(0);
+        let (rgb, depth) = self.image_stage(&linear, supervision, rng, history);
         Ok(StateReconstruction {
             rgb,
             depth,
             linear_part,
         })
+    }
+
+    /// Stage 1: the inputs of the linear part (conv features and s_c) of every sample, with
+    /// the final loss of the best restart.
+    fn linear_stage(
+        &self,
+        supervision: &mut FreeSupervision,
+        rng: &mut ChaCha8Rng,
+        history: &mut Vec<LossRecord>,
+    ) -> (f64, Values) {
+        let net = self.victim.net();
+        let mut layout = Layout::default();
+        if let Some(e) = &net.rgb {
+            layout.push(Block::RgbFeatures, e.d_output * self.batch);
+        }
+        if let Some(e) = &net.depth {
+            layout.push(Block::DepthFeatures, e.d_output * self.batch);
+        }
+        layout.push(Block::Vector, net.d_vector * self.batch);
+        self.run_restarts(Stage::LinearPart, layout, supervision, None, rng, history)
+    }
+
+    /// Stage 1's result split into one [`LinearPartInput`] per sample.
+    fn linear_part_inputs(&self, linear: &Values) -> Vec<LinearPartInput> {
+        let rows = |block| linear.read(block).map(|v| split_rows(&v, self.batch));
+        let (rgb, depth) = (rows(Block::RgbFeatures), rows(Block::DepthFeatures));
+        let vector = rows(Block::Vector).unwrap_or_else(|| vec![Vec::new(); self.batch]);
+        (0..self.batch)
+            .map(|k| LinearPartInput {
+                rgb_features: rgb.as_ref().map(|r| r[k].clone()),
+                depth_features: depth.as_ref().map(|d| d[k].clone()),
+                vector: vector[k].clone(),
+            })
+            .collect()
+    }
+
+    /// Stage 2: the images of every sample, s_c fixed at stage 1's result.
+    fn image_stage(
+        &self,
+        linear: &Values,
+        supervision: &mut FreeSupervision,
+        rng: &mut ChaCha8Rng,
+        history: &mut Vec<LossRecord>,
+    ) -> (Option<Vec<f32>>, Option<Vec<f32>>) {
+        let net = self.victim.net();
+        if net.rgb_shape.is_none() && net.depth_shape.is_none() {
+            return (None, None);
+        }
+        let vector = crate::victim::tensor2::<Inner<B>>(
+            &linear.read(Block::Vector).unwrap_or_default(),
+            net.d_vector,
+            self.victim.device(),
+        );
+        let layout = self.image_layout(false);
+        let (_, theta) = self.run_restarts(
+            Stage::Images,
+            layout,
+            supervision,
+            Some(vector),
+            rng,
+            history,
+        );
+        (theta.read(Block::Rgb), theta.read(Block::Depth))
+    }
+
+    /// [`attack_batch`] for more than one sample: stage 1 under every action assignment, the
+    /// best one's stage 2, then each sample's action and target Q.
+    fn batch_attack(
+        &self,
+        rng: &mut ChaCha8Rng,
+        history: Vec<LossRecord>,
+    ) -> Result<Vec<Reconstruction>, AttackError> {
+        let victim = self.victim;
+        let bias_gradient = self
+            .bias_gradient
+            .as_deref()
+            .ok_or(AttackError::NoLastBias {
+                needed_by: "the batch attack",
+            })?;
+        let actions = victim.num_actions();
+        let mut supervision = FreeSupervision::new(self.config, actions, rng);
+        let mut best: Option<(f64, Problem<'_, B>, Vec<usize>, Values, Vec<LossRecord>)> = None;
+        for assignment in batch_action_assignments(bias_gradient, self.batch) {
+            let directions = batch_error_directions(bias_gradient, &assignment);
+            let problem = Problem {
+                error_direction: Some(crate::victim::tensor2::<Outer<B>>(
+                    &directions,
+                    actions,
+                    victim.device(),
+                )),
+                ..self.clone()
+            };
+            let mut stage_history = history.clone();
+            let (loss, linear) = problem.linear_stage(&mut supervision, rng, &mut stage_history);
+            if best.as_ref().is_none_or(|(b, ..)| loss < *b || b.is_nan()) {
+                best = Some((loss, problem, assignment, linear, stage_history));
+            }
+        }
+        let (_, problem, assignment, linear, mut history) = best.expect("at least one assignment");
+        let (rgb, depth) = problem.image_stage(&linear, &mut supervision, rng, &mut history);
+        let images = |v: &Option<Vec<f32>>| v.as_ref().map(|v| split_rows(v, self.batch));
+        let (rgb, depth) = (images(&rgb), images(&depth));
+        problem
+            .linear_part_inputs(&linear)
+            .into_iter()
+            .enumerate()
+            .map(|(k, linear_part)| {
+                let action = assignment[k];
+                let predicted = f64::from(victim.linear_part_output(&linear_part)?.output[action]);
+                let shared = assignment.iter().filter(|&&a| a == action).count() as f64;
+                let direction = f64::from(bias_gradient[action]) / shared;
+                Ok(Reconstruction {
+                    rgb: rgb.as_ref().map(|r| r[k].clone()),
+                    depth: depth.as_ref().map(|d| d[k].clone()),
+                    vector: linear_part.vector.clone(),
+                    action,
+                    signal: predicted - self.batch as f64 * direction / 2.0,
+                    predicted_q: Some(predicted),
+                    probabilities: None,
+                    linear_part,
+                    loss_history: history.clone(),
+                })
+            })
+            .collect()
     }
 
     /// The ablation of Fig. 4: images and vector together, against all gradients.
@@ -384,7 +571,7 @@ impl<B: Backend> Problem<'_, B> {
         history: &mut Vec<LossRecord>,
     ) -> Result<StateReconstruction, AttackError> {
         let layout = self.image_layout(true);
-        let theta = self.run_restarts(Stage::Joint, layout, supervision, None, rng, history);
+        let (_, theta) = self.run_restarts(Stage::Joint, layout, supervision, None, rng, history);
         let (rgb, depth) = (theta.read(Block::Rgb), theta.read(Block::Depth));
         let vector = theta.read(Block::Vector).unwrap_or_default();
         let linear_part =
@@ -402,10 +589,10 @@ impl<B: Backend> Problem<'_, B> {
         let net = self.victim.net();
         let mut layout = Layout::default();
         if let Some(shape) = net.rgb_shape {
-            layout.push(Block::Rgb, shape.len());
+            layout.push(Block::Rgb, shape.len() * self.batch);
         }
         if let Some(shape) = net.depth_shape {
-            layout.push(Block::Depth, shape.len());
+            layout.push(Block::Depth, shape.len() * self.batch);
         }
         if with_vector {
             layout.push(Block::Vector, net.d_vector);
@@ -481,6 +668,12 @@ impl<B: Backend> Problem<'_, B> {
             },
         }
     }
+}
+
+/// `values` cut into `rows` equal consecutive rows (one per sample).
+fn split_rows(values: &[f32], rows: usize) -> Vec<Vec<f32>> {
+    let len = values.len() / rows.max(1);
+    values.chunks(len.max(1)).map(<[f32]>::to_vec).collect()
 }
 
 fn argmax(values: &[f32]) -> usize {
@@ -575,8 +768,11 @@ struct Vars<BB: Backend> {
 }
 
 /// Everything an iteration needs that does not change between iterations.
+#[derive(Clone)]
 struct Problem<'a, B: Backend> {
     victim: &'a Victim<B>,
+    /// Samples behind the shared gradient; every free variable has this leading dimension.
+    batch: usize,
     config: &'a AttackConfig,
     /// The shared gradient per parameter, on device.
     targets: HashMap<String, Tensor<Inner<B>, 1>>,
@@ -593,7 +789,18 @@ impl<'a, B: Backend> Problem<'a, B> {
         victim: &'a Victim<B>,
         record: &GradientRecord,
         config: &'a AttackConfig,
+        batch: usize,
     ) -> Result<Self, AttackError> {
+        if batch > 1
+            && (victim.kind() != VictimKind::Dqn
+                || config.source != GradientSource::ErrorDirection
+                || config.state != StateOptimisation::TwoStage)
+        {
+            return Err(AttackError::Incompatible(
+                "batches of more than one sample need QGI (error direction, two stages) on a                  DQN victim"
+                    .into(),
+            ));
+        }
         let device = victim.device();
         let mut sizes = ParamSizes::default();
         victim.net().visit(&mut sizes);
@@ -653,6 +860,7 @@ impl<'a, B: Backend> Problem<'a, B> {
         };
         Ok(Self {
             victim,
+            batch,
             config,
             targets,
             bias_gradient,
@@ -667,9 +875,10 @@ impl<'a, B: Backend> Problem<'a, B> {
             layout
                 .slice(block, theta)
                 .zip(shape)
-                .map(|(t, s)| t.reshape([1, s.channels, s.size, s.size]))
+                .map(|(t, s)| t.reshape([self.batch, s.channels, s.size, s.size]))
         };
-        let row = |block| layout.slice(block, theta).map(|t| t.unsqueeze_dim::<2>(0));
+        let batch = self.batch as i32;
+        let row = |block| layout.slice(block, theta).map(|t| t.reshape([batch, -1]));
         Vars {
             rgb: image(Block::Rgb, net.rgb_shape),
             depth: image(Block::Depth, net.depth_shape),
@@ -761,7 +970,7 @@ impl<'a, B: Backend> Problem<'a, B> {
 
     /// Runs a stage `restarts` times, each from fresh Gaussian values for the blocks of
     /// `layout` followed by the carried free supervision, and keeps the run with the lowest
-    /// final loss (whose supervision values it carries on).
+    /// final loss (whose supervision values it carries on); returns that loss and the values.
     fn run_restarts(
         &self,
         stage: Stage,
@@ -770,7 +979,7 @@ impl<'a, B: Backend> Problem<'a, B> {
         fixed_vector: Option<Tensor<Inner<B>, 2>>,
         rng: &mut ChaCha8Rng,
         history: &mut Vec<LossRecord>,
-    ) -> Values {
+    ) -> (f64, Values) {
         let free = layout.len;
         layout.append(&supervision.layout);
         let mut best: Option<(f64, Vec<f32>)> = None;
@@ -790,10 +999,10 @@ impl<'a, B: Backend> Problem<'a, B> {
                 best = Some((loss, theta));
             }
         }
-        let (_, theta) = best.expect("at least one restart");
+        let (loss, theta) = best.expect("at least one restart");
         let values = Values { layout, theta };
         supervision.values = values.layout.read_all(&supervision.layout, &values.theta);
-        values
+        (loss, values)
     }
 
     /// Runs one stage from the initial values `theta` and returns the loss at the final values

@@ -34,7 +34,10 @@ pub mod suite;
 pub mod victim;
 
 pub use adam::{TensorAdam, TensorAdamConfig};
-pub use attack::{attack, AttackConfig, LossRecord, Reconstruction, Stage};
+pub use attack::{
+    attack, attack_batch, batch_action_assignments, AttackConfig, LossRecord, Reconstruction,
+    Stage, MAX_BATCH,
+};
 pub use defence::GradientDefence;
 pub use error::AttackError;
 pub use metrics::{
@@ -50,8 +53,8 @@ pub use recovery::{
     q_value_from_error_magnitude, PolicyGradientRecovery, QValueRecovery,
 };
 pub use suite::{
-    evaluate_defended_inversion, evaluate_inversion, score_reconstruction, InversionRow,
-    ReconstructedState,
+    best_matching, evaluate_defended_batch_inversion, evaluate_defended_inversion,
+    evaluate_inversion, score_reconstruction, InversionRow, ReconstructedState,
 };
 pub use victim::{
     linear_part_forward, Inner, LinearPartInput, LinearPartOutput, Outer, Sample, Victim,

@@ -9,7 +9,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::attack::{attack, AttackConfig, Reconstruction};
+use crate::attack::{attack_batch, AttackConfig, Reconstruction};
 use crate::defence::GradientDefence;
 use crate::error::AttackError;
 use crate::metrics::{
@@ -87,24 +87,105 @@ pub fn evaluate_defended_inversion<B: Backend>(
     defence: &GradientDefence,
     rng: &mut impl Rng,
 ) -> Result<Vec<InversionRow>, AttackError> {
-    samples
-        .iter()
-        .enumerate()
-        .map(|(index, sample)| {
-            let record = defence.release(victim, std::slice::from_ref(sample), rng)?;
-            let start = Instant::now();
-            let reconstruction = attack(victim, &record, config)?;
-            let attack_ms = start.elapsed().as_secs_f64() * 1e3;
-            score_reconstruction(
-                victim,
-                sample,
-                &reconstruction,
-                normalisation,
-                index,
-                attack_ms,
-            )
-        })
-        .collect()
+    evaluate_defended_batch_inversion(victim, samples, config, normalisation, defence, rng, 1)
+}
+
+/// Attacks the gradient of each consecutive batch of `batch_size` samples (the last batch may
+/// be smaller), passed through `defence`, with [`attack_batch`], and scores every sample
+/// against the reconstruction it matches best.
+///
+/// A batch gradient does not say which reconstruction is which sample, so, as Yin et al.
+/// (2021) evaluate batch recovery, the rows pair samples and reconstructions by the
+/// permutation that maximises the summed RGB SSIM + depth SSIM + bounding-box IoU.
+pub fn evaluate_defended_batch_inversion<B: Backend>(
+    victim: &Victim<B>,
+    samples: &[Sample],
+    config: &AttackConfig,
+    normalisation: ImageNormalisation,
+    defence: &GradientDefence,
+    rng: &mut impl Rng,
+    batch_size: usize,
+) -> Result<Vec<InversionRow>, AttackError> {
+    let mut rows = Vec::with_capacity(samples.len());
+    for (batch_index, batch) in samples.chunks(batch_size.max(1)).enumerate() {
+        let record = defence.release(victim, batch, rng)?;
+        let start = Instant::now();
+        let reconstructions = attack_batch(victim, &record, config, batch.len())?;
+        let attack_ms = start.elapsed().as_secs_f64() * 1e3;
+        let first = batch_index * batch_size.max(1);
+        let scored: Vec<Vec<InversionRow>> = batch
+            .iter()
+            .enumerate()
+            .map(|(i, sample)| {
+                reconstructions
+                    .iter()
+                    .map(|rec| {
+                        score_reconstruction(
+                            victim,
+                            sample,
+                            rec,
+                            normalisation,
+                            first + i,
+                            attack_ms,
+                        )
+                    })
+                    .collect()
+            })
+            .collect::<Result<_, _>>()?;
+        let similarity: Vec<Vec<f64>> = scored
+            .iter()
+            .map(|row| row.iter().map(match_score).collect())
+            .collect();
+        for (i, j) in best_matching(&similarity).into_iter().enumerate() {
+            rows.push(scored[i][j].clone());
+        }
+    }
+    Ok(rows)
+}
+
+/// How well a reconstruction matches a sample: RGB SSIM + depth SSIM + bounding-box IoU.
+fn match_score(row: &InversionRow) -> f64 {
+    row.rgb.map_or(0.0, |s| s.ssim)
+        + row.depth.map_or(0.0, |s| s.ssim)
+        + row.vector_iou.unwrap_or(0.0)
+}
+
+/// The permutation (sample i → reconstruction `p[i]`) that maximises the summed similarity,
+/// by exhaustive search (batches are at most [`crate::attack::MAX_BATCH`]).
+pub fn best_matching(similarity: &[Vec<f64>]) -> Vec<usize> {
+    fn search(
+        similarity: &[Vec<f64>],
+        used: &mut Vec<bool>,
+        current: &mut Vec<usize>,
+        score: f64,
+        best: &mut (f64, Vec<usize>),
+    ) {
+        let i = current.len();
+        if i == similarity.len() {
+            if score > best.0 {
+                *best = (score, current.clone());
+            }
+            return;
+        }
+        for j in 0..similarity.len() {
+            if !used[j] {
+                used[j] = true;
+                current.push(j);
+                search(similarity, used, current, score + similarity[i][j], best);
+                current.pop();
+                used[j] = false;
+            }
+        }
+    }
+    let mut best = (f64::NEG_INFINITY, (0..similarity.len()).collect());
+    search(
+        similarity,
+        &mut vec![false; similarity.len()],
+        &mut Vec::new(),
+        0.0,
+        &mut best,
+    );
+    best.1
 }
 
 /// Scores one reconstruction against its sample.

@@ -6,8 +6,9 @@ mod common;
 
 use burn::backend::NdArray;
 use privrl_attacks::{
-    attack, gaussian_noise, psnr, score_reconstruction, AttackConfig, AttackError,
-    ImageNormalisation, ImagePrior, Stage, StateOptimisation, Victim, VictimKind,
+    attack, evaluate_defended_batch_inversion, gaussian_noise, psnr, score_reconstruction,
+    AttackConfig, AttackError, GradientDefence, ImageNormalisation, ImagePrior, Stage,
+    StateOptimisation, Victim, VictimKind,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -269,4 +270,44 @@ fn invalid_configurations_are_named_errors() {
         attack(&dqn, &truncated, &AttackConfig::qgi()).unwrap_err(),
         AttackError::GradientShape { .. }
     ));
+}
+
+#[test]
+fn qgi_reconstructs_every_sample_of_a_batch_of_two() {
+    let device = Default::default();
+    let victim =
+        Victim::<B>::from_seed(&common::depth_config(SIZE), VictimKind::Dqn, 3, &device).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let mut samples: Vec<_> = (0..2)
+        .map(|_| common::synthetic_sample(None, Some(SIZE), 7, 1.0..5.0, &mut rng))
+        .collect();
+    // Distinct actions: the error directions of eq. 6 then separate exactly.
+    samples[0].action = 2;
+    samples[1].action = 5;
+    let rows = evaluate_defended_batch_inversion(
+        &victim,
+        &samples,
+        &quick(AttackConfig::qgi()),
+        ImageNormalisation::Clamp,
+        &GradientDefence::None,
+        &mut rng,
+        2,
+    )
+    .unwrap();
+    assert_eq!(rows.len(), 2);
+    for (row, sample) in rows.iter().zip(&samples) {
+        let baseline = gaussian_baseline_psnr(sample.depth.as_ref().unwrap(), 0);
+        println!(
+            "batch of 2, sample {}: depth {:?}, IoU {:?}, ε(Q) {:?}, baseline {baseline:.2} dB",
+            row.sample, row.depth, row.vector_iou, row.target_q_error_pct
+        );
+        assert!(row.action_correct);
+        assert!(row.vector_iou.unwrap() > 0.9, "IoU {:?}", row.vector_iou);
+        assert!(
+            row.target_q_error_pct.unwrap() < 2.0,
+            "ε(Q) {:?}",
+            row.target_q_error_pct
+        );
+        assert!(row.depth.unwrap().psnr > baseline + 5.0, "{:?}", row.depth);
+    }
 }

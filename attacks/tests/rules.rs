@@ -229,3 +229,39 @@ fn batch_gradients_reduce_as_the_agents_losses_do() {
         }
     }
 }
+
+#[test]
+fn batch_actions_are_enumerated_from_the_non_zero_bias_gradient() {
+    // |B| = 3 and two non-zero entries, action 1 (0.5) before action 3 (|−0.2|): the
+    // multiplicities are the compositions of 3 into two positive parts, (1, 2) and (2, 1).
+    let g = [0.0, 0.5, 0.0, -0.2, 0.0, 0.0, 0.0];
+    assert_eq!(
+        privrl_attacks::batch_action_assignments(&g, 3),
+        vec![vec![1, 3, 3], vec![1, 1, 3]]
+    );
+    // Noise makes every entry non-zero: the |B| largest are kept, one sample each.
+    let noisy = [0.01, 0.5, -0.02, -0.2, 0.03, 0.0, 0.0];
+    assert_eq!(
+        privrl_attacks::batch_action_assignments(&noisy, 2),
+        vec![vec![1, 3]]
+    );
+    // C(7, 3) = 35 ways for |B| = 8 over four actions.
+    let four = [1.0, -2.0, 3.0, -4.0, 0.0, 0.0, 0.0];
+    let all = privrl_attacks::batch_action_assignments(&four, 8);
+    assert_eq!(all.len(), 35);
+    assert!(all
+        .iter()
+        .all(|a| a.len() == 8 && [0, 1, 2, 3].iter().all(|x| a.contains(x))));
+}
+
+#[test]
+fn the_best_matching_is_the_permutation_with_the_largest_total() {
+    // Greedy row by row would take (0 → 0) for 0.9 and then be left with 0.0 + 0.1; the
+    // best total is 0.8 + 0.85 + 0.7 = 2.35 with (0 → 1, 1 → 0, 2 → 2).
+    let similarity = vec![
+        vec![0.9, 0.8, 0.0],
+        vec![0.85, 0.0, 0.1],
+        vec![0.0, 0.1, 0.7],
+    ];
+    assert_eq!(privrl_attacks::best_matching(&similarity), vec![1, 0, 2]);
+}
