@@ -13,7 +13,8 @@ use anyhow::{Context, Result};
 use burn::tensor::backend::Backend;
 use clap::Args;
 use privrl_attacks::{
-    evaluate_defended_inversion, GradientDefence, ImageNormalisation, InversionRow, Sample, Victim,
+    evaluate_defended_batch_inversion, GradientDefence, ImageNormalisation, InversionRow, Sample,
+    Victim,
 };
 use privrl_envs::room::{RoomSetting, NUM_ACTIONS};
 use rand::SeedableRng;
@@ -100,6 +101,11 @@ pub struct LeakageArgs {
     /// freshly initialised victims, as the paper does.
     #[arg(long, default_value_t = 0)]
     pub victim_train_steps: usize,
+    /// Batch sizes of the shared gradient for QGI without a defence (comma-separated, each in
+    /// 1..=8): every size above 1 adds a cell `qgi-none-batch<B>`, attacked by the batch
+    /// extension of QGI (actions enumerated from ∇b_last, Section IV-C1).
+    #[arg(long, value_delimiter = ',', default_values_t = [1])]
+    pub batch_sizes: Vec<usize>,
     /// Worker threads (0: one per core); each runs one (attack, defence) cell.
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
@@ -123,7 +129,15 @@ impl LeakageArgs {
             delta: self.delta,
             defences: self.defences(),
             victim_train_steps: self.victim_train_steps,
+            batch_sizes: self.batch_sizes.clone(),
         };
+        for &b in &plan.batch_sizes {
+            anyhow::ensure!(
+                (1..=privrl_attacks::MAX_BATCH).contains(&b),
+                "--batch-sizes must each be in 1..={}, got {b}",
+                privrl_attacks::MAX_BATCH
+            );
+        }
         anyhow::ensure!(plan.samples >= 1, "--samples must be at least 1");
         anyhow::ensure!(
             (8..=512).contains(&plan.image_size),
@@ -196,6 +210,7 @@ struct LeakagePlan {
     delta: f64,
     defences: Vec<GradientDefence>,
     victim_train_steps: usize,
+    batch_sizes: Vec<usize>,
 }
 
 impl LeakagePlan {
@@ -242,6 +257,8 @@ pub(crate) struct LeakageJob {
     pub(crate) noise_seed: u64,
     /// Samples and Adam steps that train the victim before the attack (none: fresh victim).
     pub(crate) victim_training: Option<(Vec<Sample>, usize)>,
+    /// Samples per shared gradient (1: the paper's single-sample gradients).
+    pub(crate) batch_size: usize,
     pub(crate) progress: Option<indicatif::ProgressBar>,
 }
 
@@ -263,20 +280,23 @@ impl BackendTask for LeakageJob {
         }
         let mut rng = ChaCha8Rng::seed_from_u64(self.noise_seed);
         let mut rows = Vec::with_capacity(self.samples.len());
-        for (index, sample) in self.samples.iter().enumerate() {
-            let mut row = evaluate_defended_inversion(
+        for (index, batch) in self.samples.chunks(self.batch_size).enumerate() {
+            let first = index * self.batch_size;
+            let batch_rows = evaluate_defended_batch_inversion(
                 &victim,
-                std::slice::from_ref(sample),
+                batch,
                 &config,
                 ImageNormalisation::Clamp,
                 &self.defence,
                 &mut rng,
-            )?
-            .remove(0);
-            row.sample = index;
-            rows.push(row);
+                self.batch_size,
+            )?;
+            rows.extend(batch_rows.into_iter().map(|mut row| {
+                row.sample += first;
+                row
+            }));
             if let Some(bar) = &self.progress {
-                bar.inc(1);
+                bar.inc(batch.len() as u64);
             }
         }
         Ok(rows)
@@ -514,20 +534,39 @@ fn run_in(root: &Path, args: LeakageArgs) -> Result<PathBuf> {
                     seed: plan.seed,
                     noise_seed: plan.seed ^ (0x1eaf << 16) ^ index as u64,
                     victim_training: victim_training.clone(),
+                    batch_size: 1,
                     progress: None,
                 },
             ));
         }
     }
+    for &batch_size in plan.batch_sizes.iter().filter(|&&b| b > 1) {
+        jobs.push(Job::new(
+            format!("qgi-none-batch{batch_size}"),
+            LeakageJob {
+                method: Method::Qgi,
+                defence: GradientDefence::None,
+                samples: samples.clone(),
+                image_size: plan.image_size,
+                iterations: plan.iterations,
+                tv_weight: plan.tv_weight,
+                seed: plan.seed,
+                noise_seed: plan.seed,
+                victim_training: victim_training.clone(),
+                batch_size,
+                progress: None,
+            },
+        ));
+    }
     let outcomes = run_parallel(jobs, args.threads, |mut job, progress| {
         job.progress = Some(progress.bar(job.samples.len() as u64));
-        let (method, defence) = (job.method, job.defence);
-        Ok((method, defence, dispatch(plan.backend, job)?))
+        let (method, defence, batch_size) = (job.method, job.defence, job.batch_size);
+        Ok((method, defence, batch_size, dispatch(plan.backend, job)?))
     })?
     .into_ok()?;
 
-    let mut cells = Vec::new();
-    for (name, (method, defence, rows)) in outcomes {
+    let (mut cells, mut batch_cells) = (Vec::new(), Vec::new());
+    for (name, (method, defence, batch_size, rows)) in outcomes {
         let run = RunDir::create_in(root, "leakage", &name)?;
         run.write_config(&(&plan, &defence))?;
         write_rows(&run, &rows)?;
@@ -539,13 +578,18 @@ fn run_in(root: &Path, args: LeakageArgs) -> Result<PathBuf> {
             &rows,
             plan.image_size,
         )?;
-        cells.push(CellResult {
+        let cell = CellResult {
             method,
             epsilon: plan.epsilon(&defence),
             scores: CellScores::of(&rows),
             defence,
             rows,
-        });
+        };
+        if batch_size > 1 {
+            batch_cells.push((batch_size, cell));
+        } else {
+            cells.push(cell);
+        }
     }
     let utility = UtilityTable::read(
         &args
@@ -554,7 +598,7 @@ fn run_in(root: &Path, args: LeakageArgs) -> Result<PathBuf> {
             .unwrap_or_else(|| root.join("dpsgd")),
         &args.pgc_runs.clone().unwrap_or_else(|| root.join("pgc")),
     );
-    let report = write_report(&dir, &args, &plan, &cells, &utility)?;
+    let report = write_report(&dir, &args, &plan, &cells, &batch_cells, &utility)?;
     println!("wrote {}", report.display());
     Ok(report)
 }
@@ -578,6 +622,7 @@ fn write_report(
     args: &LeakageArgs,
     plan: &LeakagePlan,
     cells: &[CellResult],
+    batch_cells: &[(usize, CellResult)],
     utility: &UtilityTable,
 ) -> Result<PathBuf> {
     let mut report = Report::new(
@@ -646,28 +691,8 @@ fn write_report(
                     .map_or(String::new(), |e| format!(" (ε {})", format_epsilon(e)));
                 format!("{}{eps}", format_number(u.value))
             })),
-            Cell::from(format!(
-                "{} / {}",
-                summary(&cell.rows, |r| r.rgb.map(|s| s.psnr)),
-                summary(&cell.rows, |r| r.rgb.map(|s| s.ssim))
-            )),
-            Cell::from(format!(
-                "{} / {}",
-                summary(&cell.rows, |r| r.depth.map(|s| s.psnr)),
-                summary(&cell.rows, |r| r.depth.map(|s| s.ssim))
-            )),
-            Cell::from(summary(&cell.rows, |r| r.vector_iou)),
-            Cell::from(format!("{:.0}%", 100.0 * cell.scores.action_accuracy)),
-            Cell::from(match cell.method {
-                Method::Rgi => summary(&cell.rows, |r| r.reward_abs_error),
-                _ => summary(&cell.rows, |r| r.target_q_error_pct),
-            }),
-            Cell::from(if cell.scores.unrecognisable() {
-                "no"
-            } else {
-                "yes"
-            }),
         ]);
+        rows.last_mut().expect("pushed").extend(score_columns(cell));
     }
     report
         .heading("Privacy, utility and leakage")
@@ -691,6 +716,39 @@ fn write_report(
             ],
             rows,
         );
+
+    if !batch_cells.is_empty() {
+        let mut rows: Vec<Vec<Cell>> = Vec::new();
+        let single = cells
+            .iter()
+            .find(|c| c.method == Method::Qgi && c.defence == GradientDefence::None);
+        for (batch_size, cell) in single
+            .map(|c| (1, c))
+            .into_iter()
+            .chain(batch_cells.iter().map(|(b, c)| (*b, c)))
+        {
+            let mut row = vec![Cell::from(batch_size as f64)];
+            row.extend(score_columns(cell));
+            rows.push(row);
+        }
+        report
+            .heading("Batch size (QGI, no defence)")
+            .paragraph(
+                "The shared gradient is the DQN victim's over a batch of consecutive samples                  (J is the batch mean). The batch attack reads the batch's actions off                  ∇b_last, tries every assignment of them to the samples in stage 1 and keeps                  the best, then reconstructs all images at once. Each sample is scored                  against the reconstruction it matches best (the permutation maximising RGB                  SSIM + depth SSIM + IoU), as Yin et al. (2021) score batch recovery.",
+            )
+            .table(
+                &[
+                    "batch size",
+                    "RGB PSNR / SSIM",
+                    "depth PSNR / SSIM",
+                    "bbox IoU",
+                    "action accuracy",
+                    "ε(Q) %",
+                    "recognisable",
+                ],
+                rows,
+            );
+    }
 
     report.heading("Where reconstruction stops being recognisable");
     let mut thresholds = Vec::new();
@@ -755,7 +813,7 @@ fn write_report(
         "cargo xtask suite leakage --samples {} --image-size {} --iterations {} --tv-weight {} \\\n    \
          --dp-sgd-noise {} --dp-sgd-clip {} --ldp-epsilon {} --laplace-clip {} --prs-clip {} \\\n    \
          --train-sample-rate {} --train-steps {} --delta {} --victim-train-steps {} --seed {} \\\n    \
-         --backend {}",
+         --batch-sizes {} --backend {}",
         plan.samples,
         plan.image_size,
         plan.iterations,
@@ -770,10 +828,44 @@ fn write_report(
         plan.delta,
         plan.victim_train_steps,
         plan.seed,
+        plan
+            .batch_sizes
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(","),
         plan.backend,
     );
     report.reproduce([command]);
     report.write()
+}
+
+/// The score columns of a cell: both images' PSNR / SSIM, IoU, action accuracy, the signal's
+/// error and whether it is recognisable.
+fn score_columns(cell: &CellResult) -> Vec<Cell> {
+    vec![
+        Cell::from(format!(
+            "{} / {}",
+            summary(&cell.rows, |r| r.rgb.map(|s| s.psnr)),
+            summary(&cell.rows, |r| r.rgb.map(|s| s.ssim))
+        )),
+        Cell::from(format!(
+            "{} / {}",
+            summary(&cell.rows, |r| r.depth.map(|s| s.psnr)),
+            summary(&cell.rows, |r| r.depth.map(|s| s.ssim))
+        )),
+        Cell::from(summary(&cell.rows, |r| r.vector_iou)),
+        Cell::from(format!("{:.0}%", 100.0 * cell.scores.action_accuracy)),
+        Cell::from(match cell.method {
+            Method::Rgi => summary(&cell.rows, |r| r.reward_abs_error),
+            _ => summary(&cell.rows, |r| r.target_q_error_pct),
+        }),
+        Cell::from(if cell.scores.unrecognisable() {
+            "no"
+        } else {
+            "yes"
+        }),
+    ]
 }
 
 /// The cells of one attack and defence family, by increasing ε.
@@ -917,6 +1009,7 @@ mod tests {
             dpsgd_runs: None,
             pgc_runs: None,
             victim_train_steps: 0,
+            batch_sizes: vec![1],
             seed,
             backend,
             threads,
@@ -996,6 +1089,7 @@ mod tests {
                     seed: plan.seed,
                     noise_seed: 99,
                     victim_training: None,
+                    batch_size: 1,
                     progress: None,
                 },
             )
@@ -1040,6 +1134,7 @@ mod tests {
                     seed: plan.seed,
                     noise_seed: 5,
                     victim_training: None,
+                    batch_size: 1,
                     progress: None,
                 },
             )
@@ -1057,7 +1152,9 @@ mod tests {
     #[test]
     fn a_tiny_suite_writes_every_cell_a_table_and_plots() {
         let root = crate::run::tests::temp_dir("leakage-suite");
-        let report = run_in(&root, tiny_args()).unwrap();
+        let mut args = tiny_args();
+        args.batch_sizes = vec![1, 2];
+        let report = run_in(&root, args).unwrap();
         let markdown = std::fs::read_to_string(&report).unwrap();
         // 2 attacks × (none, clip, 1 σ, Laplace and PRS at 1 ε).
         let rows = markdown
@@ -1070,6 +1167,7 @@ mod tests {
             "rgi-dp-sgd-sigma0.1",
             "qgi-laplace-eps10",
             "rgi-prs-eps10",
+            "qgi-none-batch2",
         ] {
             crate::run::tests::assert_run_files(
                 &root.join("leakage").join(name),
@@ -1085,6 +1183,12 @@ mod tests {
             );
         }
         assert!(markdown.contains("unrecognisable"), "{markdown}");
+        // The batch table: batch sizes 1 and 2, each with the score columns.
+        assert!(
+            markdown.contains("## Batch size (QGI, no defence)"),
+            "{markdown}"
+        );
+        assert!(markdown.contains("--batch-sizes 1,2"), "{markdown}");
     }
 
     #[test]
@@ -1096,6 +1200,10 @@ mod tests {
         let mut args = tiny_args();
         args.train_sample_rate = 2.0;
         assert!(args.plan().is_err());
+        let mut args = tiny_args();
+        args.batch_sizes = vec![16];
+        let error = format!("{:#}", args.plan().unwrap_err());
+        assert!(error.contains("1..=8"), "{error}");
     }
 
     #[test]
