@@ -518,7 +518,7 @@ impl<B: Backend> Problem<'_, B> {
             })?;
         let actions = victim.num_actions();
         let mut supervision = FreeSupervision::new(self.config, actions, rng);
-        let mut best: Option<(f64, Problem<'_, B>, Vec<usize>, Values, Vec<LossRecord>)> = None;
+        let mut best: Option<AssignmentCandidate<'_, B>> = None;
         for assignment in batch_action_assignments(bias_gradient, self.batch) {
             let directions = batch_error_directions(bias_gradient, &assignment);
             let problem = Problem {
@@ -531,11 +531,26 @@ impl<B: Backend> Problem<'_, B> {
             };
             let mut stage_history = history.clone();
             let (loss, linear) = problem.linear_stage(&mut supervision, rng, &mut stage_history);
-            if best.as_ref().is_none_or(|(b, ..)| loss < *b || b.is_nan()) {
-                best = Some((loss, problem, assignment, linear, stage_history));
+            if best
+                .as_ref()
+                .is_none_or(|b| loss < b.loss || b.loss.is_nan())
+            {
+                best = Some(AssignmentCandidate {
+                    loss,
+                    problem,
+                    assignment,
+                    linear,
+                    history: stage_history,
+                });
             }
         }
-        let (_, problem, assignment, linear, mut history) = best.expect("at least one assignment");
+        let AssignmentCandidate {
+            problem,
+            assignment,
+            linear,
+            mut history,
+            ..
+        } = best.expect("at least one assignment");
         let (rgb, depth) = problem.image_stage(&linear, &mut supervision, rng, &mut history);
         let images = |v: &Option<Vec<f32>>| v.as_ref().map(|v| split_rows(v, self.batch));
         let (rgb, depth) = (images(&rgb), images(&depth));
@@ -1055,6 +1070,15 @@ impl<'a, B: Backend> Problem<'a, B> {
         }
         unreachable!("the loop returns at iteration == iterations")
     }
+}
+
+/// Stage 1 of the batch attack under one assignment of actions to samples.
+struct AssignmentCandidate<'a, B: Backend> {
+    loss: f64,
+    problem: Problem<'a, B>,
+    assignment: Vec<usize>,
+    linear: Values,
+    history: Vec<LossRecord>,
 }
 
 /// Name and size of every float parameter, in visiting order.
