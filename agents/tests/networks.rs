@@ -378,3 +378,31 @@ fn pgc_paper_network_has_112_parameters() {
     .unwrap();
     assert_eq!(burn::module::Module::num_params(&a3c.model()), 112);
 }
+
+#[test]
+fn im2col_convolution_matches_burns_conv2d() {
+    use burn::tensor::module::conv2d;
+    use burn::tensor::ops::ConvOptions;
+    let device = Default::default();
+    // (stride, padding, kernel) on a non-square batch of 2, including a stride that does not
+    // divide the padded size.
+    for (stride, padding, kernel) in [(1, 0, 3), (2, 1, 3), (3, 2, 5), (2, 0, 1)] {
+        let x = Tensor::<NdArray, 4>::random([2, 3, 11, 8], Distribution::Default, &device);
+        let w = Tensor::<NdArray, 4>::random(
+            [4, 3, kernel, kernel],
+            Distribution::Normal(0.0, 1.0),
+            &device,
+        );
+        let b = Tensor::<NdArray, 1>::random([4], Distribution::Normal(0.0, 1.0), &device);
+        let options = ConvOptions::new([stride, stride], [padding, padding], [1, 1], 1);
+        let expected = conv2d(x.clone(), w.clone(), Some(b.clone()), options);
+        let got = privrl_agents::conv2d_im2col(x, w, b, stride, padding);
+        assert_eq!(
+            got.dims(),
+            expected.dims(),
+            "stride {stride} padding {padding}"
+        );
+        let error = (got - expected).abs().max().into_scalar();
+        assert!(error < 1e-5, "stride {stride} padding {padding}: {error}");
+    }
+}
