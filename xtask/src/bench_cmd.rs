@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use burn::backend::Autodiff;
 use burn::module::Module;
 use burn::optim::{AdamConfig, GradientsParams, Optimizer};
@@ -52,9 +52,66 @@ pub struct BenchArgs {
     /// Optimisation iterations per stage of the QGI timing; 0 skips it.
     #[arg(long, default_value_t = 10)]
     pub qgi_iterations: usize,
+    /// A Python with PyTorch: times `bench/pytorch/qgi_attack.py` (the same attack, victim
+    /// and iterations) beside the QGI timing. Not given: PyTorch is not timed.
+    #[arg(long)]
+    pub torch_python: Option<std::path::PathBuf>,
     /// Backend of the network benchmarks.
     #[arg(long, value_enum, default_value_t = BackendChoice::default())]
     pub backend: BackendChoice,
+}
+
+/// What `bench/pytorch/qgi_attack.py` printed.
+#[derive(Debug, Serialize)]
+pub struct TorchQgiTimes {
+    /// Its first line: PyTorch's version and threads.
+    pub description: String,
+    /// Wall time of the attack (both stages), s.
+    pub attack_s: f64,
+    /// Iterations per second over both stages.
+    pub iterations_per_s: f64,
+}
+
+/// Runs the PyTorch QGI script with `python` and reads its timing line.
+fn torch_qgi(python: &std::path::Path, res: usize, iterations: usize) -> Result<TorchQgiTimes> {
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/pytorch/qgi_attack.py");
+    let output = std::process::Command::new(python)
+        .arg(&script)
+        .args(["--res", &res.to_string()])
+        .args(["--iterations", &iterations.to_string()])
+        .output()
+        .with_context(|| format!("running {} {}", python.display(), script.display()))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    anyhow::ensure!(
+        output.status.success(),
+        "{} failed: {}{}",
+        script.display(),
+        stdout,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    parse_torch_qgi(&stdout)
+}
+
+/// Reads `PyTorch …: attack 2.34 s, 8.56 iterations/s` from the script's output.
+fn parse_torch_qgi(stdout: &str) -> Result<TorchQgiTimes> {
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("PyTorch"))
+        .context("no timing line from the PyTorch script")?;
+    let (description, timing) = line
+        .rsplit_once(": attack ")
+        .context("unexpected timing line")?;
+    let numbers: Vec<f64> = timing
+        .split([' ', ','])
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    anyhow::ensure!(numbers.len() == 2, "unexpected timing line: {line}");
+    Ok(TorchQgiTimes {
+        description: description.to_string(),
+        attack_s: numbers[0],
+        iterations_per_s: numbers[1],
+    })
 }
 
 /// Steps per second of one environment, three ways.
@@ -242,6 +299,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
             )
         })
         .transpose()?;
+    let torch = match (&args.torch_python, args.qgi_iterations > 0) {
+        (Some(python), true) => Some(torch_qgi(python, args.qgi_res, args.qgi_iterations)?),
+        _ => None,
+    };
     let ppo_steps_per_s = crate::train::bench_ppo_steps_per_s(args.backend, args.ppo_epochs)?;
     let dqn_updates_per_s = crate::train::bench_dqn_updates_per_s(args.backend, args.dqn_updates)?;
     let mut delta_timer = ChaCha8Rng::seed_from_u64(0);
@@ -266,6 +327,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             "ppo_cartpole_env_steps_per_s": ppo_steps_per_s,
             "dqn_batch128_updates_per_s": dqn_updates_per_s,
             "qgi": qgi,
+            "qgi_pytorch": torch,
         }),
     )?;
     let mut report = Report::new(&dir, "privrl benchmarks");
@@ -352,10 +414,35 @@ pub fn run(args: BenchArgs) -> Result<()> {
                     ],
                 ],
             );
+        if let Some(torch) = &torch {
+            report
+                .paragraph(&format!(
+                    "The same attack in PyTorch (`bench/pytorch/qgi_attack.py`, {}): the same \
+                     victim, gradient, loss, prior, optimiser and iterations.",
+                    torch.description
+                ))
+                .table(
+                    &["measurement", "privrl", "PyTorch", "privrl / PyTorch speed"],
+                    vec![
+                        vec![
+                            Cell::from("attack wall time (s)"),
+                            Cell::from(qgi.attack_s),
+                            Cell::from(torch.attack_s),
+                            Cell::from(""),
+                        ],
+                        vec![
+                            Cell::from("iterations/s (both stages)"),
+                            Cell::from(qgi.iterations_per_s),
+                            Cell::from(torch.iterations_per_s),
+                            Cell::from(qgi.iterations_per_s / torch.iterations_per_s),
+                        ],
+                    ],
+                );
+        }
     }
     report.reproduce(&[format!(
         "cargo xtask bench --env-steps {} --num-envs {} --train-steps {} --ppo-epochs {} \
-         --dqn-updates {} --qgi-res {} --qgi-iterations {} --backend {}",
+         --dqn-updates {} --qgi-res {} --qgi-iterations {} --backend {}{}",
         args.env_steps,
         args.num_envs,
         args.train_steps,
@@ -363,10 +450,32 @@ pub fn run(args: BenchArgs) -> Result<()> {
         args.dqn_updates,
         args.qgi_res,
         args.qgi_iterations,
-        args.backend
+        args.backend,
+        args.torch_python
+            .as_ref()
+            .map_or(String::new(), |p| format!(
+                " --torch-python {}",
+                p.display()
+            )),
     )]);
     let path = report.write()?;
     println!("{}", report.markdown());
     println!("wrote {}", path.display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pytorch_timing_line_is_parsed() {
+        let out = "warming up\nPyTorch 2.15.0, 2 threads, QGI S1 150x150, 10 iterations per \
+                   stage: attack 2.34 s, 8.56 iterations/s\n";
+        let times = parse_torch_qgi(out).unwrap();
+        assert_eq!(times.attack_s, 2.34);
+        assert_eq!(times.iterations_per_s, 8.56);
+        assert!(times.description.starts_with("PyTorch 2.15.0, 2 threads"));
+        assert!(parse_torch_qgi("no torch here").is_err());
+    }
 }
