@@ -8,8 +8,9 @@ use clap::{Args, ValueEnum};
 use privrl_agents::{ConvEncoderConfig, MultimodalNetConfig};
 use privrl_attacks::ImageScores;
 use privrl_attacks::{
-    evaluate_inversion, ActionRule, AttackConfig, GradientSource, ImageNormalisation, ImagePrior,
-    InversionRow, Sample, SignalRule, StateOptimisation, Victim, VictimKind,
+    evaluate_defended_batch_inversion, evaluate_inversion, ActionRule, AttackConfig,
+    GradientDefence, GradientSource, ImageNormalisation, ImagePrior, InversionRow, Sample,
+    SignalRule, StateOptimisation, Victim, VictimKind,
 };
 use privrl_envs::room::{sample_observations, RoomConfig, RoomSetting, RoomType};
 use privrl_envs::{Image, MultimodalObs};
@@ -264,6 +265,8 @@ pub(crate) struct InversionJob {
     pub(crate) method: Method,
     pub(crate) setting: RoomSetting,
     pub(crate) samples: Vec<Sample>,
+    /// Samples per shared gradient (1: the paper's single-sample gradients).
+    pub(crate) batch_size: usize,
 }
 
 impl BackendTask for InversionJob {
@@ -280,11 +283,23 @@ impl BackendTask for InversionJob {
             self.plan.seed,
             &device,
         )?;
-        Ok(evaluate_inversion(
+        if self.batch_size == 1 {
+            return Ok(evaluate_inversion(
+                &victim,
+                &self.samples,
+                &config,
+                ImageNormalisation::Clamp,
+            )?);
+        }
+        // `None` draws nothing from the generator.
+        Ok(evaluate_defended_batch_inversion(
             &victim,
             &self.samples,
             &config,
             ImageNormalisation::Clamp,
+            &GradientDefence::None,
+            &mut rand_chacha::ChaCha8Rng::seed_from_u64(0),
+            self.batch_size,
         )?)
     }
 }
@@ -340,6 +355,7 @@ pub fn run(args: InversionArgs) -> Result<std::path::PathBuf> {
                     method,
                     setting,
                     samples: samples.clone(),
+                    batch_size: 1,
                 },
             ));
         }
@@ -625,9 +641,14 @@ pub struct AttackArgs {
     /// The setting: s1 (RGB + depth) or s2 (depth only).
     #[arg(long, value_enum, default_value_t = SettingArg::S1)]
     pub setting: SettingArg,
-    /// Samples (single-sample gradients) to attack.
+    /// Samples to attack.
     #[arg(long, default_value_t = 4)]
     pub samples: usize,
+    /// Samples per shared gradient (1..=8; consecutive samples form a batch). Above 1, QGI
+    /// only: the batch attack reads the batch's actions off ∇b_last, and each sample is scored
+    /// against the reconstruction that matches it best.
+    #[arg(long, default_value_t = 1)]
+    pub batch_size: usize,
     /// Image size in pixels (the paper: 150).
     #[arg(long, default_value_t = 32)]
     pub res: usize,
@@ -656,6 +677,17 @@ pub fn run_attack(args: AttackArgs) -> Result<std::path::PathBuf> {
     );
     anyhow::ensure!(args.iters >= 1, "--iters must be at least 1");
     anyhow::ensure!(
+        (1..=privrl_attacks::MAX_BATCH).contains(&args.batch_size),
+        "--batch-size must be in 1..={}, got {}",
+        privrl_attacks::MAX_BATCH,
+        args.batch_size
+    );
+    anyhow::ensure!(
+        args.batch_size == 1 || args.method == Method::Qgi,
+        "--batch-size above 1 needs --method qgi (the batch attack is QGI's), got {}",
+        args.method.slug()
+    );
+    anyhow::ensure!(
         args.tv_weight >= 0.0 && args.tv_weight.is_finite(),
         "--tv-weight must be finite and >= 0, got {}",
         args.tv_weight
@@ -681,12 +713,18 @@ pub fn run_attack(args: AttackArgs) -> Result<std::path::PathBuf> {
             method: args.method,
             setting,
             samples: truth.clone(),
+            batch_size: args.batch_size,
         },
     )?;
     let run = RunDir::create(
         "attack",
         RunName::new(args.method.slug())
             .part(format!("{setting:?}"))
+            .part(if args.batch_size > 1 {
+                format!("batch{}", args.batch_size)
+            } else {
+                String::new()
+            })
             .seed(plan.seed),
     )?;
     run.write_config(&args)?;
@@ -749,6 +787,56 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_batch_attack_scores_every_sample_once() {
+        let plan = InversionPlan {
+            samples: 3,
+            image_size: 8,
+            iterations: 3,
+            tv_weight: 0.1,
+            seed: 0,
+            backend: BackendChoice::default(),
+            entropy_weight: ENTROPY_WEIGHT,
+        };
+        let (truth, _) =
+            room_samples(RoomSetting::S2, plan.image_size, plan.samples, plan.seed).unwrap();
+        let rows = dispatch(
+            plan.backend,
+            InversionJob {
+                plan,
+                method: Method::Qgi,
+                setting: RoomSetting::S2,
+                samples: truth,
+                batch_size: 2,
+            },
+        )
+        .unwrap();
+        // A batch of 2, then the remaining sample alone.
+        assert_eq!(rows.iter().map(|r| r.sample).collect::<Vec<_>>(), [0, 1, 2]);
+        assert!(rows
+            .iter()
+            .all(|r| r.depth.is_some() && r.vector_iou.is_some()));
+    }
+
+    #[test]
+    fn batch_sizes_outside_the_batch_attack_are_refused() {
+        let args = |method, batch_size| AttackArgs {
+            method,
+            setting: SettingArg::S2,
+            samples: 2,
+            res: 8,
+            iters: 1,
+            batch_size,
+            tv_weight: 0.1,
+            seed: 0,
+            backend: BackendChoice::default(),
+        };
+        let error = format!("{:#}", run_attack(args(Method::Qgi, 9)).unwrap_err());
+        assert!(error.contains("1..=8"), "{error}");
+        let error = format!("{:#}", run_attack(args(Method::Rgi, 2)).unwrap_err());
+        assert!(error.contains("--method qgi"), "{error}");
+    }
+
+    #[test]
     fn every_method_attacks_and_draws_its_reconstruction_sheet() {
         let plan = InversionPlan {
             samples: 1,
@@ -773,6 +861,7 @@ mod tests {
                     method,
                     setting: RoomSetting::S1,
                     samples: truth.clone(),
+                    batch_size: 1,
                 },
             )
             .unwrap();

@@ -1074,6 +1074,7 @@ mod tests {
                     method,
                     setting: RoomSetting::S1,
                     samples: samples.clone(),
+                    batch_size: 1,
                 },
             )
             .unwrap();
