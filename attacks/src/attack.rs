@@ -911,7 +911,6 @@ impl<'a, B: Backend> Problem<'a, B> {
         stage: Stage,
         vars: Vars<Inner<B>>,
         fixed_vector: Option<&Tensor<Inner<B>, 2>>,
-        target_cache: &mut Option<(usize, Tensor<Inner<B>, 1>)>,
     ) -> Tensor<Inner<B>, 1> {
         let net = self.victim.net();
         let lift2 = |t: Tensor<Inner<B>, 2>| Tensor::<Outer<B>, 2>::from_inner(t);
@@ -956,25 +955,15 @@ impl<'a, B: Backend> Problem<'a, B> {
             }
         };
         let gradients = param_gradients(net, &objective.backward());
-        let (names, reconstructed): (Vec<String>, Vec<Tensor<Inner<B>, 1>>) = gradients
+        let parts = gradients
             .into_iter()
             .filter(|g| stage != Stage::LinearPart || Victim::<B>::is_linear_parameter(&g.name))
-            .filter(|g| self.targets.contains_key(&g.name))
-            .map(|g| (g.name, g.gradient))
-            .unzip();
-        let target = match target_cache {
-            Some((count, target)) if *count == names.len() => target.clone(),
-            _ => {
-                let target =
-                    Tensor::cat(names.iter().map(|n| self.targets[n].clone()).collect(), 0);
-                *target_cache = Some((names.len(), target.clone()));
-                target
-            }
-        };
-        let mut loss = self
-            .config
-            .matching
-            .loss(Tensor::cat(reconstructed, 0), target);
+            .filter_map(|g| {
+                let target = self.targets.get(&g.name)?.clone();
+                Some((g.gradient, target))
+            })
+            .collect();
+        let mut loss = self.config.matching.loss_of_parts(parts);
         if let Some(prior) = &self.config.prior {
             for images in [vars.rgb, vars.depth].into_iter().flatten() {
                 loss = loss + prior.penalty(images);
@@ -1035,11 +1024,10 @@ impl<'a, B: Backend> Problem<'a, B> {
         let iterations = self.config.iterations_per_stage;
         let mut theta = tensor1::<B>(&theta, device);
         let mut adam = self.config.optimizer.init::<B>(layout.len, device);
-        let mut target_cache = None;
         for iteration in 0..=iterations {
             let tracked = Tensor::<Inner<B>, 1>::from_inner(theta.clone()).require_grad();
             let vars = self.split(layout, &tracked);
-            let loss = self.loss(stage, vars, fixed_vector, &mut target_cache);
+            let loss = self.loss(stage, vars, fixed_vector);
             if iteration == iterations {
                 // The loss at the final values, without a step: what restarts compare.
                 let loss = f64::from(host(loss.inner())[0]);

@@ -59,15 +59,44 @@ impl GradientMatchingLoss {
         reconstructed: Tensor<BB, 1>,
         target: Tensor<BB, 1>,
     ) -> Tensor<BB, 1> {
+        self.loss_of_parts(vec![(reconstructed, target)])
+    }
+
+    /// [`Self::loss`] of the concatenations of `parts` (one `(g_rec, g)` pair per parameter),
+    /// summed part by part: the attacks' gradients run to millions of entries, and
+    /// concatenating them costs a copy forward and another backward.
+    pub fn loss_of_parts<BB: Backend>(
+        &self,
+        parts: Vec<(Tensor<BB, 1>, Tensor<BB, 1>)>,
+    ) -> Tensor<BB, 1> {
+        let total = |terms: Vec<Tensor<BB, 1>>| {
+            terms
+                .into_iter()
+                .reduce(|a, b| a + b)
+                .expect("at least one gradient")
+        };
         match self {
             GradientMatchingLoss::Cosine => {
+                let (mut dot, mut rec, mut target) = (Vec::new(), Vec::new(), Vec::new());
+                for (r, t) in parts {
+                    dot.push((r.clone() * t.clone()).sum());
+                    rec.push((r.clone() * r).sum());
+                    target.push((t.clone() * t).sum());
+                }
                 // eq. 5; the ε inside the square roots keeps the derivative finite at g_rec = 0.
-                let dot = (reconstructed.clone() * target.clone()).sum();
-                let norm_rec = (reconstructed.powi_scalar(2).sum() + 1e-20).sqrt();
-                let norm_target = (target.powi_scalar(2).sum() + 1e-20).sqrt();
-                (dot / (norm_rec * norm_target)).neg() + 1.0
+                let norm_rec = (total(rec) + 1e-20).sqrt();
+                let norm_target = (total(target) + 1e-20).sqrt();
+                (total(dot) / (norm_rec * norm_target)).neg() + 1.0
             }
-            GradientMatchingLoss::SquaredL2 => (reconstructed - target).powi_scalar(2).sum(),
+            GradientMatchingLoss::SquaredL2 => total(
+                parts
+                    .into_iter()
+                    .map(|(r, t)| {
+                        let d = r - t;
+                        (d.clone() * d).sum()
+                    })
+                    .collect(),
+            ),
         }
     }
 }

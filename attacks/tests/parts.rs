@@ -36,6 +36,15 @@ fn cosine_loss_is_eq5() {
     // Squared L2: (1−1)² + (0−2)² + (0+2)² = 8.
     let l2 = GradientMatchingLoss::SquaredL2;
     assert!((scalar(l2.loss(t1(&[1.0, 0.0, 0.0]), t1(&g))) - 8.0).abs() < 1e-6);
+    // The same gradients split into per-parameter parts give the same values.
+    let parts = || {
+        vec![
+            (t1(&[1.0]), t1(&[1.0])),
+            (t1(&[0.0, 0.0]), t1(&[2.0, -2.0])),
+        ]
+    };
+    assert!((scalar(cosine.loss_of_parts(parts())) - 2.0 / 3.0).abs() < 1e-6);
+    assert!((scalar(l2.loss_of_parts(parts())) - 8.0).abs() < 1e-6);
 }
 
 #[test]
