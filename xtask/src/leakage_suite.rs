@@ -734,7 +734,12 @@ fn write_report(
         report
             .heading("Batch size (QGI, no defence)")
             .paragraph(
-                "The shared gradient is the DQN victim's over a batch of consecutive samples                  (J is the batch mean). The batch attack reads the batch's actions off                  ∇b_last, tries every assignment of them to the samples in stage 1 and keeps                  the best, then reconstructs all images at once. Each sample is scored                  against the reconstruction it matches best (the permutation maximising RGB                  SSIM + depth SSIM + IoU), as Yin et al. (2021) score batch recovery.",
+                "The shared gradient is the DQN victim's over a batch of consecutive samples \
+                 (J is the batch mean). The batch attack reads the batch's actions off \
+                 ∇b_last, tries every assignment of them to the samples in stage 1 and keeps \
+                 the best, then reconstructs all images at once. Each sample is scored \
+                 against the reconstruction it matches best (the permutation maximising RGB \
+                 SSIM + depth SSIM + IoU), as Yin et al. (2021) score batch recovery.",
             )
             .table(
                 &[
