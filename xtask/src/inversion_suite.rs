@@ -619,7 +619,7 @@ pub(crate) fn reconstruction_sheet(
         &sheet_rows,
         size as u32,
         (96 / size as u32).max(1),
-        "left: original; right: reconstruction with its PSNR; green: true and reconstructed bounding boxes",
+        "original | reconstruction (PSNR); green: bounding boxes",
     )
 }
 
