@@ -304,8 +304,13 @@ impl<B: Backend> Conv2dLayer<B> {
     /// Output spatial size for an input of `size`.
     pub fn output_size(&self, size: usize) -> usize {
         let [_, _, kernel, _] = self.weight.shape().dims();
-        (size + 2 * self.padding - kernel) / self.stride + 1
+        conv_output_size(size, kernel, self.stride, self.padding)
     }
+}
+
+/// Output length of a convolution along one axis of length `size`.
+fn conv_output_size(size: usize, kernel: usize, stride: usize, padding: usize) -> usize {
+    (size + 2 * padding - kernel) / stride + 1
 }
 
 /// 2-D convolution (square kernel, zero padding, no dilation) as im2col and one matrix product.
@@ -324,8 +329,8 @@ pub fn conv2d_im2col<B: Backend>(
 ) -> Tensor<B, 4> {
     let [batch, channels_in, h, w] = x.dims();
     let [channels_out, _, kernel, _] = weight.dims();
-    let h_out = (h + 2 * padding - kernel) / stride + 1;
-    let w_out = (w + 2 * padding - kernel) / stride + 1;
+    let h_out = conv_output_size(h, kernel, stride, padding);
+    let w_out = conv_output_size(w, kernel, stride, padding);
     let x = if padding > 0 {
         x.pad(
             [(padding, padding), (padding, padding)],

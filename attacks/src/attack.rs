@@ -268,10 +268,10 @@ pub fn attack_batch<B: Backend>(
     }
     let problem = Problem::new(victim, record, config, batch_size)?;
     let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
-    let mut history = Vec::new();
     if batch_size > 1 {
-        return problem.batch_attack(&mut rng, history);
+        return problem.batch_attack(&mut rng);
     }
+    let mut history = Vec::new();
 
     // Free supervision (DLG/IG): action logits and signal, carried from stage to stage.
     let mut supervision = FreeSupervision::new(config, victim.num_actions(), &mut rng);
@@ -504,11 +504,7 @@ impl<B: Backend> Problem<'_, B> {
 
     /// [`attack_batch`] for more than one sample: stage 1 under every action assignment, the
     /// best one's stage 2, then each sample's action and target Q.
-    fn batch_attack(
-        &self,
-        rng: &mut ChaCha8Rng,
-        history: Vec<LossRecord>,
-    ) -> Result<Vec<Reconstruction>, AttackError> {
+    fn batch_attack(&self, rng: &mut ChaCha8Rng) -> Result<Vec<Reconstruction>, AttackError> {
         let victim = self.victim;
         let bias_gradient = self
             .bias_gradient
@@ -529,8 +525,8 @@ impl<B: Backend> Problem<'_, B> {
                 )),
                 ..self.clone()
             };
-            let mut stage_history = history.clone();
-            let (loss, linear) = problem.linear_stage(&mut supervision, rng, &mut stage_history);
+            let mut history = Vec::new();
+            let (loss, linear) = problem.linear_stage(&mut supervision, rng, &mut history);
             if best
                 .as_ref()
                 .is_none_or(|b| loss < b.loss || b.loss.is_nan())
@@ -540,13 +536,15 @@ impl<B: Backend> Problem<'_, B> {
                     problem,
                     assignment,
                     linear,
-                    history: stage_history,
+                    directions,
+                    history,
                 });
             }
         }
         let AssignmentCandidate {
             problem,
             assignment,
+            directions,
             linear,
             mut history,
             ..
@@ -561,8 +559,7 @@ impl<B: Backend> Problem<'_, B> {
             .map(|(k, linear_part)| {
                 let action = assignment[k];
                 let predicted = f64::from(victim.linear_part_output(&linear_part)?.output[action]);
-                let shared = assignment.iter().filter(|&&a| a == action).count() as f64;
-                let direction = f64::from(bias_gradient[action]) / shared;
+                let direction = f64::from(directions[k * actions + action]);
                 Ok(Reconstruction {
                     rgb: rgb.as_ref().map(|r| r[k].clone()),
                     depth: depth.as_ref().map(|d| d[k].clone()),
@@ -1065,6 +1062,8 @@ struct AssignmentCandidate<'a, B: Backend> {
     loss: f64,
     problem: Problem<'a, B>,
     assignment: Vec<usize>,
+    /// The per-sample error directions of [`batch_error_directions`], `[batch · actions]`.
+    directions: Vec<f32>,
     linear: Values,
     history: Vec<LossRecord>,
 }

@@ -8,9 +8,9 @@ use clap::{Args, ValueEnum};
 use privrl_agents::{ConvEncoderConfig, MultimodalNetConfig};
 use privrl_attacks::ImageScores;
 use privrl_attacks::{
-    evaluate_defended_batch_inversion, evaluate_inversion, ActionRule, AttackConfig,
-    GradientDefence, GradientSource, ImageNormalisation, ImagePrior, InversionRow, Sample,
-    SignalRule, StateOptimisation, Victim, VictimKind,
+    evaluate_defended_batch_inversion, ActionRule, AttackConfig, GradientDefence, GradientSource,
+    ImageNormalisation, ImagePrior, InversionRow, Sample, SignalRule, StateOptimisation, Victim,
+    VictimKind,
 };
 use privrl_envs::room::{sample_observations, RoomConfig, RoomSetting, RoomType};
 use privrl_envs::{Image, MultimodalObs};
@@ -283,15 +283,8 @@ impl BackendTask for InversionJob {
             self.plan.seed,
             &device,
         )?;
-        if self.batch_size == 1 {
-            return Ok(evaluate_inversion(
-                &victim,
-                &self.samples,
-                &config,
-                ImageNormalisation::Clamp,
-            )?);
-        }
-        // `None` draws nothing from the generator.
+        // `None` draws nothing from the generator; with batches of one this is
+        // `evaluate_inversion`.
         Ok(evaluate_defended_batch_inversion(
             &victim,
             &self.samples,
@@ -786,17 +779,22 @@ pub(crate) fn write_rows(run: &RunDir, rows: &[InversionRow]) -> Result<()> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_batch_attack_scores_every_sample_once() {
-        let plan = InversionPlan {
-            samples: 3,
+    /// `samples` samples at 8 px, 3 iterations per stage.
+    fn tiny_plan(samples: usize) -> InversionPlan {
+        InversionPlan {
+            samples,
             image_size: 8,
             iterations: 3,
             tv_weight: 0.1,
             seed: 0,
             backend: BackendChoice::default(),
             entropy_weight: ENTROPY_WEIGHT,
-        };
+        }
+    }
+
+    #[test]
+    fn a_batch_attack_scores_every_sample_once() {
+        let plan = tiny_plan(3);
         let (truth, _) =
             room_samples(RoomSetting::S2, plan.image_size, plan.samples, plan.seed).unwrap();
         let rows = dispatch(
@@ -838,15 +836,7 @@ mod tests {
 
     #[test]
     fn every_method_attacks_and_draws_its_reconstruction_sheet() {
-        let plan = InversionPlan {
-            samples: 1,
-            image_size: 8,
-            iterations: 3,
-            tv_weight: 0.1,
-            seed: 0,
-            backend: BackendChoice::default(),
-            entropy_weight: ENTROPY_WEIGHT,
-        };
+        let plan = tiny_plan(1);
         let (truth, _) =
             room_samples(RoomSetting::S1, plan.image_size, plan.samples, plan.seed).unwrap();
         let dir = crate::run::tests::temp_dir("inversion-sheet");
