@@ -84,14 +84,16 @@ pub struct AttackConfig {
 
 impl AttackConfig {
     /// QGI (Fig. 2 left): error-direction gradients, cosine + TV(λ = 0.1), two stages, action
-    /// by eq. 7, target Q by the error-magnitude rule.
+    /// by eq. 7, target Q by the error-magnitude rule. The matching loss adds a magnitude
+    /// term to eq. 5 ([`GradientMatchingLoss::CosineAndMagnitude`], μ = 0.1); set it to
+    /// [`GradientMatchingLoss::Cosine`] for the paper's eq. 5 alone.
     pub fn qgi() -> Self {
-        Self::new()
+        Self::new().with_matching(GradientMatchingLoss::error_direction_default())
     }
 
     /// RGI (Fig. 2 right): as QGI, with action and reward by eq. 8–9.
     pub fn rgi() -> Self {
-        Self::new().with_action_recovery(ActionRecovery::PolicyGradientDirection)
+        Self::qgi().with_action_recovery(ActionRecovery::PolicyGradientDirection)
     }
 
     /// DLG (Zhu et al.), Table II row 1: objective gradients with the action and the signal
@@ -140,6 +142,7 @@ impl AttackConfig {
             });
         }
         check_positive("init_std", self.init_std)?;
+        check_non_negative("magnitude weight", self.matching.magnitude_weight())?;
         if let Some(prior) = &self.prior {
             check_non_negative("prior weight", prior.weight())?;
         }

@@ -12,7 +12,11 @@
 //! The attacker is white box and knows the defence and its parameters. Cosine matching (eq. 5)
 //! is invariant to the scale that clipping and the mechanisms' output scale introduce, and
 //! every noise here is zero-mean, so the released gradient is used as the attack's target
-//! directly: the best use of a single release short of a prior over the noise. What the
+//! directly: the best use of a single release short of a prior over the noise. The magnitude
+//! term that QGI and RGI add to eq. 5 assumes ‖g_rec‖ = ‖g‖ at the truth; clipping keeps that
+//! (it scales ∇_{b_last}, and so eq. 6's surrogate, by the same factor), noise does not
+//! (‖g + n‖² ≈ ‖g‖² + ‖n‖²), so under a noisy defence the attacker matches by eq. 5 alone
+//! ([`GradientDefence::preserves_magnitude`]). What the
 //! attacker cannot undo is the norm that clipping removes: when ‖g‖ > C, QGI's error magnitude
 //! ‖g‖/‖g_rec‖ (eq. 8) is read off the clipped norm, so Q_rec is biased towards Q̂_rec; the
 //! state and the action are unaffected by a scale.
@@ -25,6 +29,7 @@ use privrl_privacy::{clip_l2, Clipping, DpSgdConfig};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
+use crate::attack::AttackConfig;
 use crate::error::{check_positive, AttackError};
 use crate::victim::{Sample, Victim};
 use burn::tensor::backend::Backend;
@@ -73,6 +78,24 @@ impl GradientDefence {
             Self::DpSgd { .. } => "dp-sgd",
             Self::Laplace { .. } => "laplace",
             Self::ProjectedRandomSign { .. } => "prs",
+        }
+    }
+
+    /// Whether the release is each sample's raw gradient times a positive factor (no
+    /// defence, clipping): then eq. 6's surrogate reproduces its magnitude, and the magnitude
+    /// term of [`crate::GradientMatchingLoss::CosineAndMagnitude`] stays valid.
+    pub fn preserves_magnitude(&self) -> bool {
+        matches!(self, Self::None | Self::Clip { .. })
+    }
+
+    /// The attack's configuration against this defence: `config` itself where the release
+    /// preserves the magnitude, and with the magnitude term dropped (eq. 5 alone) otherwise.
+    pub fn adapt_attack(&self, config: AttackConfig) -> AttackConfig {
+        if self.preserves_magnitude() {
+            config
+        } else {
+            let matching = config.matching.with_magnitude_weight(0.0);
+            config.with_matching(matching)
         }
     }
 

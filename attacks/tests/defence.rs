@@ -5,7 +5,10 @@
 mod common;
 
 use burn::backend::NdArray;
-use privrl_attacks::{action_from_bias_gradient, GradientDefence, Victim, VictimKind};
+use privrl_attacks::{
+    action_from_bias_gradient, AttackConfig, GradientDefence, GradientMatchingLoss, Victim,
+    VictimKind,
+};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -141,6 +144,40 @@ fn the_action_survives_weak_noise_and_falls_to_chance_under_strong_noise() {
     assert!(weak > 0.95, "weak Laplace: {weak}");
     // Binomial(210, 1/7): standard deviation 0.024.
     assert!((strong - 1.0 / 7.0).abs() < 0.08, "strong DP-SGD: {strong}");
+}
+
+#[test]
+fn the_attacker_drops_the_magnitude_term_under_noise_only() {
+    let qgi = AttackConfig::qgi();
+    let with_term = GradientMatchingLoss::error_direction_default();
+    assert_eq!(qgi.matching, with_term);
+    for keeps in [GradientDefence::None, GradientDefence::Clip { clip: 1.0 }] {
+        assert!(keeps.preserves_magnitude());
+        assert_eq!(keeps.adapt_attack(qgi.clone()).matching, with_term);
+    }
+    for noisy in [
+        GradientDefence::DpSgd {
+            clip: 1.0,
+            noise_multiplier: 0.1,
+        },
+        GradientDefence::Laplace {
+            epsilon: 1.0,
+            clip: 1.0,
+        },
+        GradientDefence::ProjectedRandomSign {
+            epsilon: 1.0,
+            clip: 1.0,
+        },
+    ] {
+        assert!(!noisy.preserves_magnitude());
+        assert_eq!(
+            noisy.adapt_attack(qgi.clone()).matching,
+            GradientMatchingLoss::Cosine
+        );
+        // DLG's squared L2 matching is left as it is.
+        let dlg = AttackConfig::dlg();
+        assert_eq!(noisy.adapt_attack(dlg.clone()).matching, dlg.matching);
+    }
 }
 
 #[test]

@@ -7,8 +7,8 @@ mod common;
 use burn::backend::NdArray;
 use privrl_attacks::{
     attack, evaluate_defended_batch_inversion, gaussian_noise, psnr, score_reconstruction,
-    AttackConfig, AttackError, GradientDefence, ImageNormalisation, ImagePrior, Stage,
-    StateOptimisation, Victim, VictimKind,
+    AttackConfig, AttackError, GradientDefence, GradientMatchingLoss, ImageNormalisation,
+    ImagePrior, Stage, StateOptimisation, Victim, VictimKind,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -86,6 +86,70 @@ fn qgi_reconstructs_a_depth_state_action_and_q_values() {
         .loss_history
         .iter()
         .any(|r| r.stage == Stage::Images && r.restart == 2));
+}
+
+/// Cosine similarity and norm ratio ‖b‖/‖a‖ of two vectors.
+fn cosine_and_norm_ratio(a: &[f32], b: &[f32]) -> (f64, f64) {
+    let dot: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(*x) * f64::from(*y))
+        .sum();
+    let norm = |v: &[f32]| v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    (dot / (norm(a) * norm(b)), norm(b) / norm(a))
+}
+
+/// Stage 1 on an RGB + depth victim (setting S1, conv features of 2 × 2,048 entries): eq. 5
+/// alone finds the features' direction but not their scale, which the ReLU layers leave
+/// nearly free; the magnitude term fixes the scale, and with it the box and Q.
+#[test]
+fn the_magnitude_term_recovers_the_scale_that_eq5_leaves_free() {
+    let device = Default::default();
+    let size = 32;
+    let net = common::rgbd_config_with_channels(size, vec![16, 32])
+        .with_vector_hidden(vec![32])
+        .with_head_hidden(vec![64]);
+    let victim = Victim::<B>::from_seed(&net, VictimKind::Dqn, 3, &device).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let sample = common::synthetic_sample(Some(size), Some(size), 7, 1.0..5.0, &mut rng);
+    let truth = victim.linear_part_input(&sample).unwrap();
+    let record = victim
+        .shared_gradient(std::slice::from_ref(&sample))
+        .unwrap();
+    let features = |rec: &privrl_attacks::Reconstruction| {
+        let joined = |p: &privrl_attacks::LinearPartInput| {
+            [
+                p.rgb_features.clone().unwrap(),
+                p.depth_features.clone().unwrap(),
+            ]
+            .concat()
+        };
+        cosine_and_norm_ratio(&joined(&truth), &joined(&rec.linear_part))
+    };
+    let config = AttackConfig::qgi()
+        .with_iterations_per_stage(200)
+        .with_prior(Some(ImagePrior::TotalVariation { weight: 0.01 }));
+    let score = |rec| {
+        score_reconstruction(&victim, &sample, rec, ImageNormalisation::Clamp, 0, 0.0).unwrap()
+    };
+
+    let with_term = attack(&victim, &record, &config).unwrap();
+    let (cosine, ratio) = features(&with_term);
+    let row = score(&with_term);
+    println!("cos + magnitude: features cos {cosine:.6}, norm ratio {ratio:.4}; {row:?}");
+    assert!(
+        cosine > 0.999 && (ratio - 1.0).abs() < 0.01,
+        "{cosine} {ratio}"
+    );
+    assert!(row.vector_iou.unwrap() > 0.95, "IoU {:?}", row.vector_iou);
+    assert!(row.target_q_error_pct.unwrap() < 2.0, "{row:?}");
+
+    let eq5 = config.with_matching(GradientMatchingLoss::Cosine);
+    let alone = attack(&victim, &record, &eq5).unwrap();
+    let (cosine, ratio) = features(&alone);
+    println!("eq. 5 alone: features cos {cosine:.6}, norm ratio {ratio:.4}");
+    assert!(cosine > 0.99, "the direction is found: {cosine}");
+    assert!(ratio > 2.0, "but not the scale: {ratio}");
 }
 
 #[test]

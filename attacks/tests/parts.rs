@@ -44,6 +44,21 @@ fn cosine_loss_is_eq5() {
         ]
     };
     assert!((scalar(cosine.loss_of_parts(parts())) - 2.0 / 3.0).abs() < 1e-6);
+    // Eq. 5 + μ(‖g_rec‖/‖g‖ − 1)²: ‖(3, 6, −6)‖ = 9 = 3‖g‖, so 0 + 0.1·(3 − 1)² = 0.4;
+    // ‖(1, 0, 0)‖/‖g‖ = 1/3, so 2/3 + 0.5·(2/3)² = 8/9.
+    let magnitude = |weight| GradientMatchingLoss::CosineAndMagnitude { weight };
+    assert!((scalar(magnitude(0.1).loss(t1(&[3.0, 6.0, -6.0]), t1(&g))) - 0.4).abs() < 1e-6);
+    assert!((scalar(magnitude(0.5).loss_of_parts(parts())) - 8.0 / 9.0).abs() < 1e-6);
+    assert!(scalar(magnitude(0.1).loss(t1(&g), t1(&g))).abs() < 1e-6);
+    assert_eq!(
+        magnitude(0.1).with_magnitude_weight(0.0),
+        GradientMatchingLoss::Cosine
+    );
+    assert_eq!(
+        GradientMatchingLoss::Cosine.with_magnitude_weight(0.2),
+        magnitude(0.2)
+    );
+    assert_eq!(l2.with_magnitude_weight(0.2), l2);
     assert!((scalar(l2.loss_of_parts(parts())) - 8.0).abs() < 1e-6);
 }
 

@@ -637,7 +637,8 @@ fn write_report(
          and the PGC mechanisms Laplace (C = {lap}) and projected random sign (C = {prs}) at \
          their per-release ε. The attacker knows the defence; cosine matching ignores the \
          scale that clipping and the mechanisms introduce, and all noise is zero-mean, so it \
-         matches the released gradient directly. {n} samples per cell from the rooms at \
+         matches the released gradient directly; under noise it drops the magnitude term, \
+         since the released norm includes the noise's. {n} samples per cell from the rooms at \
          {size}×{size} px, {iters} iterations per stage, λ = {tv}, backend `{backend}`, the \
          same samples (and, untrained, the same victims) as `suite inversion` with the same \
          settings. Victims: \
