@@ -103,6 +103,12 @@ impl<B: Backend> PerSampleFactors<B> {
         Self { layers }
     }
 
+    /// Every layer's input `a_l` `[batch, d_input]` and output error `δ_l` `[batch, d_output]`,
+    /// input to output: the factors of its batch weight gradient `aᵀ δ`.
+    pub fn layers(&self) -> impl Iterator<Item = (&Tensor<B, 2>, &Tensor<B, 2>)> {
+        self.layers.iter().map(|l| (&l.inputs, &l.errors))
+    }
+
     /// Batch size.
     pub fn batch_size(&self) -> usize {
         self.layers.first().map_or(0, |l| l.inputs.dims()[0])

@@ -19,6 +19,7 @@ use burn::tensor::activation::softmax;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use privrl_agents::heads::one_hot;
+use privrl_agents::per_sample::{probed_forward, PerSampleFactors};
 use privrl_agents::{param_gradients, GradientRecord};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -28,14 +29,12 @@ use crate::adam::TensorAdamConfig;
 use crate::error::{check_non_negative, check_positive, AttackError};
 use crate::parts::{
     gaussian_noise, ActionRecovery, ActionRule, GradientMatchingLoss, GradientSource, ImagePrior,
-    LrSchedule, SignalRule, StateOptimisation,
+    LrSchedule, MatchedGradient, ReconstructedGradient, SignalRule, StateOptimisation,
 };
 use crate::recovery::{
     action_before_reconstruction, policy_gradient_recovery, q_value_from_error_magnitude,
 };
-use crate::victim::{
-    host, linear_part_forward, tensor1, Inner, LinearPartInput, Outer, Victim, VictimKind,
-};
+use crate::victim::{head_input, host, tensor1, Inner, LinearPartInput, Outer, Victim, VictimKind};
 
 /// An attack: the parts it combines and the optimiser's settings.
 #[derive(Config, Debug)]
@@ -791,6 +790,8 @@ struct Problem<'a, B: Backend> {
     config: &'a AttackConfig,
     /// The shared gradient per parameter, on device.
     targets: HashMap<String, Tensor<Inner<B>, 1>>,
+    /// ‖g‖² per parameter.
+    target_norms_sq: HashMap<String, f64>,
     /// ∇_{b_last} on the host (eq. 6–9).
     bias_gradient: Option<Vec<f32>>,
     /// Eq. 6's error direction as a `[1, actions]` outer constant.
@@ -819,7 +820,7 @@ impl<'a, B: Backend> Problem<'a, B> {
         let device = victim.device();
         let mut sizes = ParamSizes::default();
         victim.net().visit(&mut sizes);
-        let mut targets = HashMap::new();
+        let (mut targets, mut target_norms_sq) = (HashMap::new(), HashMap::new());
         for entry in &record.params {
             let expected = sizes
                 .sizes
@@ -842,6 +843,10 @@ impl<'a, B: Backend> Problem<'a, B> {
             targets.insert(
                 entry.name.clone(),
                 tensor1::<Inner<B>>(&entry.values, device),
+            );
+            target_norms_sq.insert(
+                entry.name.clone(),
+                entry.values.iter().map(|v| f64::from(*v).powi(2)).sum(),
             );
         }
         let bias_name = victim.last_bias_name();
@@ -878,6 +883,7 @@ impl<'a, B: Backend> Problem<'a, B> {
             batch,
             config,
             targets,
+            target_norms_sq,
             bias_gradient,
             error_direction,
             fixed_action,
@@ -915,22 +921,19 @@ impl<'a, B: Backend> Problem<'a, B> {
         let net = self.victim.net();
         let lift2 = |t: Tensor<Inner<B>, 2>| Tensor::<Outer<B>, 2>::from_inner(t);
         let lift4 = |t: Tensor<Inner<B>, 4>| Tensor::<Outer<B>, 4>::from_inner(t);
-        let output = match stage {
-            Stage::LinearPart => {
-                linear_part_forward(
-                    net,
-                    vars.rgb_features.map(lift2),
-                    vars.depth_features.map(lift2),
-                    lift2(vars.vector.expect("stage 1 reconstructs the vector")),
-                )
-                .0
-            }
-            Stage::Images => net.forward(
+        let head_input = match stage {
+            Stage::LinearPart => head_input(
+                net,
+                vars.rgb_features.map(lift2),
+                vars.depth_features.map(lift2),
+                lift2(vars.vector.expect("stage 1 reconstructs the vector")),
+            ),
+            Stage::Images => net.features(
                 vars.rgb.clone().map(lift4),
                 vars.depth.clone().map(lift4),
                 lift2(fixed_vector.expect("stage 2 fixes the vector").clone()),
             ),
-            Stage::Joint => net.forward(
+            Stage::Joint => net.features(
                 vars.rgb.clone().map(lift4),
                 vars.depth.clone().map(lift4),
                 lift2(
@@ -939,6 +942,10 @@ impl<'a, B: Backend> Problem<'a, B> {
                 ),
             ),
         };
+        // The head's weight gradients come back as their factors (see
+        // `ReconstructedGradient::Factored`); the other parameters' gradients are formed.
+        let head = probed_forward(&net.head, head_input);
+        let output = head.output.clone();
         let objective = match &self.error_direction {
             // eq. 6: J̃ = (∇_{b_last} J)ᵀ F(x_rec)
             Some(direction) => (output * direction.clone()).sum(),
@@ -954,16 +961,33 @@ impl<'a, B: Backend> Problem<'a, B> {
                 self.victim.kind().objective(output, action, signal)
             }
         };
-        let gradients = param_gradients(net, &objective.backward());
-        let parts = gradients
+        let grads = objective.backward();
+        let matched = |name: &str, reconstructed| {
+            Some(MatchedGradient {
+                reconstructed,
+                target: self.targets.get(name)?.clone(),
+                target_norm_sq: self.target_norms_sq.get(name).copied(),
+            })
+        };
+        let mut parts: Vec<MatchedGradient<Inner<B>>> = param_gradients(net, &grads)
             .into_iter()
             .filter(|g| stage != Stage::LinearPart || Victim::<B>::is_linear_parameter(&g.name))
-            .filter_map(|g| {
-                let target = self.targets.get(&g.name)?.clone();
-                Some((g.gradient, target))
-            })
+            .filter_map(|g| matched(&g.name, ReconstructedGradient::Flat(g.gradient)))
             .collect();
-        let mut loss = self.config.matching.loss_of_parts(parts);
+        let factors = PerSampleFactors::from_backward(&net.head, &head, &grads);
+        for (l, (inputs, errors)) in factors.layers().enumerate() {
+            let bias = errors.clone().sum_dim(0).reshape([-1]);
+            let weight = ReconstructedGradient::Factored {
+                inputs: inputs.clone(),
+                errors: errors.clone(),
+            };
+            parts.extend(matched(&format!("head.layers.{l}.weight"), weight));
+            parts.extend(matched(
+                &format!("head.layers.{l}.bias"),
+                ReconstructedGradient::Flat(bias),
+            ));
+        }
+        let mut loss = self.config.matching.loss_of_matched(parts);
         if let Some(prior) = &self.config.prior {
             for images in [vars.rgb, vars.depth].into_iter().flatten() {
                 loss = loss + prior.penalty(images);

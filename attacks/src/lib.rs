@@ -46,7 +46,8 @@ pub use metrics::{
 };
 pub use parts::{
     gaussian_noise, total_variation, ActionRecovery, ActionRule, GradientMatchingLoss,
-    GradientSource, ImagePrior, LrSchedule, SignalRule, StateOptimisation,
+    GradientSource, ImagePrior, LrSchedule, MatchedGradient, ReconstructedGradient, SignalRule,
+    StateOptimisation,
 };
 pub use recovery::{
     action_from_bias_gradient, odd_sign_action, policy_gradient_recovery,

@@ -466,6 +466,20 @@ pub fn linear_part_forward<BB: Backend>(
     depth_features: Option<Tensor<BB, 2>>,
     vector: Tensor<BB, 2>,
 ) -> (Tensor<BB, 2>, Tensor<BB, 2>) {
+    let features = head_input(net, rgb_features, depth_features, vector);
+    let (output, mut inputs) = net.head.forward_with_layer_inputs(features);
+    let last_input = inputs.pop().expect("the head has at least one layer");
+    (output, last_input)
+}
+
+/// The head's input from free conv features and s_c: the vector branch on s_c, then the
+/// concatenation `[rgb features, depth features, vector features]`.
+pub fn head_input<BB: Backend>(
+    net: &MultimodalNet<BB>,
+    rgb_features: Option<Tensor<BB, 2>>,
+    depth_features: Option<Tensor<BB, 2>>,
+    vector: Tensor<BB, 2>,
+) -> Tensor<BB, 2> {
     let mut h = vector;
     for layer in &net.vector_layers {
         h = net.activation.forward(layer.forward(h));
@@ -475,9 +489,7 @@ pub fn linear_part_forward<BB: Backend>(
         .chain(depth_features)
         .chain([h])
         .collect();
-    let (output, mut inputs) = net.head.forward_with_layer_inputs(Tensor::cat(parts, 1));
-    let last_input = inputs.pop().expect("the head has at least one layer");
-    (output, last_input)
+    Tensor::cat(parts, 1)
 }
 
 pub(crate) fn tensor1<BB: Backend>(values: &[f32], device: &BB::Device) -> Tensor<BB, 1> {

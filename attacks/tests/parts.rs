@@ -5,7 +5,8 @@ use burn::backend::NdArray;
 use burn::tensor::{Tensor, TensorData};
 use privrl_attacks::{
     action_from_bias_gradient, gaussian_noise, odd_sign_action, total_variation,
-    GradientMatchingLoss, ImagePrior, LrSchedule, TensorAdamConfig,
+    GradientMatchingLoss, ImagePrior, LrSchedule, MatchedGradient, ReconstructedGradient,
+    TensorAdamConfig,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -44,6 +45,7 @@ fn cosine_loss_is_eq5() {
         ]
     };
     assert!((scalar(cosine.loss_of_parts(parts())) - 2.0 / 3.0).abs() < 1e-6);
+    assert!((scalar(l2.loss_of_parts(parts())) - 8.0).abs() < 1e-6);
     // Eq. 5 + μ(‖g_rec‖/‖g‖ − 1)²: ‖(3, 6, −6)‖ = 9 = 3‖g‖, so 0 + 0.1·(3 − 1)² = 0.4;
     // ‖(1, 0, 0)‖/‖g‖ = 1/3, so 2/3 + 0.5·(2/3)² = 8/9.
     let magnitude = |weight| GradientMatchingLoss::CosineAndMagnitude { weight };
@@ -59,7 +61,59 @@ fn cosine_loss_is_eq5() {
         magnitude(0.2)
     );
     assert_eq!(l2.with_magnitude_weight(0.2), l2);
-    assert!((scalar(l2.loss_of_parts(parts())) - 8.0).abs() < 1e-6);
+}
+
+/// A Dense layer's weight gradient given by its factors X, Δ scores as the formed Xᵀ Δ.
+#[test]
+fn factored_weight_gradients_score_as_the_formed_ones() {
+    let device = Default::default();
+    let t2 =
+        |v: &[f32], rows: usize| Tensor::<B, 1>::from_floats(v, &device).reshape([rows as i32, -1]);
+    // X [2, 3], Δ [2, 2]: a batch of two; g_rec = XᵀΔ is [3, 2].
+    let inputs = t2(&[1.0, -2.0, 0.5, 3.0, 0.0, -1.0], 2);
+    let errors = t2(&[0.5, -1.0, 2.0, 1.5], 2);
+    // XᵀΔ by hand: rows (x₁ᵢδ₁ + x₂ᵢδ₂): (0.5 + 6, −1 + 4.5), (−1 + 0, 2 + 0), (0.25 − 2, −0.5 − 1.5).
+    let formed = [6.5, 3.5, -1.0, 2.0, -1.75, -2.0];
+    let target = [1.0, -1.0, 2.0, 0.5, -3.0, 1.0];
+    let factored = ReconstructedGradient::Factored { inputs, errors };
+    let (dot, norm_sq) = factored.clone().dot_and_norm_sq(t1(&target));
+    let hand_dot: f32 = formed.iter().zip(&target).map(|(a, b)| a * b).sum();
+    let hand_norm_sq: f32 = formed.iter().map(|a| a * a).sum();
+    assert!((scalar(dot) - f64::from(hand_dot)).abs() < 1e-5);
+    assert!((scalar(norm_sq) - f64::from(hand_norm_sq)).abs() < 1e-5);
+    assert_eq!(
+        factored
+            .clone()
+            .materialise()
+            .into_data()
+            .to_vec::<f32>()
+            .unwrap(),
+        formed.to_vec()
+    );
+    for loss in [
+        GradientMatchingLoss::Cosine,
+        GradientMatchingLoss::CosineAndMagnitude { weight: 0.3 },
+        GradientMatchingLoss::SquaredL2,
+    ] {
+        let with_factors = loss.loss_of_matched(vec![
+            MatchedGradient {
+                reconstructed: factored.clone(),
+                target: t1(&target),
+                target_norm_sq: Some(target.iter().map(|v| f64::from(v * v)).sum()),
+            },
+            MatchedGradient {
+                reconstructed: ReconstructedGradient::Flat(t1(&[0.5])),
+                target: t1(&[-2.0]),
+                target_norm_sq: None,
+            },
+        ]);
+        let formed_loss =
+            loss.loss_of_parts(vec![(t1(&formed), t1(&target)), (t1(&[0.5]), t1(&[-2.0]))]);
+        assert!(
+            (scalar(with_factors) - scalar(formed_loss.clone())).abs() < 1e-5,
+            "{loss:?}"
+        );
+    }
 }
 
 #[test]

@@ -3,7 +3,8 @@
 Same victim (privrl's `victim_config` for S1: RGB and depth encoders of two 3x3 stride-2 convs
 with 16 and 32 channels, ReLU; a 4 -> 32 vector branch; a 64-unit hidden layer; 7 Q-values),
 the same single-sample DQN gradient, and the same attack loop: eq. 6's error-direction
-surrogate, cosine gradient matching (eq. 5), TV prior (lambda = 0.1) on the images, Adam (lr 0.1,
+surrogate, cosine gradient matching (eq. 5) plus privrl's magnitude term
+0.1 * (|g_rec| / |g| - 1)^2, TV prior (lambda = 0.1) on the images, Adam (lr 0.1,
 step decay at 3/8, 5/8, 7/8), stage 1 over the linear part's inputs, stage 2 over the images.
 Each stage runs `--iterations` steps and one final loss evaluation, as privrl's does.
 
@@ -75,11 +76,12 @@ def total_variation(x):
     ).abs().mean()
 
 
-def cosine_distance(rec, target):
+def matching_loss(rec, target, magnitude_weight=0.1):
     dot = sum((r * t).sum() for r, t in zip(rec, target))
     norm_rec = (sum(r.pow(2).sum() for r in rec) + 1e-20).sqrt()
     norm_target = (sum(t.pow(2).sum() for t in target) + 1e-20).sqrt()
-    return 1 - dot / (norm_rec * norm_target)
+    ratio = norm_rec / norm_target
+    return 1 - dot / (norm_rec * norm_target) + magnitude_weight * (ratio - 1) ** 2
 
 
 def run_stage(free, loss_fn, iterations):
@@ -122,7 +124,7 @@ def main():
         rec = torch.autograd.grad(
             surrogate, [victim.params[n] for n in used], create_graph=True
         )
-        return cosine_distance(rec, [shared[n] for n in used])
+        return matching_loss(rec, [shared[n] for n in used])
 
     start = time.perf_counter()
     linear = victim.linear_names()
