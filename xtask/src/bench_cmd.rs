@@ -281,6 +281,12 @@ impl BackendTask for QgiBench {
 /// Runs the benchmarks and writes `runs/bench/report.md` and `runs/bench/bench.json`.
 pub fn run(args: BenchArgs) -> Result<()> {
     let dir = suite_dir("bench")?;
+    // PyTorch first: run after privrl's benches from this process, it measured 5.3-5.5
+    // iterations/s against 7.4 standalone on the same idle machine.
+    let torch = match (&args.torch_python, args.qgi_iterations > 0) {
+        (Some(python), true) => Some(torch_qgi(python, args.qgi_res, args.qgi_iterations)?),
+        _ => None,
+    };
     let envs = env_throughput(args.env_steps, args.num_envs)?;
     let dp_sgd = dispatch(
         args.backend,
@@ -299,10 +305,6 @@ pub fn run(args: BenchArgs) -> Result<()> {
             )
         })
         .transpose()?;
-    let torch = match (&args.torch_python, args.qgi_iterations > 0) {
-        (Some(python), true) => Some(torch_qgi(python, args.qgi_res, args.qgi_iterations)?),
-        _ => None,
-    };
     let ppo_steps_per_s = crate::train::bench_ppo_steps_per_s(args.backend, args.ppo_epochs)?;
     let dqn_updates_per_s = crate::train::bench_dqn_updates_per_s(args.backend, args.dqn_updates)?;
     let mut delta_timer = ChaCha8Rng::seed_from_u64(0);

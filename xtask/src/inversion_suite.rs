@@ -559,6 +559,9 @@ pub fn run(args: InversionArgs) -> Result<std::path::PathBuf> {
     if args.quick {
         command = "cargo xtask suite inversion --quick".into();
     }
+    if args.skip_ablations {
+        command.push_str(" --skip-ablations");
+    }
     report.reproduce([command]);
     let path = report.write()?;
     println!("wrote {}", path.display());
