@@ -788,10 +788,8 @@ struct Problem<'a, B: Backend> {
     /// Samples behind the shared gradient; every free variable has this leading dimension.
     batch: usize,
     config: &'a AttackConfig,
-    /// The shared gradient per parameter, on device.
-    targets: HashMap<String, Tensor<Inner<B>, 1>>,
-    /// ‖g‖² per parameter.
-    target_norms_sq: HashMap<String, f64>,
+    /// The shared gradient per parameter, on device, with its ‖g‖².
+    targets: HashMap<String, (Tensor<Inner<B>, 1>, f64)>,
     /// ∇_{b_last} on the host (eq. 6–9).
     bias_gradient: Option<Vec<f32>>,
     /// Eq. 6's error direction as a `[1, actions]` outer constant.
@@ -820,7 +818,7 @@ impl<'a, B: Backend> Problem<'a, B> {
         let device = victim.device();
         let mut sizes = ParamSizes::default();
         victim.net().visit(&mut sizes);
-        let (mut targets, mut target_norms_sq) = (HashMap::new(), HashMap::new());
+        let mut targets = HashMap::new();
         for entry in &record.params {
             let expected = sizes
                 .sizes
@@ -840,13 +838,10 @@ impl<'a, B: Backend> Problem<'a, B> {
                     got: entry.values.len(),
                 });
             }
+            let norm_sq = entry.values.iter().map(|v| f64::from(*v).powi(2)).sum();
             targets.insert(
                 entry.name.clone(),
-                tensor1::<Inner<B>>(&entry.values, device),
-            );
-            target_norms_sq.insert(
-                entry.name.clone(),
-                entry.values.iter().map(|v| f64::from(*v).powi(2)).sum(),
+                (tensor1::<Inner<B>>(&entry.values, device), norm_sq),
             );
         }
         let bias_name = victim.last_bias_name();
@@ -883,7 +878,6 @@ impl<'a, B: Backend> Problem<'a, B> {
             batch,
             config,
             targets,
-            target_norms_sq,
             bias_gradient,
             error_direction,
             fixed_action,
@@ -963,10 +957,11 @@ impl<'a, B: Backend> Problem<'a, B> {
         };
         let grads = objective.backward();
         let matched = |name: &str, reconstructed| {
+            let (target, norm_sq) = self.targets.get(name)?;
             Some(MatchedGradient {
                 reconstructed,
-                target: self.targets.get(name)?.clone(),
-                target_norm_sq: self.target_norms_sq.get(name).copied(),
+                target: target.clone(),
+                target_norm_sq: Some(*norm_sq),
             })
         };
         let mut parts: Vec<MatchedGradient<Inner<B>>> = param_gradients(net, &grads)
