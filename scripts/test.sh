@@ -100,11 +100,9 @@ fi
 log=$(mktemp)
 trap 'rm -f "$log"; stop_redis' EXIT
 
-# One test at a time per test binary: Burn 0.21's autodiff keeps one graph registry per
-# process, and concurrent backward passes from different tests can drop each other's
-# gradients or deadlock (seen: a missing `vector_layers.0.weight` gradient, and a
-# GraphCleaner deadlock). Test binaries still build in parallel.
-export RUST_TEST_THREADS=1
+# Tests run at cargo's default parallelism: privrl's autodiff sections
+# (privrl_agents::autodiff) make concurrent graphs in one process safe, and
+# agents/tests/concurrency.rs checks it.
 
 echo "==> cargo test (CPU backend: ndarray)"
 cargo test --workspace --features "$FEATURES" -- --skip wgpu 2>&1 | tee -a "$log"

@@ -22,6 +22,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use crate::agent::{load_module, save_module, ActMode, Agent, AgentState, EpisodeLog, EpochStats};
+use crate::autodiff;
 use crate::buffer::discount_cumsum;
 use crate::error::{
     check_count, check_non_negative, check_positive, check_unit_interval, AgentError,
@@ -500,9 +501,14 @@ impl<B: AutodiffBackend> A3c<B> {
 
     /// The gradient of the episode loss (eq. 15) at the current global parameters.
     pub fn gradient(&self, episode: &A3cEpisode) -> Result<GradientRecord, AgentError> {
-        let model = self.model();
-        let (loss, _) = episode_loss(&model, episode, &self.config, &self.device)?;
-        Ok(GradientRecord::from_grads(&model, &loss.backward()))
+        autodiff::exclusive(|| {
+            let model = self.model();
+            let (loss, _) = episode_loss(&model, episode, &self.config, &self.device)?;
+            Ok(GradientRecord::from_grads(
+                &model,
+                &autodiff::backward(&loss),
+            ))
+        })
     }
 
     /// Submits a gradient to the aggregator as a worker would: buffered, and applied once the
@@ -606,16 +612,19 @@ impl<B: AutodiffBackend> WorkerContext<'_, B> {
                 &mut worker.rng,
             )?;
             // θ′ ← θ, then g_n = ∂L̂_n(θ′)/∂θ′.
-            let local = ActorCritic::<B>::from_inner(local);
-            let (loss, terms) = episode_loss(&local, &episode, self.config, self.device)?;
-            if let Some(&value) = terms.iter().find(|v| !v.is_finite()) {
-                return Err(AgentError::NonFinite {
-                    what: "A3C episode loss",
-                    value,
-                    update: n,
-                });
-            }
-            let mut gradient = GradientRecord::from_grads(&local, &loss.backward());
+            let (mut gradient, terms) = autodiff::exclusive(|| {
+                let local = ActorCritic::<B>::from_inner(local);
+                let (loss, terms) = episode_loss(&local, &episode, self.config, self.device)?;
+                if let Some(&value) = terms.iter().find(|v| !v.is_finite()) {
+                    return Err(AgentError::NonFinite {
+                        what: "A3C episode loss",
+                        value,
+                        update: n,
+                    });
+                }
+                let gradient = GradientRecord::from_grads(&local, &autodiff::backward(&loss));
+                Ok((gradient, terms))
+            })?;
             let l1 = gradient.l1_norm();
             if let Some(hook) = self.hook {
                 gradient = hook(index, n, gradient, &mut worker.rng);

@@ -153,20 +153,6 @@ pub trait Agent {
     fn load_checkpoint(&mut self, dir: &Path) -> Result<(), AgentError>;
 }
 
-/// Runs `work` on a thread of rayon's global pool (inline if already on one).
-///
-/// burn-ndarray runs its parallel kernels with `rayon::scope`, which, called from outside the
-/// pool, hands each operation to a pool thread and sleeps until it is done: a futex round trip
-/// per tensor operation, which dominated DQN's small updates. From a pool thread the same calls
-/// run inline, so agents do their training work here, with one hand-off per call instead.
-pub fn on_compute_pool<R: Send>(work: impl FnOnce() -> R + Send) -> R {
-    if rayon::current_thread_index().is_some() {
-        work()
-    } else {
-        rayon::scope(|_| work())
-    }
-}
-
 /// The recorder for every checkpoint file: named MessagePack at full precision.
 pub type CheckpointRecorder = NamedMpkFileRecorder<FullPrecisionSettings>;
 

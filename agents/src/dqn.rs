@@ -16,9 +16,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::agent::{
-    load_module, on_compute_pool, save_module, ActMode, Agent, AgentState, EpisodeLog, EpochStats,
-};
+use crate::agent::{load_module, save_module, ActMode, Agent, AgentState, EpisodeLog, EpochStats};
+use crate::autodiff;
 use crate::buffer::{ReplayBuffer, TransitionBatch};
 use crate::error::{check_count, check_positive, check_unit_interval, AgentError};
 use crate::heads::{argmax, matrix, max_q, one_hot, q_of_actions, to_host, vector};
@@ -377,7 +376,7 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Dqn<B, N> {
 
     /// One gradient step on `batch`; returns the loss and the mean Q(s, a) before it.
     pub fn update(&mut self, batch: &TransitionBatch) -> Result<(f64, f64), AgentError> {
-        on_compute_pool(|| {
+        autodiff::exclusive(|| {
             let (loss, q_mean) = self.loss(batch)?;
             let values = to_host(Tensor::cat(vec![loss.clone().detach(), q_mean], 0));
             let (loss_value, q_value) = (f64::from(values[0]), f64::from(values[1]));
@@ -388,7 +387,7 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Dqn<B, N> {
                     update: self.updates,
                 });
             }
-            let grads = GradientsParams::from_grads(loss.backward(), &self.online);
+            let grads = GradientsParams::from_grads(autodiff::backward(&loss), &self.online);
             self.online = self.optim.step(self.config.lr, self.online.clone(), grads);
             self.host_online = None;
             self.updates += 1;
@@ -398,8 +397,13 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Dqn<B, N> {
 
     /// The gradient of the MSE loss on `batch` at the current parameters.
     pub fn gradient(&self, batch: &TransitionBatch) -> Result<GradientRecord, AgentError> {
-        let (loss, _) = self.loss(batch)?;
-        Ok(GradientRecord::from_grads(&self.online, &loss.backward()))
+        autodiff::exclusive(|| {
+            let (loss, _) = self.loss(batch)?;
+            Ok(GradientRecord::from_grads(
+                &self.online,
+                &autodiff::backward(&loss),
+            ))
+        })
     }
 
     /// Applies a gradient (for example an aggregated or privatised one) with the agent's
@@ -430,32 +434,31 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Agent for Dqn<B, N> {
 
     /// One epoch: `steps_per_epoch` environment steps with their updates.
     fn train_epoch(&mut self) -> Result<EpochStats, AgentError> {
-        on_compute_pool(|| {
-            let first_episode = self.log.episodes();
-            let updates_before = self.updates;
-            let (mut loss, mut q, mut n) = (0.0, 0.0, 0u64);
-            for _ in 0..self.config.steps_per_epoch {
-                if let Some((l, m)) = self.step()? {
-                    loss += l;
-                    q += m;
-                    n += 1;
-                }
+        // Acting and stepping stay outside autodiff sections; each update opens its own.
+        let first_episode = self.log.episodes();
+        let updates_before = self.updates;
+        let (mut loss, mut q, mut n) = (0.0, 0.0, 0u64);
+        for _ in 0..self.config.steps_per_epoch {
+            if let Some((l, m)) = self.step()? {
+                loss += l;
+                q += m;
+                n += 1;
             }
-            self.epoch += 1;
-            let stats = DqnStats {
-                loss: if n > 0 { loss / n as f64 } else { f64::NAN },
-                q_mean: if n > 0 { q / n as f64 } else { f64::NAN },
-                epsilon: self.config.epsilon(self.log.env_steps),
-                gradient_steps: self.updates - updates_before,
-            };
-            let mut out = EpochStats::from_log(&self.log, self.epoch, self.updates, first_episode);
-            out.extra = vec![
-                ("loss", stats.loss),
-                ("q_mean", stats.q_mean),
-                ("epsilon", stats.epsilon),
-            ];
-            Ok(out)
-        })
+        }
+        self.epoch += 1;
+        let stats = DqnStats {
+            loss: if n > 0 { loss / n as f64 } else { f64::NAN },
+            q_mean: if n > 0 { q / n as f64 } else { f64::NAN },
+            epsilon: self.config.epsilon(self.log.env_steps),
+            gradient_steps: self.updates - updates_before,
+        };
+        let mut out = EpochStats::from_log(&self.log, self.epoch, self.updates, first_episode);
+        out.extra = vec![
+            ("loss", stats.loss),
+            ("q_mean", stats.q_mean),
+            ("epsilon", stats.epsilon),
+        ];
+        Ok(out)
     }
 
     fn episode_log(&self) -> &EpisodeLog {

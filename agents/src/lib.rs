@@ -23,6 +23,7 @@
 
 pub mod a3c;
 pub mod agent;
+pub mod autodiff;
 pub mod buffer;
 pub mod dqn;
 pub mod env;

@@ -18,7 +18,7 @@ use crate::nn::{Activation, Mlp, MultimodalNet};
 
 /// A network that maps flat observations to one output row per observation (logits,
 /// Q-values or a value).
-pub trait Network<B: Backend>: Module<B> {
+pub trait Network<B: Backend>: Module<B> + Sync {
     /// Values per flattened observation.
     fn obs_len(&self) -> usize;
 

@@ -43,12 +43,13 @@ impl<M: AutodiffModule<B>, B: AutodiffBackend> AgentOptimizer<M, B> {
         }
     }
 
-    /// Applies `grads` to `module` with learning rate `lr` and returns the updated module.
+    /// Applies `grads` to `module` with learning rate `lr` and returns the updated module, in an
+    /// autodiff section (it makes the module's fresh leaves; see [`crate::autodiff`]).
     pub fn step(&mut self, lr: f64, module: M, grads: GradientsParams) -> M {
-        match self {
+        crate::autodiff::exclusive(|| match self {
             Self::Adam(optim) => optim.step(lr, module, grads),
             Self::Sgd(optim) => optim.step(lr, module, grads),
-        }
+        })
     }
 
     /// Saves the optimizer state to `dir/name.mpk`.

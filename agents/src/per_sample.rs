@@ -18,6 +18,7 @@ use burn::tensor::Tensor;
 use privrl_privacy::{Clipping, DpSgd};
 use rand::Rng;
 
+use crate::autodiff;
 use crate::error::AgentError;
 use crate::nn::Mlp;
 use crate::record::{GradientRecord, NamedGradient};
@@ -264,16 +265,18 @@ fn host<B: Backend, const D: usize>(tensor: Tensor<B, D>) -> Vec<f32> {
 pub fn dp_sgd_gradient<B: AutodiffBackend>(
     mlp: &Mlp<B>,
     inputs: Tensor<B, 2>,
-    per_sample_loss: impl FnOnce(Tensor<B, 2>) -> Tensor<B, 1>,
+    per_sample_loss: impl FnOnce(Tensor<B, 2>) -> Tensor<B, 1> + Send,
     dp_sgd: &DpSgd,
     batch_size: f64,
     rng: &mut impl Rng,
 ) -> Result<GradientRecord, AgentError> {
-    let forward = probed_forward(mlp, inputs);
-    let loss = per_sample_loss(forward.output.clone()).sum();
-    let grads = loss.backward();
-    let factors = PerSampleFactors::from_backward(mlp, &forward, &grads);
-    let mut sum = factors.clipped_sum(dp_sgd.clipping())?;
+    let mut sum = autodiff::exclusive(|| {
+        let forward = probed_forward(mlp, inputs);
+        let loss = per_sample_loss(forward.output.clone()).sum();
+        let grads = autodiff::backward(&loss);
+        let factors = PerSampleFactors::from_backward(mlp, &forward, &grads);
+        factors.clipped_sum(dp_sgd.clipping())
+    })?;
     let noisy = dp_sgd.noisy_mean_of_clipped_sum(sum.flatten(), batch_size, rng)?;
     sum.set_flat(&noisy)?;
     Ok(sum)
@@ -285,18 +288,20 @@ pub fn dp_sgd_gradient<B: AutodiffBackend>(
 pub fn per_sample_gradients_by_loop<B, M>(
     module: &M,
     inputs: Tensor<B, 2>,
-    loss_of: impl Fn(&M, Tensor<B, 2>, usize) -> Tensor<B, 1>,
+    loss_of: impl Fn(&M, Tensor<B, 2>, usize) -> Tensor<B, 1> + Sync,
 ) -> Vec<Vec<f32>>
 where
     B: AutodiffBackend,
-    M: burn::module::Module<B>,
+    M: burn::module::Module<B> + Sync,
 {
     let [batch, d] = inputs.dims();
-    (0..batch)
-        .map(|i| {
-            let sample = inputs.clone().narrow(0, i, 1).reshape([1, d]);
-            let grads = loss_of(module, sample, i).backward();
-            GradientRecord::from_grads(module, &grads).flatten()
-        })
-        .collect()
+    autodiff::exclusive(|| {
+        (0..batch)
+            .map(|i| {
+                let sample = inputs.clone().narrow(0, i, 1).reshape([1, d]);
+                let grads = autodiff::backward(&loss_of(module, sample, i));
+                GradientRecord::from_grads(module, &grads).flatten()
+            })
+            .collect()
+    })
 }

@@ -27,9 +27,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::agent::{
-    load_module, on_compute_pool, save_module, ActMode, Agent, AgentState, EpisodeLog, EpochStats,
-};
+use crate::agent::{load_module, save_module, ActMode, Agent, AgentState, EpisodeLog, EpochStats};
+use crate::autodiff;
 use crate::buffer::{RolloutBatch, RolloutBuffer};
 use crate::error::{check_count, check_positive, check_unit_interval, AgentError};
 use crate::heads::{
@@ -436,35 +435,26 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Ppo<B, N> {
 
     /// Spinning Up's update: policy steps with KL early stopping, then value steps.
     pub fn update(&mut self, batch: &RolloutBatch) -> Result<PpoStats, AgentError> {
-        on_compute_pool(|| {
+        autodiff::exclusive(|| {
             let tensors = self.tensors(batch)?;
             if let Some(auxiliary) = &mut self.auxiliary {
                 auxiliary.prepare(&batch.obs, batch.obs_len)?;
             }
-            // The policy and value iterations touch disjoint networks and optimizers, so they
-            // run side by side (the same computations as one after the other).
-            let Self {
-                config,
-                actor,
-                critic,
-                actor_optim,
-                critic_optim,
-                auxiliary,
-                updates,
-                ..
-            } = self;
-            let (policy, (loss_v_old, loss_v)) = rayon::join(
-                || {
-                    policy_iterations(
-                        actor,
-                        actor_optim,
-                        auxiliary.as_deref_mut(),
-                        &tensors,
-                        config,
-                        *updates,
-                    )
-                },
-                || value_iterations(critic, critic_optim, &tensors, config),
+            // Policy then value, one graph at a time (see `autodiff`): the two loops touch
+            // disjoint networks and optimizers, so the order changes nothing.
+            let policy = policy_iterations(
+                &mut self.actor,
+                &mut self.actor_optim,
+                self.auxiliary.as_deref_mut(),
+                &tensors,
+                &self.config,
+                self.updates,
+            );
+            let (loss_v_old, loss_v) = value_iterations(
+                &mut self.critic,
+                &mut self.critic_optim,
+                &tensors,
+                &self.config,
             );
             let policy = policy?;
             self.host_actor = None;
@@ -481,17 +471,19 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Ppo<B, N> {
     /// under `actor.`, and of the value loss with respect to the critic, under `critic.`, at
     /// the current parameters: what a federated PPO learner would share for this batch.
     pub fn gradient(&mut self, batch: &RolloutBatch) -> Result<GradientRecord, AgentError> {
-        on_compute_pool(|| {
+        autodiff::exclusive(|| {
             let tensors = self.tensors(batch)?;
             if let Some(auxiliary) = &mut self.auxiliary {
                 auxiliary.prepare(&batch.obs, batch.obs_len)?;
             }
             let policy = self.policy_loss(&tensors);
             let mut record =
-                GradientRecord::from_grads(&self.actor, &policy.loss.backward()).prefixed("actor");
+                GradientRecord::from_grads(&self.actor, &autodiff::backward(&policy.loss))
+                    .prefixed("actor");
             let value = self.value_loss(&tensors);
             record.extend(
-                GradientRecord::from_grads(&self.critic, &value.backward()).prefixed("critic"),
+                GradientRecord::from_grads(&self.critic, &autodiff::backward(&value))
+                    .prefixed("critic"),
             );
             Ok(record)
         })
@@ -620,7 +612,7 @@ fn policy_iterations<B: AutodiffBackend, N: TrainableNetwork<B>>(
             stop_iter = i;
             break;
         }
-        let grads = GradientsParams::from_grads(terms.loss.backward(), actor);
+        let grads = GradientsParams::from_grads(autodiff::backward(&terms.loss), actor);
         *actor = optim.step(config.pi_lr, actor.clone(), grads);
     }
     let (loss_pi, entropy, aux_loss) = first.expect("validate() guarantees train_pi_iters >= 1");
@@ -655,7 +647,7 @@ fn value_iterations<B: AutodiffBackend, N: TrainableNetwork<B>>(
         if i == 0 {
             first = last;
         }
-        let grads = GradientsParams::from_grads(loss.backward(), critic);
+        let grads = GradientsParams::from_grads(autodiff::backward(&loss), critic);
         *critic = optim.step(config.vf_lr, critic.clone(), grads);
     }
     (first, last)
@@ -700,27 +692,26 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Agent for Ppo<B, N> {
 
     /// One epoch: `steps_per_epoch` environment steps, then one update.
     fn train_epoch(&mut self) -> Result<EpochStats, AgentError> {
-        on_compute_pool(|| {
-            let first_episode = self.log.episodes();
-            let batch = self.collect_rollout()?;
-            let stats = self.update(&batch)?;
-            self.epoch += 1;
-            let mut out = EpochStats::from_log(&self.log, self.epoch, self.updates, first_episode);
-            out.extra = vec![
-                ("loss_pi", stats.loss_pi),
-                ("loss_v", stats.loss_v),
-                ("kl", stats.kl),
-                ("entropy", stats.entropy),
-                ("clip_frac", stats.clip_frac),
-                ("delta_loss_pi", stats.delta_loss_pi),
-                ("delta_loss_v", stats.delta_loss_v),
-                ("stop_iter", stats.stop_iter as f64),
-            ];
-            if let Some(auxiliary) = &self.auxiliary {
-                out.extra.push((auxiliary.name(), stats.aux_loss));
-            }
-            Ok(out)
-        })
+        // The rollout acts on host copies, outside any autodiff section.
+        let first_episode = self.log.episodes();
+        let batch = self.collect_rollout()?;
+        let stats = self.update(&batch)?;
+        self.epoch += 1;
+        let mut out = EpochStats::from_log(&self.log, self.epoch, self.updates, first_episode);
+        out.extra = vec![
+            ("loss_pi", stats.loss_pi),
+            ("loss_v", stats.loss_v),
+            ("kl", stats.kl),
+            ("entropy", stats.entropy),
+            ("clip_frac", stats.clip_frac),
+            ("delta_loss_pi", stats.delta_loss_pi),
+            ("delta_loss_v", stats.delta_loss_v),
+            ("stop_iter", stats.stop_iter as f64),
+        ];
+        if let Some(auxiliary) = &self.auxiliary {
+            out.extra.push((auxiliary.name(), stats.aux_loss));
+        }
+        Ok(out)
     }
 
     fn episode_log(&self) -> &EpisodeLog {

@@ -59,7 +59,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::agent::{on_compute_pool, Agent};
+use crate::agent::Agent;
+use crate::autodiff;
 use crate::buffer::TransitionBatch;
 use crate::dqn::Dqn;
 use crate::error::{check_non_negative, AgentError};
@@ -324,16 +325,15 @@ impl<B: AutodiffBackend> DpSgdReinforce<B> {
     /// Plays one episode and takes one Adam step on its privatized gradient; returns the
     /// episode's return.
     pub fn train_episode(&mut self) -> Result<f64, AgentError> {
-        on_compute_pool(|| {
-            let batch = self.agent.collect_episode()?;
-            let gradient = self.agent.gradient(&batch)?;
-            let private = self
-                .privatizer
-                .privatize_record(&gradient, &mut self.noise_rng)?;
-            self.agent.apply_gradient(&private)?;
-            self.episodes += 1;
-            Ok(batch.rewards.iter().map(|&r| f64::from(r)).sum())
-        })
+        // The episode is played on host copies; gradient and step open their own sections.
+        let batch = self.agent.collect_episode()?;
+        let gradient = self.agent.gradient(&batch)?;
+        let private = self
+            .privatizer
+            .privatize_record(&gradient, &mut self.noise_rng)?;
+        self.agent.apply_gradient(&private)?;
+        self.episodes += 1;
+        Ok(batch.rewards.iter().map(|&r| f64::from(r)).sum())
     }
 
     /// The releases, as the accountant sees them: each episode is a fresh record released
@@ -431,19 +431,18 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
 
     /// Steps until the current episode ends; returns its return.
     pub fn train_episode(&mut self) -> Result<f64, AgentError> {
-        on_compute_pool(|| {
-            let episodes = self.agent.episode_log().episodes();
-            while self.agent.episode_log().episodes() == episodes {
-                self.step()?;
-            }
-            Ok(self
-                .agent
-                .episode_log()
-                .returns
-                .last()
-                .copied()
-                .unwrap_or(0.0))
-        })
+        // Acting stays outside autodiff sections; each DP-SGD step opens its own.
+        let episodes = self.agent.episode_log().episodes();
+        while self.agent.episode_log().episodes() == episodes {
+            self.step()?;
+        }
+        Ok(self
+            .agent
+            .episode_log()
+            .returns
+            .last()
+            .copied()
+            .unwrap_or(0.0))
     }
 }
 
@@ -475,35 +474,37 @@ fn clipped_td_gradient_sum<B: AutodiffBackend>(
     batch: &TransitionBatch,
     clipping: &Clipping,
 ) -> Result<(GradientRecord, f64), AgentError> {
-    let device = dqn.device();
-    let q_network = dqn.q_network();
-    if batch.obs_len != q_network.d_input() {
-        return Err(AgentError::ShapeMismatch {
-            what: "observation width",
-            expected: q_network.d_input(),
-            got: batch.obs_len,
-        });
-    }
-    let targets = Tensor::<B, 1>::from_inner(dqn.td_targets(batch));
-    let obs = matrix::<B>(&batch.obs, batch.obs_len, device);
-    let actions = one_hot::<B>(&batch.actions, q_network.d_output(), device);
-    let forward = probed_forward(q_network, obs);
-    // Per-sample losses ℓ_i = (Q(s_i, a_i) − y_i)²; the backward of their sum gives the δ
-    // factors of every sample's gradient.
-    let loss = (q_of_actions(forward.output.clone(), actions) - targets.detach())
-        .powi_scalar(2)
-        .sum();
-    let loss_value = f64::from(to_host(loss.clone().detach())[0]) / batch.len() as f64;
-    if !loss_value.is_finite() {
-        return Err(AgentError::NonFinite {
-            what: "TD loss",
-            value: loss_value,
-            update: dqn.updates(),
-        });
-    }
-    let grads = loss.backward();
-    let factors = PerSampleFactors::from_backward(q_network, &forward, &grads);
-    Ok((factors.clipped_sum(clipping)?, loss_value))
+    autodiff::exclusive(|| {
+        let device = dqn.device();
+        let q_network = dqn.q_network();
+        if batch.obs_len != q_network.d_input() {
+            return Err(AgentError::ShapeMismatch {
+                what: "observation width",
+                expected: q_network.d_input(),
+                got: batch.obs_len,
+            });
+        }
+        let targets = Tensor::<B, 1>::from_inner(dqn.td_targets(batch));
+        let obs = matrix::<B>(&batch.obs, batch.obs_len, device);
+        let actions = one_hot::<B>(&batch.actions, q_network.d_output(), device);
+        let forward = probed_forward(q_network, obs);
+        // Per-sample losses ℓ_i = (Q(s_i, a_i) − y_i)²; the backward of their sum gives the δ
+        // factors of every sample's gradient.
+        let loss = (q_of_actions(forward.output.clone(), actions) - targets.detach())
+            .powi_scalar(2)
+            .sum();
+        let loss_value = f64::from(to_host(loss.clone().detach())[0]) / batch.len() as f64;
+        if !loss_value.is_finite() {
+            return Err(AgentError::NonFinite {
+                what: "TD loss",
+                value: loss_value,
+                update: dqn.updates(),
+            });
+        }
+        let grads = autodiff::backward(&loss);
+        let factors = PerSampleFactors::from_backward(q_network, &forward, &grads);
+        Ok((factors.clipped_sum(clipping)?, loss_value))
+    })
 }
 
 /// A zero gradient laid out as [`PerSampleFactors::clipped_sum`] lays out `mlp`'s.

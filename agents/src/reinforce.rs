@@ -17,9 +17,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::agent::{
-    load_module, on_compute_pool, save_module, ActMode, Agent, AgentState, EpisodeLog, EpochStats,
-};
+use crate::agent::{load_module, save_module, ActMode, Agent, AgentState, EpisodeLog, EpochStats};
+use crate::autodiff;
 use crate::buffer::discount_cumsum;
 use crate::error::{
     check_non_negative, check_positive, check_probability_below_one, check_unit_interval,
@@ -352,7 +351,7 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Reinforce<B, N> {
 
     /// One Adam step on the episode's loss.
     pub fn update(&mut self, batch: &EpisodeBatch) -> Result<ReinforceStats, AgentError> {
-        on_compute_pool(|| {
+        autodiff::exclusive(|| {
             let (loss, entropy) = self.loss(batch)?;
             let values = to_host(Tensor::cat(vec![loss.clone().detach(), entropy], 0));
             let loss_value = f64::from(values[0]);
@@ -363,7 +362,7 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Reinforce<B, N> {
                     update: self.updates,
                 });
             }
-            let grads = GradientsParams::from_grads(loss.backward(), &self.policy);
+            let grads = GradientsParams::from_grads(autodiff::backward(&loss), &self.policy);
             self.policy = self.optim.step(self.config.lr, self.policy.clone(), grads);
             self.host_policy = None;
             self.updates += 1;
@@ -378,8 +377,13 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Reinforce<B, N> {
     /// The gradient of the loss on `batch` at the current parameters (what RGI inverts; a
     /// one-step batch gives a single-sample gradient).
     pub fn gradient(&self, batch: &EpisodeBatch) -> Result<GradientRecord, AgentError> {
-        let (loss, _) = self.loss(batch)?;
-        Ok(GradientRecord::from_grads(&self.policy, &loss.backward()))
+        autodiff::exclusive(|| {
+            let (loss, _) = self.loss(batch)?;
+            Ok(GradientRecord::from_grads(
+                &self.policy,
+                &autodiff::backward(&loss),
+            ))
+        })
     }
 
     /// Applies a gradient with the agent's optimizer and learning rate.
@@ -408,15 +412,14 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Agent for Reinforce<B, N> {
 
     /// One epoch: one episode, one gradient step.
     fn train_epoch(&mut self) -> Result<EpochStats, AgentError> {
-        on_compute_pool(|| {
-            let first_episode = self.log.episodes();
-            let batch = self.collect_episode()?;
-            let stats = self.update(&batch)?;
-            self.epoch += 1;
-            let mut out = EpochStats::from_log(&self.log, self.epoch, self.updates, first_episode);
-            out.extra = vec![("loss", stats.loss), ("entropy", stats.entropy)];
-            Ok(out)
-        })
+        // The episode is played on host copies; the update opens its own autodiff section.
+        let first_episode = self.log.episodes();
+        let batch = self.collect_episode()?;
+        let stats = self.update(&batch)?;
+        self.epoch += 1;
+        let mut out = EpochStats::from_log(&self.log, self.epoch, self.updates, first_episode);
+        out.extra = vec![("loss", stats.loss), ("entropy", stats.entropy)];
+        Ok(out)
     }
 
     fn episode_log(&self) -> &EpisodeLog {

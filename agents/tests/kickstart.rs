@@ -35,93 +35,97 @@ fn host<Bk: burn::tensor::backend::Backend, const D: usize>(t: Tensor<Bk, D>) ->
 
 #[test]
 fn penalty_and_gradient_inside_and_outside_the_ball() {
-    // Row 0: π_θ = (0.5, 0.5), π^t = (0.8, 0.2): d = (−0.3, 0.3), ‖d‖ = 0.3√2 ≈ 0.42426.
-    // Row 1: π_θ = (0.6, 0.4), π^t = (0.5, 0.5): d = (0.1, −0.1), ‖d‖ = 0.1√2 ≈ 0.14142.
-    // α = 0.2 for both rows: row 0 is outside the ball, row 1 inside.
-    // E[φ] = (0.42426 + 0)/2 = 0.21213; ∂/∂π_θ row 0 = d/‖d‖/2 = (−1/√2, 1/√2)/2, row 1 = 0.
-    let probs = matrix(2, 2, &[0.5, 0.5, 0.6, 0.4]).require_grad();
-    let teacher = matrix(2, 2, &[0.8, 0.2, 0.5, 0.5]);
-    let loss = privacy_aware_penalty(
-        probs.clone(),
-        teacher.clone(),
-        vector(&[0.2, 0.2]),
-        vector(&[1.0, 1.0]),
-    );
-    let value = host(loss.clone())[0];
-    assert!((value - 0.3 * 2f64.sqrt() / 2.0).abs() < 1e-6, "{value}");
-    let grads = loss.backward();
-    let g = host(probs.grad(&grads).unwrap());
-    let h = 0.5 / 2f64.sqrt();
-    for (got, want) in g.iter().zip([-h, h, 0.0, 0.0]) {
-        assert!((got - want).abs() < 1e-6, "{g:?}");
-    }
-    // α = 0.1: both rows outside, E[φ] = (0.3√2 + 0.1√2)/2 = 0.2√2.
-    let loss = privacy_aware_penalty(
-        probs.clone(),
-        teacher.clone(),
-        vector(&[0.1, 0.1]),
-        vector(&[1.0, 1.0]),
-    );
-    assert!((host(loss)[0] - 0.2 * 2f64.sqrt()).abs() < 1e-6);
-    // α = 0.5: both inside: no penalty and no gradient.
-    let loss = privacy_aware_penalty(
-        probs.clone(),
-        teacher.clone(),
-        vector(&[0.5, 0.5]),
-        vector(&[1.0, 1.0]),
-    );
-    assert_eq!(host(loss.clone())[0], 0.0);
-    let g = host(probs.grad(&loss.backward()).unwrap());
-    assert!(g.iter().all(|&v| v == 0.0), "{g:?}");
-    // Weight 0 drops a row; a perfect match at α = 0 gives 0 and a finite gradient.
-    let loss = privacy_aware_penalty(
-        probs.clone(),
-        teacher,
-        vector(&[0.0, 0.0]),
-        vector(&[0.0, 1.0]),
-    );
-    assert!((host(loss)[0] - 0.1 * 2f64.sqrt() / 2.0).abs() < 1e-6);
-    let same = matrix(1, 2, &[0.3, 0.7]).require_grad();
-    let loss = privacy_aware_penalty(
-        same.clone(),
-        matrix(1, 2, &[0.3, 0.7]),
-        vector(&[0.0]),
-        vector(&[1.0]),
-    );
-    let g = host(same.grad(&loss.backward()).unwrap());
-    assert!(g.iter().all(|v| v.is_finite()), "{g:?}");
+    privrl_agents::autodiff::exclusive(|| {
+        // Row 0: π_θ = (0.5, 0.5), π^t = (0.8, 0.2): d = (−0.3, 0.3), ‖d‖ = 0.3√2 ≈ 0.42426.
+        // Row 1: π_θ = (0.6, 0.4), π^t = (0.5, 0.5): d = (0.1, −0.1), ‖d‖ = 0.1√2 ≈ 0.14142.
+        // α = 0.2 for both rows: row 0 is outside the ball, row 1 inside.
+        // E[φ] = (0.42426 + 0)/2 = 0.21213; ∂/∂π_θ row 0 = d/‖d‖/2 = (−1/√2, 1/√2)/2, row 1 = 0.
+        let probs = matrix(2, 2, &[0.5, 0.5, 0.6, 0.4]).require_grad();
+        let teacher = matrix(2, 2, &[0.8, 0.2, 0.5, 0.5]);
+        let loss = privacy_aware_penalty(
+            probs.clone(),
+            teacher.clone(),
+            vector(&[0.2, 0.2]),
+            vector(&[1.0, 1.0]),
+        );
+        let value = host(loss.clone())[0];
+        assert!((value - 0.3 * 2f64.sqrt() / 2.0).abs() < 1e-6, "{value}");
+        let grads = loss.backward();
+        let g = host(probs.grad(&grads).unwrap());
+        let h = 0.5 / 2f64.sqrt();
+        for (got, want) in g.iter().zip([-h, h, 0.0, 0.0]) {
+            assert!((got - want).abs() < 1e-6, "{g:?}");
+        }
+        // α = 0.1: both rows outside, E[φ] = (0.3√2 + 0.1√2)/2 = 0.2√2.
+        let loss = privacy_aware_penalty(
+            probs.clone(),
+            teacher.clone(),
+            vector(&[0.1, 0.1]),
+            vector(&[1.0, 1.0]),
+        );
+        assert!((host(loss)[0] - 0.2 * 2f64.sqrt()).abs() < 1e-6);
+        // α = 0.5: both inside: no penalty and no gradient.
+        let loss = privacy_aware_penalty(
+            probs.clone(),
+            teacher.clone(),
+            vector(&[0.5, 0.5]),
+            vector(&[1.0, 1.0]),
+        );
+        assert_eq!(host(loss.clone())[0], 0.0);
+        let g = host(probs.grad(&loss.backward()).unwrap());
+        assert!(g.iter().all(|&v| v == 0.0), "{g:?}");
+        // Weight 0 drops a row; a perfect match at α = 0 gives 0 and a finite gradient.
+        let loss = privacy_aware_penalty(
+            probs.clone(),
+            teacher,
+            vector(&[0.0, 0.0]),
+            vector(&[0.0, 1.0]),
+        );
+        assert!((host(loss)[0] - 0.1 * 2f64.sqrt() / 2.0).abs() < 1e-6);
+        let same = matrix(1, 2, &[0.3, 0.7]).require_grad();
+        let loss = privacy_aware_penalty(
+            same.clone(),
+            matrix(1, 2, &[0.3, 0.7]),
+            vector(&[0.0]),
+            vector(&[1.0]),
+        );
+        let g = host(same.grad(&loss.backward()).unwrap());
+        assert!(g.iter().all(|v| v.is_finite()), "{g:?}");
+    });
 }
 
 #[test]
 fn penalty_gradient_matches_finite_differences() {
-    let p = [0.2, 0.5, 0.3, 0.6, 0.1, 0.3];
-    let t = [0.7, 0.2, 0.1, 0.5, 0.2, 0.3];
-    let radius = [0.1, 0.1];
-    let f = |p: &[f64]| {
-        host(privacy_aware_penalty(
-            matrix(2, 3, p),
+    privrl_agents::autodiff::exclusive(|| {
+        let p = [0.2, 0.5, 0.3, 0.6, 0.1, 0.3];
+        let t = [0.7, 0.2, 0.1, 0.5, 0.2, 0.3];
+        let radius = [0.1, 0.1];
+        let f = |p: &[f64]| {
+            host(privacy_aware_penalty(
+                matrix(2, 3, p),
+                matrix(2, 3, &t),
+                vector(&radius),
+                vector(&[1.0, 1.0]),
+            ))[0]
+        };
+        let probs = matrix(2, 3, &p).require_grad();
+        let loss = privacy_aware_penalty(
+            probs.clone(),
             matrix(2, 3, &t),
             vector(&radius),
             vector(&[1.0, 1.0]),
-        ))[0]
-    };
-    let probs = matrix(2, 3, &p).require_grad();
-    let loss = privacy_aware_penalty(
-        probs.clone(),
-        matrix(2, 3, &t),
-        vector(&radius),
-        vector(&[1.0, 1.0]),
-    );
-    let g = host(probs.grad(&loss.backward()).unwrap());
-    // The backend computes in f32 in places, so a larger step; f is smooth off the ball's edge.
-    let h = 1e-3;
-    for i in 0..6 {
-        let (mut up, mut down) = (p, p);
-        up[i] += h;
-        down[i] -= h;
-        let numeric = (f(&up) - f(&down)) / (2.0 * h);
-        assert!((numeric - g[i]).abs() < 1e-4, "{i}: {numeric} vs {}", g[i]);
-    }
+        );
+        let g = host(probs.grad(&loss.backward()).unwrap());
+        // The backend computes in f32 in places, so a larger step; f is smooth off the ball's edge.
+        let h = 1e-3;
+        for i in 0..6 {
+            let (mut up, mut down) = (p, p);
+            up[i] += h;
+            down[i] -= h;
+            let numeric = (f(&up) - f(&down)) / (2.0 * h);
+            assert!((numeric - g[i]).abs() < 1e-4, "{i}: {numeric} vs {}", g[i]);
+        }
+    });
 }
 
 fn teacher() -> Teacher {
@@ -255,40 +259,42 @@ fn the_teacher_never_releases_once_the_budget_is_spent() {
 
 /// The student's penalty on a CartPole batch with the given teacher config and λ.
 fn penalty_on_batch(teacher_config: PrivateTeacherConfig, lambda: f64) -> (f64, Vec<f64>) {
-    let device = Default::default();
-    let private = Arc::new(Mutex::new(
-        PrivateTeacher::new(teacher(), teacher_config, 5).unwrap(),
-    ));
-    let mut loss =
-        PrivacyAwareKickstarting::new(private, PrivacyAwareConfig::new().with_lambda(lambda))
-            .unwrap();
-    let mut ppo = Ppo::<B>::new(
-        PpoConfig::new()
-            .with_steps_per_epoch(64)
-            .with_hidden(vec![4]),
-        privrl_envs::make("CartPole-v1").unwrap(),
-        &device,
-        2,
-    )
-    .unwrap();
-    // Observe the same states the student would see.
-    let batch = ppo.collect_rollout().unwrap();
-    for (i, s) in batch.obs.chunks(batch.obs_len).enumerate() {
-        AuxiliaryPolicyLoss::<B>::observe(&mut loss, s, i == 0).unwrap();
-    }
-    AuxiliaryPolicyLoss::<B>::prepare(&mut loss, &batch.obs, batch.obs_len).unwrap();
-    let probs_host: Vec<f64> = (0..batch.len())
-        .flat_map(|i| [0.3 + 0.001 * i as f64, 0.7 - 0.001 * i as f64])
-        .collect();
-    let probs = matrix(batch.len(), 2, &probs_host).require_grad();
-    let obs = matrix(
-        batch.len(),
-        4,
-        &batch.obs.iter().map(|&v| f64::from(v)).collect::<Vec<_>>(),
-    );
-    let value = AuxiliaryPolicyLoss::<B>::loss(&mut loss, &obs, probs.clone());
-    let grad = host(probs.grad(&value.clone().backward()).unwrap());
-    (host(value)[0], grad)
+    privrl_agents::autodiff::exclusive(|| {
+        let device = Default::default();
+        let private = Arc::new(Mutex::new(
+            PrivateTeacher::new(teacher(), teacher_config, 5).unwrap(),
+        ));
+        let mut loss =
+            PrivacyAwareKickstarting::new(private, PrivacyAwareConfig::new().with_lambda(lambda))
+                .unwrap();
+        let mut ppo = Ppo::<B>::new(
+            PpoConfig::new()
+                .with_steps_per_epoch(64)
+                .with_hidden(vec![4]),
+            privrl_envs::make("CartPole-v1").unwrap(),
+            &device,
+            2,
+        )
+        .unwrap();
+        // Observe the same states the student would see.
+        let batch = ppo.collect_rollout().unwrap();
+        for (i, s) in batch.obs.chunks(batch.obs_len).enumerate() {
+            AuxiliaryPolicyLoss::<B>::observe(&mut loss, s, i == 0).unwrap();
+        }
+        AuxiliaryPolicyLoss::<B>::prepare(&mut loss, &batch.obs, batch.obs_len).unwrap();
+        let probs_host: Vec<f64> = (0..batch.len())
+            .flat_map(|i| [0.3 + 0.001 * i as f64, 0.7 - 0.001 * i as f64])
+            .collect();
+        let probs = matrix(batch.len(), 2, &probs_host).require_grad();
+        let obs = matrix(
+            batch.len(),
+            4,
+            &batch.obs.iter().map(|&v| f64::from(v)).collect::<Vec<_>>(),
+        );
+        let value = AuxiliaryPolicyLoss::<B>::loss(&mut loss, &obs, probs.clone());
+        let grad = host(probs.grad(&value.clone().backward()).unwrap());
+        (host(value)[0], grad)
+    })
 }
 
 #[test]

@@ -70,25 +70,27 @@ fn multimodal_net_exposes_its_linear_part() {
 
 #[test]
 fn gradient_reaches_every_multimodal_parameter() {
-    let device = Default::default();
-    let net = victim(&device);
-    let x = Tensor::<B, 2>::random([3, net.flat_obs_len()], Distribution::Default, &device);
-    let loss = net.forward_flat(x).powi_scalar(2).sum();
-    let record = privrl_agents::GradientRecord::from_grads(&net, &loss.backward());
-    let names = record.names();
-    for expected in [
-        "rgb.convs.0.weight",
-        "rgb.convs.1.bias",
-        "depth.convs.0.weight",
-        "vector_layers.0.weight",
-        "head.layers.1.bias",
-    ] {
-        assert!(
-            names.contains(&expected),
-            "{expected} missing from {names:?}"
-        );
-    }
-    assert_eq!(record.num_values(), burn::module::Module::num_params(&net));
+    privrl_agents::autodiff::exclusive(|| {
+        let device = Default::default();
+        let net = victim(&device);
+        let x = Tensor::<B, 2>::random([3, net.flat_obs_len()], Distribution::Default, &device);
+        let loss = net.forward_flat(x).powi_scalar(2).sum();
+        let record = privrl_agents::GradientRecord::from_grads(&net, &loss.backward());
+        let names = record.names();
+        for expected in [
+            "rgb.convs.0.weight",
+            "rgb.convs.1.bias",
+            "depth.convs.0.weight",
+            "vector_layers.0.weight",
+            "head.layers.1.bias",
+        ] {
+            assert!(
+                names.contains(&expected),
+                "{expected} missing from {names:?}"
+            );
+        }
+        assert_eq!(record.num_values(), burn::module::Module::num_params(&net));
+    });
 }
 
 #[test]
@@ -128,31 +130,33 @@ fn host_copy_matches_the_tensor_forward() {
 
 #[test]
 fn fast_tanh_matches_tanh_and_its_derivative() {
-    let device = Default::default();
-    let x = Tensor::<B, 1>::from_data(
-        TensorData::new(
-            vec![-30.0f32, -4.0, -0.5, -1e-4, 0.0, 1e-3, 0.7, 3.0, 12.0],
-            [9],
-        ),
-        &device,
-    )
-    .require_grad();
-    let y = fast_tanh(x.clone());
-    let grad = x
-        .grad(&y.clone().sum().backward())
-        .unwrap()
-        .into_data()
-        .to_vec::<f32>()
-        .unwrap();
-    let y = y.into_data().to_vec::<f32>().unwrap();
-    let xs = [-30.0f32, -4.0, -0.5, -1e-4, 0.0, 1e-3, 0.7, 3.0, 12.0];
-    for ((x, y), g) in xs.iter().zip(&y).zip(&grad) {
-        assert!((y - x.tanh()).abs() < 2e-7, "tanh({x}) = {y}");
-        assert!(
-            (g - (1.0 - x.tanh().powi(2))).abs() < 1e-6,
-            "tanh'({x}) = {g}"
-        );
-    }
+    privrl_agents::autodiff::exclusive(|| {
+        let device = Default::default();
+        let x = Tensor::<B, 1>::from_data(
+            TensorData::new(
+                vec![-30.0f32, -4.0, -0.5, -1e-4, 0.0, 1e-3, 0.7, 3.0, 12.0],
+                [9],
+            ),
+            &device,
+        )
+        .require_grad();
+        let y = fast_tanh(x.clone());
+        let grad = x
+            .grad(&y.clone().sum().backward())
+            .unwrap()
+            .into_data()
+            .to_vec::<f32>()
+            .unwrap();
+        let y = y.into_data().to_vec::<f32>().unwrap();
+        let xs = [-30.0f32, -4.0, -0.5, -1e-4, 0.0, 1e-3, 0.7, 3.0, 12.0];
+        for ((x, y), g) in xs.iter().zip(&y).zip(&grad) {
+            assert!((y - x.tanh()).abs() < 2e-7, "tanh({x}) = {y}");
+            assert!(
+                (g - (1.0 - x.tanh().powi(2))).abs() < 1e-6,
+                "tanh'({x}) = {g}"
+            );
+        }
+    });
 }
 
 #[test]

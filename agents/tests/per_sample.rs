@@ -49,11 +49,13 @@ fn cross_entropy(logits: Tensor<B, 2>, labels: &[usize]) -> Tensor<B, 1> {
 }
 
 fn analytic_factors(mlp: &Mlp<B>, x: Tensor<B, 2>, labels: &[usize]) -> PerSampleFactors<NdArray> {
-    let forward = probed_forward(mlp, x);
-    let grads = cross_entropy(forward.output.clone(), labels)
-        .sum()
-        .backward();
-    PerSampleFactors::from_backward(mlp, &forward, &grads)
+    privrl_agents::autodiff::exclusive(|| {
+        let forward = probed_forward(mlp, x);
+        let grads = cross_entropy(forward.output.clone(), labels)
+            .sum()
+            .backward();
+        PerSampleFactors::from_backward(mlp, &forward, &grads)
+    })
 }
 
 fn loop_gradients(mlp: &Mlp<B>, x: Tensor<B, 2>, labels: &[usize]) -> Vec<Vec<f32>> {
@@ -158,13 +160,15 @@ fn clipped_per_sample_norms_never_exceed_the_bound() {
 
 #[test]
 fn without_clipping_the_sum_is_the_plain_gradient() {
-    let (mlp, x, labels) = setup(5);
-    let factors = analytic_factors(&mlp, x.clone(), &labels);
-    let sum = factors.clipped_sum(&Clipping::Flat { clip: 1e12 }).unwrap();
-    let grads = cross_entropy(mlp.forward(x), &labels).sum().backward();
-    let plain = GradientRecord::from_grads(&mlp, &grads);
-    assert_eq!(sum.names(), plain.names());
-    assert_close(&sum.flatten(), &plain.flatten(), 1e-5, "no clipping");
+    privrl_agents::autodiff::exclusive(|| {
+        let (mlp, x, labels) = setup(5);
+        let factors = analytic_factors(&mlp, x.clone(), &labels);
+        let sum = factors.clipped_sum(&Clipping::Flat { clip: 1e12 }).unwrap();
+        let grads = cross_entropy(mlp.forward(x), &labels).sum().backward();
+        let plain = GradientRecord::from_grads(&mlp, &grads);
+        assert_eq!(sum.names(), plain.names());
+        assert_close(&sum.flatten(), &plain.flatten(), 1e-5, "no clipping");
+    });
 }
 
 #[test]

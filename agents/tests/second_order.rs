@@ -205,22 +205,26 @@ const VICTIMS: [Victim; 3] = [
 
 #[test]
 fn second_order_gradients_match_finite_differences_on_ndarray() {
-    type B = burn::backend::NdArray<f64>;
-    let device = Default::default();
-    for victim in VICTIMS {
-        check_against_finite_differences::<B>(victim, &device, 1e-5, 1e-6, None);
-    }
+    privrl_agents::autodiff::exclusive(|| {
+        type B = burn::backend::NdArray<f64>;
+        let device = Default::default();
+        for victim in VICTIMS {
+            check_against_finite_differences::<B>(victim, &device, 1e-5, 1e-6, None);
+        }
+    });
 }
 
 #[cfg(feature = "wgpu")]
 #[test]
 fn second_order_gradients_match_finite_differences_on_wgpu() {
-    type B = burn::backend::Wgpu;
-    let device = burn::backend::wgpu::WgpuDevice::default();
-    for victim in VICTIMS {
-        // f32: a larger step keeps rounding error (~1e-7 / h) well under the tolerance. Every
-        // new shape costs a kernel compilation on lavapipe, so a sample of coordinates is
-        // checked here; ndarray checks all of them.
-        check_against_finite_differences::<B>(victim, &device, 1e-2, 2e-2, Some(6));
-    }
+    privrl_agents::autodiff::exclusive(|| {
+        type B = burn::backend::Wgpu;
+        let device = burn::backend::wgpu::WgpuDevice::default();
+        for victim in VICTIMS {
+            // f32: a larger step keeps rounding error (~1e-7 / h) well under the tolerance. Every
+            // new shape costs a kernel compilation on lavapipe, so a sample of coordinates is
+            // checked here; ndarray checks all of them.
+            check_against_finite_differences::<B>(victim, &device, 1e-2, 2e-2, Some(6));
+        }
+    });
 }

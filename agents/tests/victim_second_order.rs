@@ -93,31 +93,33 @@ fn matching_loss(
 
 #[test]
 fn multimodal_victim_second_order_gradients_match_finite_differences() {
-    let params = burn::module::Module::num_params(&victim());
-    let mut rng = ChaCha8Rng::seed_from_u64(5);
-    let x: Vec<f64> = (0..LEN).map(|_| rng.random_range(-1.0..1.0)).collect();
-    let target: Vec<f64> = (0..params).map(|_| rng.random_range(-0.3..0.3)).collect();
-    for loss in [Loss::QValueMse, Loss::ReinforceWithEntropy] {
-        let (_, analytic) = matching_loss(loss, &x, &target, true);
-        let analytic = analytic.unwrap();
-        let scale = analytic.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        assert!(scale > 1e-6, "{loss:?}: vanished");
-        let h = 1e-5;
-        // Every vector entry, and a spread of image pixels.
-        for i in (0..LEN).filter(|i| i % 7 == 0 || *i >= RGB + DEPTH) {
-            let mut plus = x.clone();
-            plus[i] += h;
-            let mut minus = x.clone();
-            minus[i] -= h;
-            let numeric = (matching_loss(loss, &plus, &target, false).0
-                - matching_loss(loss, &minus, &target, false).0)
-                / (2.0 * h);
-            let error = (numeric - analytic[i]).abs() / scale;
-            assert!(
-                error < 1e-6,
-                "{loss:?}: ∂m/∂x[{i}] {} vs {numeric} ({error:.1e})",
-                analytic[i]
-            );
+    privrl_agents::autodiff::exclusive(|| {
+        let params = burn::module::Module::num_params(&victim());
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let x: Vec<f64> = (0..LEN).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let target: Vec<f64> = (0..params).map(|_| rng.random_range(-0.3..0.3)).collect();
+        for loss in [Loss::QValueMse, Loss::ReinforceWithEntropy] {
+            let (_, analytic) = matching_loss(loss, &x, &target, true);
+            let analytic = analytic.unwrap();
+            let scale = analytic.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            assert!(scale > 1e-6, "{loss:?}: vanished");
+            let h = 1e-5;
+            // Every vector entry, and a spread of image pixels.
+            for i in (0..LEN).filter(|i| i % 7 == 0 || *i >= RGB + DEPTH) {
+                let mut plus = x.clone();
+                plus[i] += h;
+                let mut minus = x.clone();
+                minus[i] -= h;
+                let numeric = (matching_loss(loss, &plus, &target, false).0
+                    - matching_loss(loss, &minus, &target, false).0)
+                    / (2.0 * h);
+                let error = (numeric - analytic[i]).abs() / scale;
+                assert!(
+                    error < 1e-6,
+                    "{loss:?}: ∂m/∂x[{i}] {} vs {numeric} ({error:.1e})",
+                    analytic[i]
+                );
+            }
         }
-    }
+    });
 }

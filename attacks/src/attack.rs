@@ -18,6 +18,7 @@ use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::activation::softmax;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
+use privrl_agents::autodiff;
 use privrl_agents::heads::one_hot;
 use privrl_agents::per_sample::{probed_forward, PerSampleFactors};
 use privrl_agents::{param_gradients, GradientRecord};
@@ -259,49 +260,51 @@ pub fn attack_batch<B: Backend>(
     config: &AttackConfig,
     batch_size: usize,
 ) -> Result<Vec<Reconstruction>, AttackError> {
-    config.validate()?;
-    config.check_compatible(victim.kind())?;
-    if !(1..=MAX_BATCH).contains(&batch_size) {
-        return Err(AttackError::OutOfRange {
-            name: "batch_size",
-            value: batch_size as f64,
-            expected: "1..=8",
-        });
-    }
-    let problem = Problem::new(victim, record, config, batch_size)?;
-    let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
-    if batch_size > 1 {
-        return problem.batch_attack(&mut rng);
-    }
-    let mut history = Vec::new();
+    autodiff::exclusive(|| {
+        config.validate()?;
+        config.check_compatible(victim.kind())?;
+        if !(1..=MAX_BATCH).contains(&batch_size) {
+            return Err(AttackError::OutOfRange {
+                name: "batch_size",
+                value: batch_size as f64,
+                expected: "1..=8",
+            });
+        }
+        let problem = Problem::new(victim, record, config, batch_size)?;
+        let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
+        if batch_size > 1 {
+            return problem.batch_attack(&mut rng);
+        }
+        let mut history = Vec::new();
 
-    // Free supervision (DLG/IG): action logits and signal, carried from stage to stage.
-    let mut supervision = FreeSupervision::new(config, victim.num_actions(), &mut rng);
-    let state = match config.state {
-        StateOptimisation::TwoStage => {
-            problem.two_stages(&mut supervision, &mut rng, &mut history)?
-        }
-        StateOptimisation::Joint => {
-            problem.joint_state(&mut supervision, &mut rng, &mut history)?
-        }
-    };
-    let Supervision {
-        action,
-        signal,
-        predicted_q,
-        probabilities,
-    } = problem.recover_supervision(record, &state.linear_part, &supervision)?;
-    Ok(vec![Reconstruction {
-        rgb: state.rgb,
-        depth: state.depth,
-        vector: state.linear_part.vector.clone(),
-        action,
-        signal,
-        predicted_q,
-        probabilities,
-        linear_part: state.linear_part,
-        loss_history: history,
-    }])
+        // Free supervision (DLG/IG): action logits and signal, carried from stage to stage.
+        let mut supervision = FreeSupervision::new(config, victim.num_actions(), &mut rng);
+        let state = match config.state {
+            StateOptimisation::TwoStage => {
+                problem.two_stages(&mut supervision, &mut rng, &mut history)?
+            }
+            StateOptimisation::Joint => {
+                problem.joint_state(&mut supervision, &mut rng, &mut history)?
+            }
+        };
+        let Supervision {
+            action,
+            signal,
+            predicted_q,
+            probabilities,
+        } = problem.recover_supervision(record, &state.linear_part, &supervision)?;
+        Ok(vec![Reconstruction {
+            rgb: state.rgb,
+            depth: state.depth,
+            vector: state.linear_part.vector.clone(),
+            action,
+            signal,
+            predicted_q,
+            probabilities,
+            linear_part: state.linear_part,
+            loss_history: history,
+        }])
+    })
 }
 
 /// Every way of giving the |B| entries of `bias_gradient` largest in magnitude (or all of its
@@ -955,7 +958,7 @@ impl<'a, B: Backend> Problem<'a, B> {
                 self.victim.kind().objective(output, action, signal)
             }
         };
-        let grads = objective.backward();
+        let grads = autodiff::backward(&objective);
         let matched = |name: &str, reconstructed| {
             let (target, norm_sq) = self.targets.get(name)?;
             Some(MatchedGradient {
@@ -1067,7 +1070,7 @@ impl<'a, B: Backend> Problem<'a, B> {
                 });
             }
             let gradient = tracked
-                .grad(&loss.backward())
+                .grad(&autodiff::backward(&loss))
                 .unwrap_or_else(|| Tensor::zeros([layout.len], device));
             let lr = self
                 .config

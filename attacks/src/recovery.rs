@@ -4,6 +4,7 @@
 
 use burn::tensor::activation::softmax;
 use burn::tensor::backend::Backend;
+use privrl_agents::autodiff;
 use privrl_agents::heads::one_hot;
 use privrl_agents::{param_gradients, GradientRecord};
 use serde::{Deserialize, Serialize};
@@ -80,84 +81,87 @@ pub fn policy_gradient_recovery<B: Backend>(
     action: Option<usize>,
     device: &B::Device,
 ) -> Result<PolicyGradientRecovery, AttackError> {
-    let n = logits.len();
-    if bias_gradient.len() != n {
-        return Err(AttackError::LengthMismatch {
-            what: "logits vs ∇b_last",
-            left: n,
-            right: bias_gradient.len(),
-        });
-    }
-    let kind_entropy = VictimKind::Reinforce { entropy_weight };
-    // ∂J/∂y for a batch of one equals ∇_{b_last} J (y = hW + b).
-    let logit_gradient =
-        |rows: usize, actions: &[usize], returns: &[f32], kind: VictimKind| -> Vec<f32> {
-            let mut repeated = Vec::with_capacity(rows * n);
-            for _ in 0..rows {
-                repeated.extend_from_slice(logits);
-            }
-            let z = crate::victim::tensor2::<Inner<B>>(&repeated, n, device).require_grad();
-            let loss = kind.objective(
-                z.clone(),
-                one_hot::<Inner<B>>(actions, n, device),
-                tensor1::<Inner<B>>(returns, device),
-            );
-            let grads = loss.backward();
-            host(z.grad(&grads).expect("the logits are tracked"))
-        };
-    // ∇_b J_entropy(p_rec): the objective with R = 0.
-    let entropy_part = logit_gradient(1, &[0], &[0.0], kind_entropy);
-    // eq. 8
-    let policy_part: Vec<f64> = bias_gradient
-        .iter()
-        .zip(&entropy_part)
-        .map(|(&g, &e)| f64::from(g) - f64::from(e))
-        .collect();
-    // ∇_b J_pg(p_rec, a, r = 1) for every a at once: the loss sums over the batch, and row a
-    // of the logits only sees action a.
-    let all_actions: Vec<usize> = (0..n).collect();
-    let unit = logit_gradient(
-        n,
-        &all_actions,
-        &vec![1.0; n],
-        VictimKind::Reinforce {
-            entropy_weight: 0.0,
-        },
-    );
-    let dot = |a: &[f64], b: &[f32]| a.iter().zip(b).map(|(x, &y)| x * f64::from(y)).sum::<f64>();
-    let norm_u = policy_part.iter().map(|x| x * x).sum::<f64>().sqrt();
-    let scored = |a: usize| {
-        let v = &unit[a * n..(a + 1) * n];
-        let vv = v.iter().map(|&y| f64::from(y).powi(2)).sum::<f64>();
-        let uv = dot(&policy_part, v);
-        let alignment = if norm_u > 0.0 && vv > 0.0 {
-            (uv / (norm_u * vv.sqrt())).abs()
-        } else {
-            0.0
-        };
-        let reward = if vv > 0.0 { uv / vv } else { 0.0 };
-        (alignment, reward)
-    };
-    let action = match action {
-        Some(a) if a < n => a,
-        Some(a) => {
-            return Err(AttackError::ActionOutOfRange {
-                index: 0,
-                action: a,
-                num_actions: n,
-            })
+    autodiff::exclusive(|| {
+        let n = logits.len();
+        if bias_gradient.len() != n {
+            return Err(AttackError::LengthMismatch {
+                what: "logits vs ∇b_last",
+                left: n,
+                right: bias_gradient.len(),
+            });
         }
-        None => (0..n)
-            .max_by(|&a, &b| scored(a).0.total_cmp(&scored(b).0).then(b.cmp(&a)))
-            .unwrap_or(0),
-    };
-    let (alignment, reward) = scored(action);
-    let probabilities = host(softmax(crate::victim::tensor2::<B>(logits, n, device), 1));
-    Ok(PolicyGradientRecovery {
-        action,
-        reward,
-        probabilities,
-        alignment,
+        let kind_entropy = VictimKind::Reinforce { entropy_weight };
+        // ∂J/∂y for a batch of one equals ∇_{b_last} J (y = hW + b).
+        let logit_gradient =
+            |rows: usize, actions: &[usize], returns: &[f32], kind: VictimKind| -> Vec<f32> {
+                let mut repeated = Vec::with_capacity(rows * n);
+                for _ in 0..rows {
+                    repeated.extend_from_slice(logits);
+                }
+                let z = crate::victim::tensor2::<Inner<B>>(&repeated, n, device).require_grad();
+                let loss = kind.objective(
+                    z.clone(),
+                    one_hot::<Inner<B>>(actions, n, device),
+                    tensor1::<Inner<B>>(returns, device),
+                );
+                let grads = autodiff::backward(&loss);
+                host(z.grad(&grads).expect("the logits are tracked"))
+            };
+        // ∇_b J_entropy(p_rec): the objective with R = 0.
+        let entropy_part = logit_gradient(1, &[0], &[0.0], kind_entropy);
+        // eq. 8
+        let policy_part: Vec<f64> = bias_gradient
+            .iter()
+            .zip(&entropy_part)
+            .map(|(&g, &e)| f64::from(g) - f64::from(e))
+            .collect();
+        // ∇_b J_pg(p_rec, a, r = 1) for every a at once: the loss sums over the batch, and row a
+        // of the logits only sees action a.
+        let all_actions: Vec<usize> = (0..n).collect();
+        let unit = logit_gradient(
+            n,
+            &all_actions,
+            &vec![1.0; n],
+            VictimKind::Reinforce {
+                entropy_weight: 0.0,
+            },
+        );
+        let dot =
+            |a: &[f64], b: &[f32]| a.iter().zip(b).map(|(x, &y)| x * f64::from(y)).sum::<f64>();
+        let norm_u = policy_part.iter().map(|x| x * x).sum::<f64>().sqrt();
+        let scored = |a: usize| {
+            let v = &unit[a * n..(a + 1) * n];
+            let vv = v.iter().map(|&y| f64::from(y).powi(2)).sum::<f64>();
+            let uv = dot(&policy_part, v);
+            let alignment = if norm_u > 0.0 && vv > 0.0 {
+                (uv / (norm_u * vv.sqrt())).abs()
+            } else {
+                0.0
+            };
+            let reward = if vv > 0.0 { uv / vv } else { 0.0 };
+            (alignment, reward)
+        };
+        let action = match action {
+            Some(a) if a < n => a,
+            Some(a) => {
+                return Err(AttackError::ActionOutOfRange {
+                    index: 0,
+                    action: a,
+                    num_actions: n,
+                })
+            }
+            None => (0..n)
+                .max_by(|&a, &b| scored(a).0.total_cmp(&scored(b).0).then(b.cmp(&a)))
+                .unwrap_or(0),
+        };
+        let (alignment, reward) = scored(action);
+        let probabilities = host(softmax(crate::victim::tensor2::<B>(logits, n, device), 1));
+        Ok(PolicyGradientRecovery {
+            action,
+            reward,
+            probabilities,
+            alignment,
+        })
     })
 }
 
@@ -193,62 +197,64 @@ pub fn q_value_from_error_magnitude<B: Backend>(
     input: &LinearPartInput,
     action: usize,
 ) -> Result<QValueRecovery, AttackError> {
-    let bias_name = victim.last_bias_name();
-    let bias = record
-        .get(&bias_name)
-        .ok_or(AttackError::MissingGradient { name: bias_name })?;
-    if action >= bias.values.len() {
-        return Err(AttackError::ActionOutOfRange {
-            index: 0,
-            action,
-            num_actions: bias.values.len(),
-        });
-    }
-    let device = victim.device();
-    let (rgb, depth, vector) = victim.linear_part_tensors::<Outer<B>>(input)?;
-    let (output, _) = linear_part_forward(victim.net(), rgb, depth, vector);
-    let predicted_q = f64::from(host(output.clone())[action]);
-    let error_sign =
-        f64::from(bias.values[action].signum()) * f64::from(bias.values[action] != 0.0);
-    if error_sign == 0.0 {
-        return Ok(QValueRecovery {
+    autodiff::exclusive(|| {
+        let bias_name = victim.last_bias_name();
+        let bias = record
+            .get(&bias_name)
+            .ok_or(AttackError::MissingGradient { name: bias_name })?;
+        if action >= bias.values.len() {
+            return Err(AttackError::ActionOutOfRange {
+                index: 0,
+                action,
+                num_actions: bias.values.len(),
+            });
+        }
+        let device = victim.device();
+        let (rgb, depth, vector) = victim.linear_part_tensors::<Outer<B>>(input)?;
+        let (output, _) = linear_part_forward(victim.net(), rgb, depth, vector);
+        let predicted_q = f64::from(host(output.clone())[action]);
+        let error_sign =
+            f64::from(bias.values[action].signum()) * f64::from(bias.values[action] != 0.0);
+        if error_sign == 0.0 {
+            return Ok(QValueRecovery {
+                predicted_q,
+                target_q: predicted_q,
+                error_sign,
+                error_magnitude: 0.0,
+            });
+        }
+        let surrogate_target = predicted_q - error_sign;
+        let loss = VictimKind::Dqn.objective(
+            output,
+            one_hot::<Outer<B>>(&[action], victim.num_actions(), device),
+            tensor1::<Outer<B>>(&[surrogate_target as f32], device),
+        );
+        let gradients = param_gradients(victim.net(), &autodiff::backward(&loss));
+        let (mut shared_sq, mut rec_sq) = (0.0f64, 0.0f64);
+        for g in gradients
+            .into_iter()
+            .filter(|g| Victim::<B>::is_linear_parameter(&g.name))
+        {
+            let shared = record.get(&g.name).ok_or(AttackError::MissingGradient {
+                name: g.name.clone(),
+            })?;
+            shared_sq += shared
+                .values
+                .iter()
+                .map(|&v| f64::from(v).powi(2))
+                .sum::<f64>();
+            rec_sq += host(g.gradient)
+                .iter()
+                .map(|&v| f64::from(v).powi(2))
+                .sum::<f64>();
+        }
+        let error_magnitude = (predicted_q - surrogate_target).abs() * (shared_sq / rec_sq).sqrt();
+        Ok(QValueRecovery {
             predicted_q,
-            target_q: predicted_q,
+            target_q: predicted_q - error_sign * error_magnitude,
             error_sign,
-            error_magnitude: 0.0,
-        });
-    }
-    let surrogate_target = predicted_q - error_sign;
-    let loss = VictimKind::Dqn.objective(
-        output,
-        one_hot::<Outer<B>>(&[action], victim.num_actions(), device),
-        tensor1::<Outer<B>>(&[surrogate_target as f32], device),
-    );
-    let gradients = param_gradients(victim.net(), &loss.backward());
-    let (mut shared_sq, mut rec_sq) = (0.0f64, 0.0f64);
-    for g in gradients
-        .into_iter()
-        .filter(|g| Victim::<B>::is_linear_parameter(&g.name))
-    {
-        let shared = record.get(&g.name).ok_or(AttackError::MissingGradient {
-            name: g.name.clone(),
-        })?;
-        shared_sq += shared
-            .values
-            .iter()
-            .map(|&v| f64::from(v).powi(2))
-            .sum::<f64>();
-        rec_sq += host(g.gradient)
-            .iter()
-            .map(|&v| f64::from(v).powi(2))
-            .sum::<f64>();
-    }
-    let error_magnitude = (predicted_q - surrogate_target).abs() * (shared_sq / rec_sq).sqrt();
-    Ok(QValueRecovery {
-        predicted_q,
-        target_q: predicted_q - error_sign * error_magnitude,
-        error_sign,
-        error_magnitude,
+            error_magnitude,
+        })
     })
 }
 

@@ -17,6 +17,7 @@ use burn::optim::{AdamConfig, GradientsParams, Optimizer};
 use burn::tensor::backend::Backend;
 use burn::tensor::ElementConversion;
 use burn::tensor::{Tensor, TensorData};
+use privrl_agents::autodiff;
 use privrl_agents::dqn::td_loss;
 use privrl_agents::heads::one_hot;
 use privrl_agents::optim::ADAM_EPSILON;
@@ -206,8 +207,13 @@ impl<B: Backend> Victim<B> {
     /// The gradient ∇_w J that the learner shares for `samples` (one batch, eq. 1), named per
     /// parameter. The batch size is `samples.len()`; the paper attacks batches of one.
     pub fn shared_gradient(&self, samples: &[Sample]) -> Result<GradientRecord, AttackError> {
-        let loss = self.objective_of(samples)?;
-        Ok(GradientRecord::from_grads(&self.net, &loss.backward()))
+        autodiff::exclusive(|| {
+            let loss = self.objective_of(samples)?;
+            Ok(GradientRecord::from_grads(
+                &self.net,
+                &autodiff::backward(&loss),
+            ))
+        })
     }
 
     /// J on `samples`, tracked by the outer autodiff (the weights).
@@ -235,24 +241,26 @@ impl<B: Backend> Victim<B> {
         lr: f64,
         seed: u64,
     ) -> Result<Vec<f64>, AttackError> {
-        if samples.is_empty() || batch_size == 0 {
-            return Err(AttackError::EmptyBatch);
-        }
-        let mut optimizer = AdamConfig::new()
-            .with_epsilon(ADAM_EPSILON)
-            .init::<Outer<B>, MultimodalNet<Outer<B>>>();
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let mut losses = Vec::with_capacity(steps);
-        for _ in 0..steps {
-            let batch: Vec<Sample> = (0..batch_size)
-                .map(|_| samples[rng.random_range(0..samples.len())].clone())
-                .collect();
-            let loss = self.objective_of(&batch)?;
-            losses.push(f64::from(loss.clone().into_scalar().elem::<f32>()));
-            let grads = GradientsParams::from_grads(loss.backward(), &self.net);
-            self.net = optimizer.step(lr, self.net.clone(), grads);
-        }
-        Ok(losses)
+        autodiff::exclusive(|| {
+            if samples.is_empty() || batch_size == 0 {
+                return Err(AttackError::EmptyBatch);
+            }
+            let mut optimizer = AdamConfig::new()
+                .with_epsilon(ADAM_EPSILON)
+                .init::<Outer<B>, MultimodalNet<Outer<B>>>();
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let mut losses = Vec::with_capacity(steps);
+            for _ in 0..steps {
+                let batch: Vec<Sample> = (0..batch_size)
+                    .map(|_| samples[rng.random_range(0..samples.len())].clone())
+                    .collect();
+                let loss = self.objective_of(&batch)?;
+                losses.push(f64::from(loss.clone().into_scalar().elem::<f32>()));
+                let grads = GradientsParams::from_grads(autodiff::backward(&loss), &self.net);
+                self.net = optimizer.step(lr, self.net.clone(), grads);
+            }
+            Ok(losses)
+        })
     }
 
     /// The gradient of eq. 6's surrogate J̃ = Σ_n eᵀ F(x_n) for the given error direction
@@ -263,40 +271,51 @@ impl<B: Backend> Victim<B> {
         samples: &[Sample],
         direction: &[f32],
     ) -> Result<GradientRecord, AttackError> {
-        if direction.len() != self.num_actions() {
-            return Err(AttackError::ShapeMismatch {
-                what: "error direction",
-                expected: self.num_actions(),
-                got: direction.len(),
-            });
-        }
-        let (rgb, depth, vector) = self.state_tensors::<Outer<B>>(samples)?;
-        let output = self.net.forward(rgb, depth, vector);
-        let direction = tensor2::<Outer<B>>(direction, direction.len(), &self.device);
-        let surrogate = (output * direction).sum();
-        Ok(GradientRecord::from_grads(&self.net, &surrogate.backward()))
+        autodiff::exclusive(|| {
+            if direction.len() != self.num_actions() {
+                return Err(AttackError::ShapeMismatch {
+                    what: "error direction",
+                    expected: self.num_actions(),
+                    got: direction.len(),
+                });
+            }
+            let (rgb, depth, vector) = self.state_tensors::<Outer<B>>(samples)?;
+            let output = self.net.forward(rgb, depth, vector);
+            let direction = tensor2::<Outer<B>>(direction, direction.len(), &self.device);
+            let surrogate = (output * direction).sum();
+            Ok(GradientRecord::from_grads(
+                &self.net,
+                &autodiff::backward(&surrogate),
+            ))
+        })
     }
 
     /// The network output for one sample: Q̂(s, ·) for DQN, the logits for REINFORCE.
     pub fn output(&self, sample: &Sample) -> Result<Vec<f32>, AttackError> {
-        let (rgb, depth, vector) = self.state_tensors::<Outer<B>>(std::slice::from_ref(sample))?;
-        Ok(host(self.net.forward(rgb, depth, vector)))
+        autodiff::exclusive(|| {
+            let (rgb, depth, vector) =
+                self.state_tensors::<Outer<B>>(std::slice::from_ref(sample))?;
+            Ok(host(self.net.forward(rgb, depth, vector)))
+        })
     }
 
     /// The true input of the linear part for `sample`: its conv features and its vector.
     pub fn linear_part_input(&self, sample: &Sample) -> Result<LinearPartInput, AttackError> {
-        let (rgb, depth, vector) = self.state_tensors::<Outer<B>>(std::slice::from_ref(sample))?;
-        let features = |encoder: Option<&privrl_agents::ConvEncoder<Outer<B>>>,
-                        images: Option<Tensor<Outer<B>, 4>>| {
-            match (encoder, images) {
-                (Some(e), Some(x)) => Some(host(e.forward(x))),
-                _ => None,
-            }
-        };
-        Ok(LinearPartInput {
-            rgb_features: features(self.net.rgb.as_ref(), rgb),
-            depth_features: features(self.net.depth.as_ref(), depth),
-            vector: host(vector),
+        autodiff::exclusive(|| {
+            let (rgb, depth, vector) =
+                self.state_tensors::<Outer<B>>(std::slice::from_ref(sample))?;
+            let features = |encoder: Option<&privrl_agents::ConvEncoder<Outer<B>>>,
+                            images: Option<Tensor<Outer<B>, 4>>| {
+                match (encoder, images) {
+                    (Some(e), Some(x)) => Some(host(e.forward(x))),
+                    _ => None,
+                }
+            };
+            Ok(LinearPartInput {
+                rgb_features: features(self.net.rgb.as_ref(), rgb),
+                depth_features: features(self.net.depth.as_ref(), depth),
+                vector: host(vector),
+            })
         })
     }
 
@@ -305,11 +324,13 @@ impl<B: Backend> Victim<B> {
         &self,
         input: &LinearPartInput,
     ) -> Result<LinearPartOutput, AttackError> {
-        let (rgb, depth, vector) = self.linear_part_tensors::<Outer<B>>(input)?;
-        let (output, last_layer_input) = linear_part_forward(&self.net, rgb, depth, vector);
-        Ok(LinearPartOutput {
-            output: host(output),
-            last_layer_input: host(last_layer_input),
+        autodiff::exclusive(|| {
+            let (rgb, depth, vector) = self.linear_part_tensors::<Outer<B>>(input)?;
+            let (output, last_layer_input) = linear_part_forward(&self.net, rgb, depth, vector);
+            Ok(LinearPartOutput {
+                output: host(output),
+                last_layer_input: host(last_layer_input),
+            })
         })
     }
 

@@ -59,7 +59,7 @@ impl StepInfo {
 /// have default implementations built on `step` and `reset`; environments on a hot path
 /// override them to write into the caller's buffer without allocating, and then build `step`
 /// on `step_into`.
-pub trait Env: Send {
+pub trait Env: Send + Sync {
     /// Identifier, e.g. `cartpole-v1` (the name [`crate::make`] takes).
     fn id(&self) -> &str;
 

@@ -9,7 +9,7 @@ use burn::optim::{AdamConfig, GradientsParams, Optimizer};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Distribution, Tensor};
 use clap::Args;
-use privrl_agents::{dp_sgd_gradient, Mlp, MlpConfig};
+use privrl_agents::{autodiff, dp_sgd_gradient, Mlp, MlpConfig};
 use privrl_attacks::{attack, Victim};
 use privrl_bench::{
     env_steps_per_second, env_steps_per_second_allocating, vec_env_steps_per_second,
@@ -212,8 +212,10 @@ impl BackendTask for DpSgdBench {
         let (mut plain, mut private) = (Vec::new(), Vec::new());
         for i in 0..self.steps + 3 {
             let start = Instant::now();
-            let grads = loss_of(mlp.forward(x.clone())).sum().backward();
-            let grads = GradientsParams::from_grads(grads, &mlp);
+            let grads = autodiff::exclusive(|| {
+                let grads = autodiff::backward(&loss_of(mlp.forward(x.clone())).sum());
+                GradientsParams::from_grads(grads, &mlp)
+            });
             mlp = optimizer.step(1e-3, mlp.clone(), grads);
             let middle = Instant::now();
             let record = dp_sgd_gradient(&mlp, x.clone(), loss_of, &dp, batch as f64, &mut rng)?;

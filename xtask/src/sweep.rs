@@ -15,7 +15,6 @@ use crate::run::{
 };
 use anyhow::{anyhow, bail, ensure, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt::{self, Display};
@@ -363,52 +362,71 @@ where
             job.name
         );
     }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .thread_name(|i| format!("sweep-{i}"))
-        .build()
-        .context("starting the sweep thread pool")?;
     let multi = MultiProgress::new();
     let overall = multi.add(progress_bar(jobs.len() as u64, "jobs"));
     let failed = Mutex::new(0usize);
     let started = Instant::now();
 
-    let outcomes: Vec<JobOutcome<R>> = pool.install(|| {
-        jobs.into_par_iter()
-            .map(|job| {
-                let progress = JobProgress {
-                    name: job.name,
-                    multi: multi.clone(),
-                    overall: overall.clone(),
-                    bars: Mutex::new(Vec::new()),
-                };
-                let start = Instant::now();
-                let result = catch_unwind(AssertUnwindSafe(|| f(job.input, &progress)))
-                    .unwrap_or_else(|payload| {
-                        Err(anyhow!("panicked: {}", panic_message(&*payload)))
-                    });
-                progress.finish();
-                if let Err(e) = &result {
-                    let mut failed = failed.lock().unwrap_or_else(|p| p.into_inner());
-                    *failed += 1;
-                    overall.set_message(format!("{failed} failed"));
-                    multi.suspend(|| tracing::error!(job = %progress.name, "job failed: {e:#}"));
-                }
-                let elapsed = start.elapsed();
-                if result.is_ok() {
-                    multi.suspend(
-                        || tracing::debug!(job = %progress.name, "finished in {elapsed:.1?}"),
-                    );
-                }
-                overall.inc(1);
-                JobOutcome {
-                    name: progress.name,
-                    result,
-                    elapsed,
-                }
-            })
-            .collect()
-    });
+    // Plain threads, not a rayon pool: a job's autodiff sections must be opened from a thread
+    // that only waits (privrl_agents::autodiff), and each job's numbers depend on its seed
+    // alone, whichever thread runs it and whatever runs beside it.
+    let threads = if threads == 0 {
+        std::thread::available_parallelism().map_or(1, usize::from)
+    } else {
+        threads
+    };
+    let count = jobs.len();
+    let queue = Mutex::new(jobs.into_iter().enumerate());
+    let results = Mutex::new((0..count).map(|_| None).collect::<Vec<_>>());
+    let run_job = |job: Job<T>| {
+        let progress = JobProgress {
+            name: job.name,
+            multi: multi.clone(),
+            overall: overall.clone(),
+            bars: Mutex::new(Vec::new()),
+        };
+        let start = Instant::now();
+        let result = catch_unwind(AssertUnwindSafe(|| f(job.input, &progress)))
+            .unwrap_or_else(|payload| Err(anyhow!("panicked: {}", panic_message(&*payload))));
+        progress.finish();
+        if let Err(e) = &result {
+            let mut failed = failed.lock().unwrap_or_else(|p| p.into_inner());
+            *failed += 1;
+            overall.set_message(format!("{failed} failed"));
+            multi.suspend(|| tracing::error!(job = %progress.name, "job failed: {e:#}"));
+        }
+        let elapsed = start.elapsed();
+        if result.is_ok() {
+            multi.suspend(|| tracing::debug!(job = %progress.name, "finished in {elapsed:.1?}"));
+        }
+        overall.inc(1);
+        JobOutcome {
+            name: progress.name,
+            result,
+            elapsed,
+        }
+    };
+    std::thread::scope(|scope| {
+        for i in 0..threads.min(count) {
+            let (queue, results, run_job) = (&queue, &results, &run_job);
+            std::thread::Builder::new()
+                .name(format!("sweep-{i}"))
+                .spawn_scoped(scope, move || loop {
+                    let next = queue.lock().unwrap_or_else(|p| p.into_inner()).next();
+                    let Some((index, job)) = next else { break };
+                    let outcome = run_job(job);
+                    results.lock().unwrap_or_else(|p| p.into_inner())[index] = Some(outcome);
+                })
+                .context("starting a sweep thread")?;
+        }
+        anyhow::Ok(())
+    })?;
+    let outcomes: Vec<JobOutcome<R>> = results
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+        .into_iter()
+        .map(|o| o.expect("every job ran"))
+        .collect();
     overall.finish_and_clear();
     let failed = failed.into_inner().unwrap_or_else(|p| p.into_inner());
     tracing::info!(

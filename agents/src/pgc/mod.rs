@@ -48,6 +48,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::a3c::{episode_loss, play_episode, A3cConfig, A3cEpisode};
+use crate::autodiff;
 use crate::env::{discrete_env_dims, RolloutEnv};
 use crate::error::{AgentError, RecordError};
 use crate::heads::{ActorCritic, ActorCriticConfig};
@@ -643,16 +644,21 @@ impl<B: AutodiffBackend> PgcAgent<B> {
         model: &ActorCritic<B>,
         episode: &A3cEpisode,
     ) -> Result<GradientRecord, PgcError> {
-        let (loss, terms) = episode_loss(model, episode, &self.config.a3c, &self.device)?;
-        if let Some(&value) = terms.iter().find(|v| !v.is_finite()) {
-            return Err(AgentError::NonFinite {
-                what: "PGC episode loss",
-                value,
-                update: self.seq,
+        autodiff::exclusive(|| {
+            let (loss, terms) = episode_loss(model, episode, &self.config.a3c, &self.device)?;
+            if let Some(&value) = terms.iter().find(|v| !v.is_finite()) {
+                return Err(AgentError::NonFinite {
+                    what: "PGC episode loss",
+                    value,
+                    update: self.seq,
+                }
+                .into());
             }
-            .into());
-        }
-        Ok(GradientRecord::from_grads(model, &loss.backward()))
+            Ok(GradientRecord::from_grads(
+                model,
+                &autodiff::backward(&loss),
+            ))
+        })
     }
 
     /// g̃_n = Q(g_n), packed as the next submission of this agent.
