@@ -11,15 +11,20 @@
 //! - [`a3c`]: A3C with worker threads submitting per-episode gradients to shared parameters.
 //! - [`private_training`]: DP-SGD REINFORCE and DQN with their ε, and noise on observations.
 //! - [`pgc`]: PGC-A3C, locally private distributed A3C over threads or Redis Streams.
+//! - [`autodiff`]: autodiff sections, which make concurrent use of Burn 0.21's autodiff safe.
 //!
 //! Every agent exposes `act`, `update(batch)`, `gradient(batch) -> GradientRecord` and
 //! checkpoints; the [`Agent`] trait is the loop-level part that `cargo xtask train` uses.
 //! Randomness comes from a `ChaCha8Rng` seeded by the caller, never from Burn's global
 //! generator (dropout included), so the same seed gives the same initial networks, actions
 //! and batches on the same backend. Two caveats: A3C with more than one worker depends on
-//! thread scheduling, and Burn 0.21's autodiff may sum gradient contributions in a different
-//! order from run to run (it merges graphs in hash-map order), which changes updated
-//! parameters in the last bits.
+//! thread scheduling, and on burn-ndarray some backward passes are not bit-reproducible even
+//! in one process: the gradient of a loss through `s − log Σ exp s` (as in the PPO and
+//! REINFORCE policy losses) differs in the last bits between repeated calls on identical
+//! inputs, with one thread or many (issue 18; under investigation).
+//!
+//! Every graph is built and differentiated inside an autodiff section ([`autodiff`]), which
+//! makes the agents safe to use from several threads at once.
 
 pub mod a3c;
 pub mod agent;
