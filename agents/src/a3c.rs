@@ -6,8 +6,13 @@
 //! A [`GradientHook`] transforms each submission before it leaves the worker: that is where a
 //! locally private mechanism (PGC's Laplace or projected random sign) plugs in.
 //!
-//! With one worker a run is reproducible from its seed; with several, the order in which
-//! submissions reach the aggregator depends on thread scheduling.
+//! **What is deterministic.** With one worker a run is reproducible from its seed, bit for
+//! bit. With several, A3C is asynchronous by definition: which θ a worker copies, and the order
+//! in which submissions reach the aggregator, depend on thread scheduling, so θ and the
+//! learning curve vary from run to run. What does not vary is each submission given its θ′ and
+//! its episode: every worker's gradient equals the same gradient computed alone (autodiff
+//! sections keep the workers' graphs apart; [`A3c::keep_submissions`] lets a test check it), and
+//! each worker's episodes follow its own seeded generator.
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -176,6 +181,22 @@ pub struct A3cEpisode {
     pub bootstrap_value: f32,
 }
 
+/// One submission as its worker made it, before the [`GradientHook`]: kept by
+/// [`A3c::keep_submissions`] so that a test or an audit can recompute the gradient alone.
+#[derive(Debug, Clone)]
+pub struct SubmissionRecord<B: AutodiffBackend> {
+    /// The worker's index.
+    pub worker: usize,
+    /// The submission's number n (the exploration schedule's clock).
+    pub n: u64,
+    /// θ′, the worker's copy of the global parameters.
+    pub parameters: ActorCritic<B::InnerBackend>,
+    /// The episode H_n that the worker played with θ′.
+    pub episode: A3cEpisode,
+    /// g_n = ∂L̂_n(θ′)/∂θ′ as the worker computed it.
+    pub gradient: GradientRecord,
+}
+
 /// What the submissions of one epoch did.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct A3cStats {
@@ -302,6 +323,8 @@ struct Shared<B: AutodiffBackend> {
     summed: u64,
     /// Set when a worker failed, so that the others stop.
     failed: bool,
+    /// Every submission since [`A3c::keep_submissions`], if it was called.
+    kept: Option<Vec<SubmissionRecord<B>>>,
 }
 
 /// One worker's environment and generator, kept across epochs.
@@ -376,6 +399,7 @@ impl<B: AutodiffBackend> A3c<B> {
                 sums: A3cStats::default(),
                 summed: 0,
                 failed: false,
+                kept: None,
             }),
             config,
             workers,
@@ -417,6 +441,21 @@ impl<B: AutodiffBackend> A3c<B> {
     /// A copy of the global network.
     pub fn model(&self) -> ActorCritic<B> {
         self.lock().model.clone()
+    }
+
+    /// Keeps every later submission (θ′, episode, gradient) until
+    /// [`A3c::take_kept_submissions`]; for tests and audits, since it holds a copy of θ′ each.
+    pub fn keep_submissions(&mut self) {
+        self.lock().kept.get_or_insert_with(Vec::new);
+    }
+
+    /// The submissions kept since the last call, in the order they reached the aggregator.
+    pub fn take_kept_submissions(&mut self) -> Vec<SubmissionRecord<B>> {
+        self.lock()
+            .kept
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// Submissions received so far.
@@ -603,6 +642,8 @@ impl<B: AutodiffBackend> WorkerContext<'_, B> {
                 (shared.started - 1, shared.model.valid())
             };
             let (policy, value) = local.host_copies();
+            let keep = self.lock().kept.is_some();
+            let kept_parameters = keep.then(|| local.clone());
             let (episode, local_log) = play_episode(
                 &mut worker.env,
                 &policy,
@@ -626,6 +667,13 @@ impl<B: AutodiffBackend> WorkerContext<'_, B> {
                 Ok((gradient, terms))
             })?;
             let l1 = gradient.l1_norm();
+            let kept = kept_parameters.map(|parameters| SubmissionRecord {
+                worker: index,
+                n,
+                parameters,
+                episode: episode.clone(),
+                gradient: gradient.clone(),
+            });
             if let Some(hook) = self.hook {
                 gradient = hook(index, n, gradient, &mut worker.rng);
             }
@@ -640,6 +688,9 @@ impl<B: AutodiffBackend> WorkerContext<'_, B> {
             shared.sums.gradient_l1 += l1;
             shared.summed += 1;
             shared.buffer.push(gradient);
+            if let (Some(kept), Some(record)) = (shared.kept.as_mut(), kept) {
+                kept.push(record);
+            }
             if shared.buffer.len() >= self.config.buffer_size {
                 A3c::<B>::apply_buffer(&mut shared, self.config.lr)?;
             }

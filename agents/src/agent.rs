@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use burn::module::Module;
-use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder, Record, Recorder};
+use burn::record::{
+    FullPrecisionSettings, NamedMpkBytesRecorder, NamedMpkFileRecorder, Record, Recorder,
+};
 use burn::tensor::backend::Backend;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -163,18 +165,13 @@ fn checkpoint_error(path: &Path, error: impl std::fmt::Display) -> AgentError {
     }
 }
 
-/// Saves `module` to `dir/name.mpk`.
+/// Saves `module` to `dir/name.mpk` (see [`save_record`] for the byte layout).
 pub fn save_module<B: Backend, M: Module<B>>(
     module: &M,
     dir: &Path,
     name: &str,
 ) -> Result<(), AgentError> {
-    std::fs::create_dir_all(dir).map_err(|e| checkpoint_error(dir, e))?;
-    let path = dir.join(name);
-    module
-        .clone()
-        .save_file(path.clone(), &CheckpointRecorder::new())
-        .map_err(|e| checkpoint_error(&path, e))
+    save_record::<B, _>(module.clone().into_record(), dir, name)
 }
 
 /// Loads `dir/name.mpk` into `module`.
@@ -190,16 +187,49 @@ pub fn load_module<B: Backend, M: Module<B>>(
         .map_err(|e| checkpoint_error(&path, e))
 }
 
-/// Saves any Burn record (an optimizer state) to `dir/name.mpk`.
+/// Saves any Burn record (a module or an optimizer state) to `dir/name.mpk`, as the
+/// [`CheckpointRecorder`] would but with every map's entries sorted by key, so that equal
+/// records give equal files. Burn keeps an optimizer's state in a hash map whose iteration
+/// order follows a per-process random seed; written as is, two runs from one seed wrote
+/// different bytes for the same state. The loader reads map entries in any order.
 pub fn save_record<B: Backend, R: Record<B>>(
     record: R,
     dir: &Path,
     name: &str,
 ) -> Result<(), AgentError> {
     std::fs::create_dir_all(dir).map_err(|e| checkpoint_error(dir, e))?;
-    let path = dir.join(name);
-    Recorder::<B>::record(&CheckpointRecorder::new(), record, path.clone())
-        .map_err(|e| checkpoint_error(&path, e))
+    let path = dir.join(format!("{name}.mpk"));
+    let bytes = Recorder::<B>::record(
+        &NamedMpkBytesRecorder::<FullPrecisionSettings>::new(),
+        record,
+        (),
+    )
+    .map_err(|e| checkpoint_error(&path, e))?;
+    let mut value =
+        rmpv::decode::read_value(&mut bytes.as_slice()).map_err(|e| checkpoint_error(&path, e))?;
+    sort_maps(&mut value);
+    let mut canonical = Vec::with_capacity(bytes.len());
+    rmpv::encode::write_value(&mut canonical, &value).map_err(|e| checkpoint_error(&path, e))?;
+    std::fs::write(&path, canonical).map_err(|e| checkpoint_error(&path, e))
+}
+
+/// Sorts every map in `value` by the MessagePack encoding of its keys, recursively.
+fn sort_maps(value: &mut rmpv::Value) {
+    match value {
+        rmpv::Value::Map(entries) => {
+            for (key, entry) in entries.iter_mut() {
+                sort_maps(key);
+                sort_maps(entry);
+            }
+            entries.sort_by_cached_key(|(key, _)| {
+                let mut encoded = Vec::new();
+                rmpv::encode::write_value(&mut encoded, key).expect("writing to a Vec cannot fail");
+                encoded
+            });
+        }
+        rmpv::Value::Array(items) => items.iter_mut().for_each(sort_maps),
+        _ => {}
+    }
 }
 
 /// Loads a record written by [`save_record`].

@@ -48,6 +48,7 @@ pub mod reinforce;
 
 pub use a3c::{
     play_episode, A3c, A3cConfig, A3cEpisode, A3cStats, EnvFactory, Exploration, GradientHook,
+    SubmissionRecord,
 };
 pub use agent::{ActMode, Agent, AgentState, EpisodeLog, EpochStats};
 pub use buffer::{discount_cumsum, ReplayBuffer, RolloutBatch, RolloutBuffer, TransitionBatch};

@@ -10,6 +10,7 @@
 //! `(64, 64)` policy then costs a few microseconds per action.
 
 use burn::module::{AutodiffModule, Module};
+use burn::optim::GradientsParams;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Tensor, TensorData};
 use rand::Rng;
@@ -42,6 +43,19 @@ pub trait Network<B: Backend>: Module<B> + Sync {
 
     /// A host copy for fast single-observation inference, if this network has one.
     fn host_copy(&self) -> Option<HostMlp> {
+        None
+    }
+
+    /// The mean squared error of the first output against `targets` and its gradient by
+    /// parameter id, computed without autodiff ([`Mlp::squared_error_gradient`]), or `None`
+    /// where the network has no hand-written backward. PPO trains its critic through this
+    /// outside autodiff sections, beside the actor's graph, and through autodiff otherwise.
+    fn squared_error_gradient(
+        &self,
+        obs: Tensor<B, 2>,
+        targets: Tensor<B, 1>,
+    ) -> Option<(f64, GradientsParams)> {
+        let _ = (obs, targets);
         None
     }
 }
@@ -85,6 +99,14 @@ impl<B: Backend> Network<B> for Mlp<B> {
 
     fn host_copy(&self) -> Option<HostMlp> {
         Some(HostMlp::from_mlp(self))
+    }
+
+    fn squared_error_gradient(
+        &self,
+        obs: Tensor<B, 2>,
+        targets: Tensor<B, 1>,
+    ) -> Option<(f64, GradientsParams)> {
+        Some(Mlp::squared_error_gradient(self, obs, targets))
     }
 }
 

@@ -9,12 +9,14 @@
 //! same seed gives the same weights on every backend and in every thread.
 
 use burn::config::Config;
-use burn::module::{Module, Param};
+use burn::module::{Module, ModuleMapper, Param, ParamId};
+use burn::optim::GradientsParams;
 use burn::tensor::activation;
 use burn::tensor::backend::Backend;
 use burn::tensor::ops::PadMode;
 use burn::tensor::{Slice, Tensor, TensorData};
 use rand::Rng;
+use std::hash::{Hash, Hasher};
 
 /// Element-wise non-linearity between layers.
 #[derive(Config, Debug, Copy, PartialEq, Eq)]
@@ -34,6 +36,26 @@ impl Activation {
         }
     }
 
+    /// The non-linearity on a tensor that no graph tracks: tanh as t = 1 − 2 / (e^{2x} + 1)
+    /// alone, without [`fast_tanh`]'s graph terms.
+    pub fn forward_untracked<B: Backend, const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
+        match self {
+            Activation::Tanh => ((x * 2.0).exp() + 1.0).recip() * -2.0 + 1.0,
+            Activation::Relu => activation::relu(x),
+        }
+    }
+
+    /// σ′(z) from the activation a = σ(z): 1 − a² for tanh, 1{a > 0} for ReLU.
+    pub fn derivative_from_output<B: Backend, const D: usize>(
+        &self,
+        output: Tensor<B, D>,
+    ) -> Tensor<B, D> {
+        match self {
+            Activation::Tanh => output.clone() * output * -1.0 + 1.0,
+            Activation::Relu => output.greater_elem(0.0).float(),
+        }
+    }
+
     /// Lipschitz constant of the non-linearity (both are 1-Lipschitz).
     pub fn lipschitz_constant(&self) -> f64 {
         1.0
@@ -42,8 +64,8 @@ impl Activation {
 
 /// tanh with a cheap backward, twice differentiable.
 ///
-/// The value t = (e^{2x} − 1) / (e^{2x} + 1) (x clamped to [−9, 9], where tanh is ±1 in
-/// `f32`) and the slope s = 1 − t² are computed off the graph, and the result is
+/// The value t = 1 − r with r = 2 / (e^{2x} + 1) (no overflow: e^{2x} = ∞ gives t = 1) and
+/// the slope s = 1 − t² = r (2 − r) are computed off the graph, and the result is
 /// `t + (x − x̄) s` with x̄ = x off the graph: its value is exactly t and its derivative is s.
 /// The backward is then one multiplication, where burn-ndarray's `tanh` is an element-wise
 /// `f64` call and its autodiff backward computes it a second time (together half of a PPO
@@ -54,9 +76,9 @@ impl Activation {
 /// with respect to the input, with ∂s/∂x = −2t(1 − t²).
 pub fn fast_tanh<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
     let x_const = x.clone().set_require_grad(false);
-    let e = (x_const.clone().clamp(-9.0, 9.0) * 2.0).exp();
-    let t = (e.clone() - 1.0) / (e + 1.0);
-    let slope = (t.clone() * t.clone()).neg() + 1.0;
+    let r = ((x_const.clone() * 2.0).exp() + 1.0).recip() * 2.0;
+    let t = r.clone().neg() + 1.0;
+    let slope = r.clone() * (r.neg() + 2.0);
     t + (x - x_const) * slope
 }
 
@@ -71,10 +93,43 @@ fn param_from_values<B: Backend, const D: usize>(
     shape: [usize; D],
     device: &B::Device,
 ) -> Param<Tensor<B, D>> {
-    Param::from_tensor(Tensor::from_data(
+    let id = ParamId::from(digest(&values, &shape));
+    let tensor = Tensor::from_data(
         TensorData::new(values, shape).convert::<B::FloatElem>(),
         device,
-    ))
+    );
+    Param::initialized(id, tensor.require_grad())
+}
+
+/// A hash of a parameter's initial values and shape: its id before [`with_unique_param_ids`].
+/// Burn draws ids at random, and ids are written into checkpoints and key the optimizer state,
+/// so two runs from one seed wrote different files.
+fn digest(values: &[f32], shape: &[usize]) -> u64 {
+    // SipHash with fixed keys: the same on every run and machine of one build.
+    let mut hasher = std::hash::DefaultHasher::new();
+    shape.hash(&mut hasher);
+    for value in values {
+        value.to_bits().hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
+/// Mixes each parameter's id with its position in `module`, so that ids stay unique within a
+/// module even where two parameters start from equal values. Every network's `init` ends here.
+pub fn with_unique_param_ids<B: Backend, M: Module<B>>(module: M) -> M {
+    struct Rekey {
+        position: u64,
+    }
+    impl<B: Backend> ModuleMapper<B> for Rekey {
+        fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+            let (id, tensor, mapper) = param.consume();
+            let mut hasher = std::hash::DefaultHasher::new();
+            (id.val(), self.position).hash(&mut hasher);
+            self.position += 1;
+            Param::from_mapped_value(ParamId::from(hasher.finish()), tensor, mapper)
+        }
+    }
+    module.map(&mut Rekey { position: 0 })
 }
 
 /// Configuration of a [`Dense`] layer.
@@ -114,8 +169,10 @@ pub fn matmul_by_row_blocks<B: Backend>(x: Tensor<B, 2>, w: Tensor<B, 2>) -> Ten
         .expect("at least one block")
 }
 
-/// Fully connected layer `y = x W + b`, built from `matmul` and an add so that its backward is
-/// itself differentiable.
+/// Fully connected layer `y = x W + 1 bᵀ`, built from matmuls and an add so that its backward
+/// is itself differentiable. The bias enters as the outer product of a column of ones with b,
+/// so its gradient is the matmul 1ᵀ G: the broadcast add's backward, a sum over the batch
+/// axis, walked the batch row by row and took 14% of a PPO update on CartPole.
 #[derive(Module, Debug)]
 pub struct Dense<B: Backend> {
     /// Weight of shape `[d_input, d_output]`.
@@ -155,7 +212,11 @@ impl<B: Backend> Dense<B> {
             matmul_by_row_blocks(x, weight)
         };
         match &self.bias {
-            Some(bias) => y + bias.val().unsqueeze_dim(0),
+            Some(bias) => {
+                let [rows, _] = y.dims();
+                let ones = Tensor::<B, 2>::ones([rows, 1], &y.device());
+                y + ones.matmul(bias.val().unsqueeze_dim(0))
+            }
             None => y,
         }
     }
@@ -215,11 +276,11 @@ impl MlpConfig {
                     .init(device, rng)
             })
             .collect();
-        Mlp {
+        with_unique_param_ids(Mlp {
             layers,
             activation: self.activation,
             dropout: burn::nn::DropoutConfig::new(self.dropout).init(),
-        }
+        })
     }
 }
 
@@ -449,11 +510,11 @@ impl ConvEncoderConfig {
             channels_in = channels_out;
             convs.push(conv);
         }
-        ConvEncoder {
+        with_unique_param_ids(ConvEncoder {
             convs,
             activation: self.activation,
             d_output: channels_in * size * size,
-        }
+        })
     }
 }
 
@@ -469,6 +530,70 @@ impl<B: Backend> ConvEncoder<B> {
 }
 
 impl<B: Backend> Mlp<B> {
+    /// The mean squared error (1/N) Σ_n (f(x_n)₀ − y_n)² of the first output against
+    /// `targets`, and its gradient for every parameter, keyed by parameter id, by
+    /// backpropagation written out: δ_L = (2/N)(f(x) − y), ∂W_l = h_lᵀ δ_l, ∂b_l = 1ᵀ δ_l and
+    /// δ_{l−1} = (δ_l W_lᵀ) ⊙ σ′(z_{l−1}), with σ′ = 1 − tanh² or 1{z > 0} read off the
+    /// activations. No dropout (PPO's critic has none).
+    ///
+    /// It needs no autodiff, so it runs on an untracked network outside autodiff sections: PPO
+    /// trains its critic this way beside the actor's graph, two cores for the two losses
+    /// (`crate::autodiff` allows one graph at a time per process).
+    pub fn squared_error_gradient(
+        &self,
+        x: Tensor<B, 2>,
+        targets: Tensor<B, 1>,
+    ) -> (f64, GradientsParams) {
+        let [rows, _] = x.dims();
+        let device = x.device();
+        let last = self.layers.len() - 1;
+        // h_0 = x, h_{l+1} = σ(z_l); the last layer's output is f(x).
+        let mut inputs = Vec::with_capacity(self.layers.len());
+        let mut h = x;
+        for (i, layer) in self.layers.iter().enumerate() {
+            inputs.push(h.clone());
+            h = layer.forward(h);
+            if i < last {
+                h = self.activation.forward_untracked(h);
+            }
+        }
+        let [_, outputs] = h.dims();
+        let error = h.narrow(1, 0, 1) - targets.unsqueeze_dim(1);
+        let loss = f64::from(
+            error
+                .clone()
+                .powi_scalar(2)
+                .mean()
+                .into_data()
+                .convert::<f32>()
+                .into_vec::<f32>()
+                .expect("a float loss")[0],
+        );
+        // δ_L over all outputs: only the first one is in the loss.
+        let mut delta = error * (2.0 / rows as f64);
+        if outputs > 1 {
+            delta = delta.pad((0, outputs - 1, 0, 0), PadMode::Constant(0.0));
+        }
+        let ones = Tensor::<B, 2>::ones([1, rows], &device);
+        let mut grads = GradientsParams::new();
+        for (l, layer) in self.layers.iter().enumerate().rev() {
+            let input = &inputs[l];
+            grads.register(
+                layer.weight.id,
+                input.clone().transpose().matmul(delta.clone()),
+            );
+            if let Some(bias) = &layer.bias {
+                let sum = ones.clone().matmul(delta.clone()).squeeze_dim::<1>(0);
+                grads.register(bias.id, sum);
+            }
+            if l > 0 {
+                let back = delta.matmul(layer.weight.val().transpose());
+                delta = back * self.activation.derivative_from_output(input.clone());
+            }
+        }
+        (loss, grads)
+    }
+
     /// Widths of the hidden layers, input to output (the outputs of every layer but the last).
     pub fn hidden_widths(&self) -> Vec<usize> {
         let n = self.layers.len().saturating_sub(1);
@@ -609,7 +734,7 @@ impl MultimodalNetConfig {
             channels: c.channels_in,
             size: c.image_size,
         };
-        MultimodalNet {
+        with_unique_param_ids(MultimodalNet {
             rgb,
             depth,
             vector_layers,
@@ -618,7 +743,7 @@ impl MultimodalNetConfig {
             rgb_shape: self.rgb.as_ref().map(shape),
             depth_shape: self.depth.as_ref().map(shape),
             d_vector: self.d_vector,
-        }
+        })
     }
 }
 

@@ -4,10 +4,12 @@
 use std::path::Path;
 
 use burn::config::Config;
-use burn::module::AutodiffModule;
+use burn::module::{AutodiffModule, Module, ModuleMapper, Param};
 use burn::optim::adaptor::OptimizerAdaptor;
-use burn::optim::{Adam, AdamConfig, GradientsParams, Optimizer, Sgd, SgdConfig};
+use burn::optim::record::AdaptorRecord;
+use burn::optim::{Adam, AdamConfig, GradientsParams, Optimizer, Sgd, SgdConfig, SimpleOptimizer};
 use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::Tensor;
 
 use crate::agent::{load_record, save_record};
 use crate::error::AgentError;
@@ -52,6 +54,23 @@ impl<M: AutodiffModule<B>, B: AutodiffBackend> AgentOptimizer<M, B> {
         })
     }
 
+    /// Applies `grads` (gradients of the inner backend, keyed by parameter id) to `module`, the
+    /// untracked copy of an `M` (`M::valid()`), with the rule and the per-parameter state that
+    /// [`AgentOptimizer::step`] uses, so the two can alternate on one network. Touches no
+    /// autodiff graph, so it needs no section: PPO trains its critic this way beside the
+    /// actor's graph.
+    pub fn step_untracked(
+        &mut self,
+        lr: f64,
+        module: M::InnerModule,
+        grads: &mut GradientsParams,
+    ) -> M::InnerModule {
+        match self {
+            Self::Adam(optim) => step_inner_module::<B, M, _>(optim, lr, module, grads),
+            Self::Sgd(optim) => step_inner_module::<B, M, _>(optim, lr, module, grads),
+        }
+    }
+
     /// Saves the optimizer state to `dir/name.mpk`.
     pub fn save(&self, dir: &Path, name: &str) -> Result<(), AgentError> {
         match self {
@@ -71,6 +90,67 @@ impl<M: AutodiffModule<B>, B: AutodiffBackend> AgentOptimizer<M, B> {
             }
         })
     }
+}
+
+/// One step of `adaptor`'s rule on an inner module, with `adaptor`'s state: what Burn's
+/// `OptimizerAdaptor::step` does for each parameter of a tracked module, minus the unwrapping.
+fn step_inner_module<B, M, O>(
+    adaptor: &mut OptimizerAdaptor<O, M, B>,
+    lr: f64,
+    module: M::InnerModule,
+    grads: &mut GradientsParams,
+) -> M::InnerModule
+where
+    B: AutodiffBackend,
+    M: AutodiffModule<B>,
+    O: SimpleOptimizer<B::InnerBackend>,
+{
+    /// Burn's record: the state per parameter id.
+    type Records<O, M, B> = <OptimizerAdaptor<O, M, B> as Optimizer<M, B>>::Record;
+    struct Stepper<'a, B, M, O>
+    where
+        B: AutodiffBackend,
+        M: AutodiffModule<B>,
+        O: SimpleOptimizer<B::InnerBackend>,
+    {
+        optim: &'a O,
+        records: &'a mut Records<O, M, B>,
+        grads: &'a mut GradientsParams,
+        lr: f64,
+    }
+    impl<B, M, O> ModuleMapper<B::InnerBackend> for Stepper<'_, B, M, O>
+    where
+        B: AutodiffBackend,
+        M: AutodiffModule<B>,
+        O: SimpleOptimizer<B::InnerBackend>,
+    {
+        fn map_float<const D: usize>(
+            &mut self,
+            param: Param<Tensor<B::InnerBackend, D>>,
+        ) -> Param<Tensor<B::InnerBackend, D>> {
+            let (id, tensor, mapper) = param.consume();
+            let Some(grad) = self.grads.remove::<B::InnerBackend, D>(id) else {
+                return Param::from_mapped_value(id, tensor, mapper);
+            };
+            let state = self.records.remove(&id).map(|record| record.into_state());
+            let (tensor, state) = self.optim.step(self.lr, tensor, grad, state);
+            if let Some(state) = state {
+                self.records
+                    .insert(id, AdaptorRecord::<O, B>::from_state(state));
+            }
+            Param::from_mapped_value(id, tensor, mapper)
+        }
+    }
+    let mut records = adaptor.to_record();
+    let optim = adaptor.optim().clone();
+    let module = module.map(&mut Stepper::<B, M, O> {
+        optim: &optim,
+        records: &mut records,
+        grads,
+        lr,
+    });
+    *adaptor = adaptor.clone().load_record(records);
+    module
 }
 
 /// Adam on a flat parameter vector, with the same update as [`OptimizerKind::Adam`] (PyTorch's

@@ -433,37 +433,71 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Ppo<B, N> {
     // Update
     // -----------------------------------------------------------------------------------------
 
-    /// Spinning Up's update: policy steps with KL early stopping, then value steps.
+    /// Spinning Up's update: policy steps with KL early stopping, and value steps.
+    ///
+    /// The two loops touch disjoint networks and optimizers, so they run at once: the policy
+    /// loop in an autodiff section, the value loop on another thread on the untracked critic
+    /// with its hand-written gradient ([`Network::squared_error_gradient`]) and the same Adam
+    /// and state ([`AgentOptimizer::step_untracked`]). A critic without a hand-written
+    /// gradient trains through autodiff after the policy loop instead. Either way the result
+    /// does not depend on thread timing.
     pub fn update(&mut self, batch: &RolloutBatch) -> Result<PpoStats, AgentError> {
-        autodiff::exclusive(|| {
+        let tensors = autodiff::exclusive(|| -> Result<_, AgentError> {
             let tensors = self.tensors(batch)?;
             if let Some(auxiliary) = &mut self.auxiliary {
                 auxiliary.prepare(&batch.obs, batch.obs_len)?;
             }
-            // Policy then value, one graph at a time (see `autodiff`): the two loops touch
-            // disjoint networks and optimizers, so the order changes nothing.
-            let policy = policy_iterations(
-                &mut self.actor,
-                &mut self.actor_optim,
-                self.auxiliary.as_deref_mut(),
-                &tensors,
-                &self.config,
-                self.updates,
-            );
-            let (loss_v_old, loss_v) = value_iterations(
-                &mut self.critic,
-                &mut self.critic_optim,
-                &tensors,
-                &self.config,
-            );
-            let policy = policy?;
-            self.host_actor = None;
-            self.updates += 1;
-            Ok(PpoStats {
-                loss_v: loss_v_old,
-                delta_loss_v: loss_v - loss_v_old,
-                ..policy
-            })
+            Ok(tensors)
+        })?;
+        let untracked = UntrackedCritic {
+            critic: self.critic.valid(),
+            obs: matrix(&batch.obs, batch.obs_len, &self.device),
+            returns: vector(&batch.returns, &self.device),
+        };
+        let Self {
+            actor,
+            actor_optim,
+            critic_optim,
+            auxiliary,
+            config,
+            updates,
+            ..
+        } = self;
+        let (policy, value) = std::thread::scope(|scope| {
+            let value = scope.spawn(|| untracked_value_iterations(untracked, critic_optim, config));
+            let policy = autodiff::exclusive(|| {
+                policy_iterations(
+                    actor,
+                    actor_optim,
+                    auxiliary.as_deref_mut(),
+                    &tensors,
+                    config,
+                    *updates,
+                )
+            });
+            (policy, value.join().expect("the critic's thread panicked"))
+        });
+        let policy = policy?;
+        let (loss_v_old, loss_v) = match value {
+            Some((critic, first, last)) => {
+                self.critic = autodiff::exclusive(|| N::from_inner(critic));
+                (first, last)
+            }
+            None => autodiff::exclusive(|| {
+                value_iterations(
+                    &mut self.critic,
+                    &mut self.critic_optim,
+                    &tensors,
+                    &self.config,
+                )
+            }),
+        };
+        self.host_actor = None;
+        self.updates += 1;
+        Ok(PpoStats {
+            loss_v: loss_v_old,
+            delta_loss_v: loss_v - loss_v_old,
+            ..policy
         })
     }
 
@@ -651,6 +685,38 @@ fn value_iterations<B: AutodiffBackend, N: TrainableNetwork<B>>(
         *critic = optim.step(config.vf_lr, critic.clone(), grads);
     }
     (first, last)
+}
+
+/// The critic without autodiff, and the batch's observations and returns on its backend.
+struct UntrackedCritic<B: AutodiffBackend, N: TrainableNetwork<B>> {
+    critic: N::InnerModule,
+    obs: Tensor<B::InnerBackend, 2>,
+    returns: Tensor<B::InnerBackend, 1>,
+}
+
+/// [`value_iterations`] on the untracked critic, with its hand-written gradient; `None`
+/// (before any step) if the critic has none. Returns the trained critic and the loss before
+/// the first and before the last step.
+fn untracked_value_iterations<B: AutodiffBackend, N: TrainableNetwork<B>>(
+    untracked: UntrackedCritic<B, N>,
+    optim: &mut AgentOptimizer<N, B>,
+    config: &PpoConfig,
+) -> Option<(N::InnerModule, f64, f64)> {
+    let UntrackedCritic {
+        mut critic,
+        obs,
+        returns,
+    } = untracked;
+    let (mut first, mut last) = (f64::NAN, f64::NAN);
+    for i in 0..config.train_v_iters {
+        let (loss, mut grads) = critic.squared_error_gradient(obs.clone(), returns.clone())?;
+        last = loss;
+        if i == 0 {
+            first = loss;
+        }
+        critic = optim.step_untracked(config.vf_lr, critic, &mut grads);
+    }
+    Some((critic, first, last))
 }
 
 fn check_widths<B: Backend, N: Network<B>>(

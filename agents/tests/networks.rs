@@ -3,6 +3,7 @@
 //! multimodal network.
 
 use burn::backend::{Autodiff, NdArray};
+use burn::module::AutodiffModule;
 use burn::tensor::{Distribution, Tensor, TensorData};
 use privrl_agents::nn::fast_tanh;
 use privrl_agents::{
@@ -134,8 +135,10 @@ fn fast_tanh_matches_tanh_and_its_derivative() {
         let device = Default::default();
         let x = Tensor::<B, 1>::from_data(
             TensorData::new(
-                vec![-30.0f32, -4.0, -0.5, -1e-4, 0.0, 1e-3, 0.7, 3.0, 12.0],
-                [9],
+                vec![
+                    -100.0f32, -30.0, -4.0, -0.5, -1e-4, 0.0, 1e-3, 0.7, 3.0, 12.0, 100.0,
+                ],
+                [11],
             ),
             &device,
         )
@@ -148,7 +151,9 @@ fn fast_tanh_matches_tanh_and_its_derivative() {
             .to_vec::<f32>()
             .unwrap();
         let y = y.into_data().to_vec::<f32>().unwrap();
-        let xs = [-30.0f32, -4.0, -0.5, -1e-4, 0.0, 1e-3, 0.7, 3.0, 12.0];
+        let xs = [
+            -100.0f32, -30.0, -4.0, -0.5, -1e-4, 0.0, 1e-3, 0.7, 3.0, 12.0, 100.0,
+        ];
         for ((x, y), g) in xs.iter().zip(&y).zip(&grad) {
             assert!((y - x.tanh()).abs() < 2e-7, "tanh({x}) = {y}");
             assert!(
@@ -157,6 +162,70 @@ fn fast_tanh_matches_tanh_and_its_derivative() {
             );
         }
     });
+}
+
+/// PPO trains its critic with the hand-written backward: it must give autodiff's gradient,
+/// for both activations, with and without biases, and with outputs beyond the first.
+#[test]
+fn squared_error_gradient_matches_autodiff() {
+    let device = Default::default();
+    for (activation, bias, outputs) in [
+        (Activation::Tanh, true, 1),
+        (Activation::Relu, true, 1),
+        (Activation::Tanh, false, 3),
+    ] {
+        let mlp = MlpConfig::new(5, vec![16, 8], outputs)
+            .with_activation(activation)
+            .with_bias(bias)
+            .init::<B>(&device, &mut ChaCha8Rng::seed_from_u64(4));
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let obs: Vec<f32> = (0..40 * 5).map(|_| rng.random_range(-2.0..2.0)).collect();
+        let targets: Vec<f32> = (0..40).map(|_| rng.random_range(-3.0..3.0)).collect();
+        let x = Tensor::<B, 2>::from_data(TensorData::new(obs, [40, 5]), &device);
+        let y = Tensor::<B, 1>::from_data(TensorData::new(targets, [40]), &device);
+        let (loss, mut by_hand) = Network::<NdArray>::squared_error_gradient(
+            &mlp.valid(),
+            x.clone().inner(),
+            y.clone().inner(),
+        )
+        .expect("an Mlp has a hand-written gradient");
+        privrl_agents::autodiff::exclusive(|| {
+            let output = mlp.forward(x).narrow(1, 0, 1).squeeze_dim::<1>(1);
+            let autodiff_loss = (output - y).powi_scalar(2).mean();
+            let expected = autodiff_loss.clone().into_scalar();
+            assert!(
+                (loss - f64::from(expected)).abs() < 1e-5 * loss,
+                "{loss} vs {expected}"
+            );
+            let grads = autodiff_loss.backward();
+            let mut checked = 0;
+            for layer in &mlp.layers {
+                let want = layer.weight.val().grad(&grads).unwrap();
+                let got = by_hand.remove::<NdArray, 2>(layer.weight.id).unwrap();
+                assert_close(&values_inner(got), &values_inner(want), activation);
+                checked += 1;
+                if let Some(b) = &layer.bias {
+                    let want = b.val().grad(&grads).unwrap();
+                    let got = by_hand.remove::<NdArray, 1>(b.id).unwrap();
+                    assert_close(&values_inner(got), &values_inner(want), activation);
+                    checked += 1;
+                }
+            }
+            assert_eq!(checked, if bias { 6 } else { 3 });
+        });
+    }
+}
+
+fn values_inner<const D: usize>(t: Tensor<NdArray, D>) -> Vec<f32> {
+    t.into_data().to_vec::<f32>().unwrap()
+}
+
+fn assert_close(got: &[f32], want: &[f32], activation: Activation) {
+    assert_eq!(got.len(), want.len());
+    let scale = want.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-3);
+    for (g, w) in got.iter().zip(want) {
+        assert!((g - w).abs() <= 1e-5 * scale, "{activation:?}: {g} vs {w}");
+    }
 }
 
 #[test]

@@ -5,6 +5,7 @@
 
 mod backend;
 mod bench_cmd;
+mod check;
 mod doctor;
 mod dpsgd_suite;
 mod env_cmd;
@@ -69,6 +70,10 @@ enum Command {
     /// PGC-A3C across processes over Redis Streams: aggregator, agents, throughput.
     #[command(subcommand)]
     Pgc(pgc_cmd::PgcCommand),
+    /// Check this build: `check determinism` runs seeded work twice in fresh processes and
+    /// compares the files.
+    #[command(subcommand)]
+    Check(check::CheckCommand),
     /// Check that the chosen backend runs and computes second-order gradients.
     Doctor {
         /// Backend to check.
@@ -115,9 +120,22 @@ fn keep_freed_buffers_for_reuse() {
     }
 }
 
+/// burn-ndarray's matmul is matrixmultiply's, which splits every product over
+/// `MATMUL_NUM_THREADS` threads (default: all cores) and spins while they finish. At privrl's
+/// sizes the hand-off costs more than it gains: on 2 cores one thread took PPO from 4756 to
+/// 5511 environment steps/s and DQN from 1614 to 1789 updates/s, and left QGI at 150 px level
+/// (11.28 and 11.22 iterations/s; `cargo xtask bench`). A value the user set is kept.
+fn single_threaded_matmul_unless_set() {
+    if std::env::var_os("MATMUL_NUM_THREADS").is_none() {
+        // matrixmultiply reads the variable once, at its first product, which comes later.
+        std::env::set_var("MATMUL_NUM_THREADS", "1");
+    }
+}
+
 fn main() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     keep_freed_buffers_for_reuse();
+    single_threaded_matmul_unless_set();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -144,6 +162,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Suite(SuiteCommand::Pgc(args)) => pgc_suite::run(args).map(|_| ()),
         Command::Suite(SuiteCommand::Leakage(args)) => leakage_suite::run(args).map(|_| ()),
         Command::Pgc(cmd) => pgc_cmd::run(cmd),
+        Command::Check(cmd) => check::run(cmd),
         Command::Privacy(cmd) => privacy_cli::run(cmd),
         Command::Merge { suite_dir } => {
             let merged = sweep::merge_shards(&suite_dir)?;
