@@ -36,7 +36,7 @@ use crate::heads::{
     argmax, host_softmax, matrix, one_hot, sample_categorical, to_host, vector, ActorCritic,
     ActorCriticConfig, Categorical,
 };
-use crate::network::{HostMlp, Network};
+use crate::network::{trainable_from_inner, HostMlp, Network};
 use crate::nn::Activation;
 use crate::optim::{AgentOptimizer, OptimizerKind};
 use crate::record::GradientRecord;
@@ -654,7 +654,7 @@ impl<B: AutodiffBackend> WorkerContext<'_, B> {
             )?;
             // θ′ ← θ, then g_n = ∂L̂_n(θ′)/∂θ′.
             let (mut gradient, terms) = autodiff::exclusive(|| {
-                let local = ActorCritic::<B>::from_inner(local);
+                let local = trainable_from_inner::<B, ActorCritic<B>>(local);
                 let (loss, terms) = episode_loss(&local, &episode, self.config, self.device)?;
                 if let Some(&value) = terms.iter().find(|v| !v.is_finite()) {
                     return Err(AgentError::NonFinite {

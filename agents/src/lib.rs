@@ -62,7 +62,7 @@ pub use kickstart::{
     PrivacyAwareKickstarting, PrivateTeacher, PrivateTeacherConfig, Teacher, TeacherPrivacySummary,
     VanishingUnit,
 };
-pub use network::{HostMlp, Network, TrainableNetwork};
+pub use network::{trainable_from_inner, HostMlp, Network, TrainableNetwork};
 pub use nn::{
     conv2d_im2col, Activation, Conv2dLayer, Conv2dLayerConfig, ConvEncoder, ConvEncoderConfig,
     Dense, DenseConfig, ImageShape, LinearInputs, Mlp, MlpConfig, MultimodalNet,

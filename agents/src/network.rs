@@ -9,7 +9,7 @@
 //! of the weights, once per policy change, instead of building a tensor per step: a
 //! `(64, 64)` policy then costs a few microseconds per action.
 
-use burn::module::{AutodiffModule, Module};
+use burn::module::{AutodiffModule, Module, ModuleMapper, Param};
 use burn::optim::GradientsParams;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Tensor, TensorData};
@@ -123,6 +123,28 @@ impl<B: Backend> Network<B> for MultimodalNet<B> {
         let (rgb, depth, vector) = self.split_flat(obs);
         self.forward(rgb, depth, vector)
     }
+}
+
+/// `M::from_inner(inner)` with every float parameter tracked. Burn keeps a parameter's
+/// "tracked" flag through `valid()` but drops it on `clone()` and on every map of the inner
+/// module (it re-reads the flag from the untracked tensor), so a round trip through the inner
+/// module, such as PPO's untracked critic steps, would come back frozen. Every network here
+/// trains all its parameters. Marks leaves in the graph registry: call it inside an autodiff
+/// section.
+pub fn trainable_from_inner<B: AutodiffBackend, M: AutodiffModule<B>>(inner: M::InnerModule) -> M {
+    struct Track;
+    impl<B: AutodiffBackend> ModuleMapper<B> for Track {
+        fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+            let (id, tensor, mapper) = param.consume();
+            let tensor = if tensor.is_require_grad() {
+                tensor
+            } else {
+                tensor.require_grad()
+            };
+            Param::from_mapped_value(id, tensor, mapper)
+        }
+    }
+    M::from_inner(inner).map(&mut Track)
 }
 
 /// A plain-Rust copy of an [`Mlp`]'s weights for single-observation inference.

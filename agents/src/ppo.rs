@@ -35,7 +35,7 @@ use crate::heads::{
     argmax, host_log_prob, host_softmax, matrix, one_hot, sample_categorical, state_value, to_host,
     vector, Categorical,
 };
-use crate::network::{forward_one, HostMlp, Network, TrainableNetwork};
+use crate::network::{forward_one, trainable_from_inner, HostMlp, Network, TrainableNetwork};
 use crate::nn::{Activation, Mlp, MlpConfig};
 use crate::optim::{AgentOptimizer, OptimizerKind};
 use crate::record::GradientRecord;
@@ -480,7 +480,7 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Ppo<B, N> {
         let policy = policy?;
         let (loss_v_old, loss_v) = match value {
             Some((critic, first, last)) => {
-                self.critic = autodiff::exclusive(|| N::from_inner(critic));
+                self.critic = autodiff::exclusive(|| trainable_from_inner::<B, N>(critic));
                 (first, last)
             }
             None => autodiff::exclusive(|| {

@@ -21,6 +21,7 @@ use burn::module::AutodiffModule;
 use privrl_agents::a3c::episode_loss;
 use privrl_agents::autodiff::{backward, exclusive};
 use privrl_agents::heads::ActorCritic;
+use privrl_agents::network::trainable_from_inner;
 use privrl_agents::pgc::initial_parameters;
 use privrl_agents::record::GradientRecord;
 use privrl_agents::{A3c, A3cConfig, Parameters, PgcAgent, PgcConfig, PgcMechanism};
@@ -52,7 +53,7 @@ fn a3c_workers_submit_the_gradients_they_would_compute_alone() {
     );
     for submission in kept {
         let alone = exclusive(|| {
-            let model = ActorCritic::<B>::from_inner(submission.parameters.clone());
+            let model = trainable_from_inner::<B, ActorCritic<B>>(submission.parameters);
             let (loss, _) = episode_loss(&model, &submission.episode, &config, &device).unwrap();
             GradientRecord::from_grads(&model, &backward(&loss))
         });
@@ -101,7 +102,10 @@ fn pgc_agents_compute_alone_what_they_compute_together() {
     for (i, submissions) in together.into_iter().enumerate() {
         for (model, episode, gradient) in submissions {
             let alone = agent
-                .gradient_of(&ActorCritic::from_inner(model), &episode)
+                .gradient_of(
+                    &exclusive(|| trainable_from_inner::<B, ActorCritic<B>>(model)),
+                    &episode,
+                )
                 .unwrap();
             assert_eq!(bits(&gradient), bits(&alone), "agent {i}");
         }

@@ -84,6 +84,15 @@ fn ppo_gradients_repeat_bit_for_bit() {
         bits(&twin.gradient(&twin_batch).unwrap().flatten()),
         bits(&first)
     );
+    // The critic trains on its untracked copy beside the actor's graph; it must come back
+    // trainable, with the same update in both twins.
+    agent.update(&batch).unwrap();
+    twin.update(&twin_batch).unwrap();
+    let after = agent.gradient(&batch).unwrap();
+    assert_eq!(after.strip_prefix("critic").len(), 6, "{:?}", after.names());
+    assert_eq!(after.strip_prefix("actor").len(), 6, "{:?}", after.names());
+    let twin_after = twin.gradient(&batch).unwrap();
+    assert_eq!(bits(&twin_after.flatten()), bits(&after.flatten()));
 }
 
 struct Ids(Vec<ParamId>);

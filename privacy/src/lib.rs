@@ -62,7 +62,7 @@ pub use observation_noise::{interquartile_range, ObservationNoise, ObservationNo
 pub use projected_random_sign::{
     default_reduced_dimension, BitFlip, ProjectedRandomSign, ProjectionMatrix, PrsConfig,
 };
-pub use randomness::{MechanismRng, RandomnessSource, SecureRng};
+pub use randomness::{MechanismRng, NoiseMode, RandomnessSource, SecureRng};
 pub use rdp::{
     compute_rdp, default_orders, dp_sgd_epsilon, noise_multiplier_for, rdp_subsampled_gaussian,
     rdp_to_dp, RdpAccountant, SubsampledGaussianSteps,

@@ -76,6 +76,52 @@ pub enum RandomnessSource {
     Secure,
 }
 
+/// How a run draws its mechanism noise, without the seed: what a configuration records.
+///
+/// `Seeded` (the default) derives the noise generator from the run's seed, so that a run can be
+/// repeated bit for bit; anyone who knows the seed can then predict the noise, which is fine for
+/// research and wrong for a deployment. `Secure` reads the operating system's CSPRNG instead:
+/// the run cannot be repeated, and no noise seed is written anywhere.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NoiseMode {
+    /// ChaCha20 from a seed derived from the run's seed.
+    #[default]
+    Seeded,
+    /// The operating system's CSPRNG.
+    Secure,
+}
+
+impl NoiseMode {
+    /// The source for a component whose seeded stream starts from `seed` (ignored when
+    /// secure).
+    pub fn source(self, seed: u64) -> RandomnessSource {
+        match self {
+            Self::Seeded => RandomnessSource::Seeded(seed),
+            Self::Secure => RandomnessSource::Secure,
+        }
+    }
+
+    /// Opens the generator for `seed` (fails only if the OS source is unavailable).
+    pub fn rng(self, seed: u64) -> Result<MechanismRng, PrivacyError> {
+        MechanismRng::new(self.source(seed))
+    }
+
+    /// One sentence for reports: where the noise came from and whether the run repeats.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Seeded => {
+                "seeded: ChaCha20 from the run's seed, so the run repeats bit for bit and the \
+                 seed predicts the noise (research mode)"
+            }
+            Self::Secure => {
+                "secure: the operating system's CSPRNG, so no seed predicts the noise and the \
+                 run does not repeat"
+            }
+        }
+    }
+}
+
 /// A generator built from a [`RandomnessSource`].
 #[derive(Debug, Clone)]
 pub enum MechanismRng {
@@ -311,6 +357,14 @@ mod tests {
         let a = rng.next_u64();
         let b = rng.next_u64();
         assert_ne!(a, b);
+        assert_ne!(
+            NoiseMode::Secure.rng(5).unwrap().next_u64(),
+            NoiseMode::Secure.rng(5).unwrap().next_u64()
+        );
+        assert_eq!(
+            NoiseMode::Seeded.rng(5).unwrap().next_u64(),
+            NoiseMode::Seeded.rng(5).unwrap().next_u64()
+        );
         let mut s1 = MechanismRng::new(RandomnessSource::Seeded(5)).unwrap();
         let mut s2 = MechanismRng::new(RandomnessSource::Seeded(5)).unwrap();
         assert_eq!(s1.next_u64(), s2.next_u64());
