@@ -31,7 +31,8 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Tensor, TensorData};
 use privrl_privacy::{
     mlp_lipschitz_bound, penalty_radius, restrict_to_simplex, DirichletConfig, DirichletPrivacy,
-    DirichletSampler, Ledger, LipschitzBound, Matrix, OutputMap, PrivacyCost, SimplexMap,
+    DirichletSampler, Ledger, LipschitzBound, Matrix, MechanismRng, NoiseMode, OutputMap,
+    PrivacyCost, SimplexMap,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -182,6 +183,10 @@ pub struct PrivateTeacherConfig {
     /// Slack δ' of the advanced composition reported at the end.
     #[config(default = 1e-6)]
     pub advanced_slack: f64,
+    /// Where the mechanism's randomness comes from: a generator seeded by the run, or the
+    /// operating system's CSPRNG ([`NoiseMode`]).
+    #[config(default = "NoiseMode::Seeded")]
+    pub noise_rng: NoiseMode,
 }
 
 impl PrivateTeacherConfig {
@@ -260,13 +265,14 @@ pub struct PrivateTeacher {
     spent: PrivacyCost,
     /// (ε, δ) per distinct k (by its bits); `None` where δ is vacuous.
     costs: HashMap<u64, Option<PrivacyCost>>,
-    rng: ChaCha8Rng,
+    rng: MechanismRng,
     exhausted: bool,
     summary: TeacherPrivacySummary,
 }
 
 impl PrivateTeacher {
-    /// A teacher sharing through `config`, with its mechanism randomness seeded by `seed`.
+    /// A teacher sharing through `config`, with its mechanism randomness seeded by `seed`, or
+    /// drawn from the operating system's CSPRNG (`config.noise_rng`).
     pub fn new(
         teacher: Teacher,
         config: PrivateTeacherConfig,
@@ -299,7 +305,7 @@ impl PrivateTeacher {
             ledger: Ledger::new(),
             spent: PrivacyCost::FREE,
             costs: HashMap::new(),
-            rng: ChaCha8Rng::seed_from_u64(seed),
+            rng: config.noise_rng.rng(seed)?,
             exhausted: false,
             summary: TeacherPrivacySummary {
                 trajectories: 0,

@@ -53,10 +53,10 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Tensor;
 use privrl_envs::{Env, EnvError, Obs, Space, Step, StepInfo};
 use privrl_privacy::{
-    clip_l2, poisson_sample, Clipping, DpSgd, DpSgdConfig, ObservationNoise, RdpAccountant,
+    clip_l2, poisson_sample, Clipping, DpSgd, DpSgdConfig, MechanismRng, NoiseMode,
+    ObservationNoise, RandomnessSource, RdpAccountant,
 };
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
+use rand::Rng;
 use serde::Serialize;
 
 use crate::agent::Agent;
@@ -88,6 +88,10 @@ pub struct DpSgdTrainingConfig {
     /// δ of the reported (ε, δ), in (0, 1).
     #[config(default = 1e-5)]
     pub delta: f64,
+    /// Where the noise (and DQN's Poisson sampling) comes from: a generator seeded by the
+    /// run, or the operating system's CSPRNG ([`NoiseMode`]).
+    #[config(default = "NoiseMode::Seeded")]
+    pub noise_rng: NoiseMode,
 }
 
 impl DpSgdTrainingConfig {
@@ -177,7 +181,7 @@ impl GradientPrivatizer {
         &self,
         clipped_sum: Vec<f32>,
         expected_batch_size: f64,
-        rng: &mut ChaCha8Rng,
+        rng: &mut impl Rng,
     ) -> Result<Vec<f32>, AgentError> {
         match &self.dp_sgd {
             Some(dp_sgd) => {
@@ -204,7 +208,7 @@ impl GradientPrivatizer {
     pub fn privatize_record(
         &self,
         record: &GradientRecord,
-        rng: &mut ChaCha8Rng,
+        rng: &mut impl Rng,
     ) -> Result<GradientRecord, AgentError> {
         let mut flat = record.flatten();
         if let Some(clip) = self.clip {
@@ -292,12 +296,13 @@ impl PrivacyTally {
 pub struct DpSgdReinforce<B: AutodiffBackend> {
     agent: Reinforce<B>,
     privatizer: GradientPrivatizer,
-    noise_rng: ChaCha8Rng,
+    noise_rng: MechanismRng,
     episodes: u64,
 }
 
 impl<B: AutodiffBackend> DpSgdReinforce<B> {
-    /// Wraps `agent`; the noise is drawn from its own generator seeded by `noise_seed`.
+    /// Wraps `agent`; the noise is drawn from its own generator, seeded by `noise_seed` or the
+    /// operating system's (`config.noise_rng`).
     pub fn new(
         agent: Reinforce<B>,
         config: &DpSgdTrainingConfig,
@@ -307,7 +312,7 @@ impl<B: AutodiffBackend> DpSgdReinforce<B> {
         Ok(Self {
             agent,
             privatizer,
-            noise_rng: ChaCha8Rng::seed_from_u64(noise_seed),
+            noise_rng: config.noise_rng.rng(noise_seed)?,
             episodes: 0,
         })
     }
@@ -370,12 +375,13 @@ impl<B: AutodiffBackend> DpSgdReinforce<B> {
 pub struct DpSgdDqn<B: AutodiffBackend> {
     agent: Dqn<B>,
     privatizer: GradientPrivatizer,
-    noise_rng: ChaCha8Rng,
+    noise_rng: MechanismRng,
     tally: PrivacyTally,
 }
 
 impl<B: AutodiffBackend> DpSgdDqn<B> {
-    /// Wraps `agent`; sampling and noise are drawn from a generator seeded by `noise_seed`.
+    /// Wraps `agent`; sampling and noise are drawn from a generator seeded by `noise_seed`, or
+    /// from the operating system's (`config.noise_rng`).
     pub fn new(
         agent: Dqn<B>,
         config: &DpSgdTrainingConfig,
@@ -386,7 +392,7 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
         Ok(Self {
             agent,
             privatizer,
-            noise_rng: ChaCha8Rng::seed_from_u64(noise_seed),
+            noise_rng: config.noise_rng.rng(noise_seed)?,
             tally,
         })
     }
@@ -456,7 +462,7 @@ pub fn private_td_gradient<B: AutodiffBackend>(
     batch: &TransitionBatch,
     privatizer: &GradientPrivatizer,
     expected_batch_size: f64,
-    rng: &mut ChaCha8Rng,
+    rng: &mut impl Rng,
 ) -> Result<(GradientRecord, f64), AgentError> {
     let (sum, loss) = if batch.is_empty() {
         (zero_record(dqn.q_network()), f64::NAN)
@@ -538,16 +544,16 @@ fn zero_record<B: AutodiffBackend>(mlp: &Mlp<B>) -> GradientRecord {
 pub struct NoisyObservationEnv {
     inner: Box<dyn Env>,
     noise: ObservationNoise,
-    rng: ChaCha8Rng,
+    rng: MechanismRng,
 }
 
 impl NoisyObservationEnv {
     /// Wraps `inner` (flat observations) with `noise` fitted on its warm-up states; the noise
-    /// is drawn from a generator seeded by `noise_seed`.
+    /// is drawn from `source` (a seed, or the operating system's CSPRNG).
     pub fn new(
         inner: Box<dyn Env>,
         noise: ObservationNoise,
-        noise_seed: u64,
+        source: RandomnessSource,
     ) -> Result<Self, AgentError> {
         let width = inner.observation_space().flat_dim();
         if noise.std().len() != width {
@@ -560,7 +566,7 @@ impl NoisyObservationEnv {
         Ok(Self {
             inner,
             noise,
-            rng: ChaCha8Rng::seed_from_u64(noise_seed),
+            rng: MechanismRng::new(source)?,
         })
     }
 

@@ -12,7 +12,7 @@ use privrl_agents::{
     Reinforce, ReinforceConfig, TransitionBatch,
 };
 use privrl_envs::Env;
-use privrl_privacy::{dp_sgd_epsilon, ObservationNoiseConfig};
+use privrl_privacy::{dp_sgd_epsilon, NoiseMode, ObservationNoiseConfig, RandomnessSource};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -295,7 +295,8 @@ fn observation_noise_has_std_sigma_iqr_and_leaves_rewards_alone() {
         .fit(&warmup)
         .unwrap();
     let std = noise.std().to_vec();
-    let mut noisy = NoisyObservationEnv::new(cartpole(), noise, 9).unwrap();
+    let mut noisy =
+        NoisyObservationEnv::new(cartpole(), noise, RandomnessSource::Seeded(9)).unwrap();
     let mut clean = cartpole();
     let state = [0.01, -0.02, 0.03, 0.04];
     let truth = clean.set_state(&state).unwrap().to_flat();
@@ -333,4 +334,29 @@ fn observation_noise_has_std_sigma_iqr_and_leaves_rewards_alone() {
             break;
         }
     }
+}
+
+/// Seeded noise repeats from its seed; secure noise (the OS CSPRNG) does not, whatever the
+/// seed: two DP-SGD REINFORCE learners that play the same episode from the same seeds end with
+/// equal parameters when seeded and different ones when secure.
+#[test]
+fn secure_noise_ignores_the_seed_and_seeded_noise_repeats() {
+    let after_one_step = |mode: NoiseMode| {
+        let agent = Reinforce::<B>::new(ReinforceConfig::new(), cartpole(), &Default::default(), 5)
+            .unwrap();
+        let config = config(1.0, Some(1.0)).with_noise_rng(mode);
+        let mut private = DpSgdReinforce::new(agent, &config, 42).unwrap();
+        private.train_episode().unwrap();
+        flat_params(private.agent().policy())
+    };
+    assert_eq!(
+        after_one_step(NoiseMode::Seeded),
+        after_one_step(NoiseMode::Seeded)
+    );
+    assert!(
+        max_abs_diff(
+            &after_one_step(NoiseMode::Secure),
+            &after_one_step(NoiseMode::Secure)
+        ) > 0.0
+    );
 }

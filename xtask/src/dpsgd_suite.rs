@@ -25,6 +25,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{dispatch, BackendChoice, BackendTask};
+use crate::noise_rng::NoiseRng;
 use crate::plot::{median, LearningCurves, Line, LineChart, PlotFiles};
 use crate::report::{format_mean_std, format_number, Cell, Report};
 use crate::run::{runs_root, suite_dir, RunDir, RunName};
@@ -83,6 +84,10 @@ pub struct DpsgdArgs {
     #[arg(long, default_value_t = 0)]
     #[serde(skip)]
     pub threads: usize,
+    /// Where the DP-SGD noise, the Poisson sampling and the observation noise come from:
+    /// `seeded` (from each run's seed, reproducible) or `secure` (the OS CSPRNG).
+    #[arg(long, value_enum, default_value_t = NoiseRng::Seeded)]
+    pub noise_rng: NoiseRng,
 }
 
 /// One of the slides' four private variants.
@@ -152,6 +157,7 @@ struct DpsgdPlan {
     warmup_steps: usize,
     reinforce: ReinforceConfig,
     dqn: DqnConfig,
+    noise_rng: NoiseRng,
 }
 
 impl DpsgdArgs {
@@ -169,6 +175,7 @@ impl DpsgdArgs {
             methods: None,
             backend,
             threads,
+            noise_rng: NoiseRng::Seeded,
         }
     }
 
@@ -200,6 +207,7 @@ impl DpsgdArgs {
             delta: self.delta,
             methods: self.methods.clone().unwrap_or_else(|| Method::ALL.to_vec()),
             backend: self.backend,
+            noise_rng: self.noise_rng,
             solved_window: SOLVED_WINDOW,
             solved_return: SOLVED_RETURN,
             warmup_steps: WARMUP_STEPS,
@@ -347,7 +355,9 @@ impl BackendTask for RunTask<'_> {
         let dp_config = DpSgdTrainingConfig::new()
             .with_noise_multiplier(noise)
             .with_clip(Some(plan.clip))
-            .with_delta(plan.delta);
+            .with_delta(plan.delta)
+            .with_noise_rng(plan.noise_rng.mode());
+        // Under `--noise-rng secure` this seed is not used, and it is never written.
         let noise_seed = seed ^ 0xd9_5e0d;
         let mut observation_noise_std = Vec::new();
         let env: Box<dyn Env> = if method.is_dp_sgd() {
@@ -358,7 +368,7 @@ impl BackendTask for RunTask<'_> {
             Box::new(NoisyObservationEnv::new(
                 privrl_envs::make(ENV)?,
                 noise,
-                noise_seed,
+                plan.noise_rng.mode().source(noise_seed),
             )?)
         };
         let mut agent: PrivateAgent<B<IB>> = match method {
@@ -672,6 +682,7 @@ fn run_in(root: &Path, args: DpsgdArgs) -> Result<PathBuf> {
         plan.seeds,
         plan.backend,
     ));
+    report.paragraph(&plan.noise_rng.report_line());
     report.heading("The privacy each run spends").bullets([
         format!(
             "DP-SGD REINFORCE: an episode is one record. Each episode is collected once, used for \
@@ -789,6 +800,10 @@ fn run_in(root: &Path, args: DpsgdArgs) -> Result<PathBuf> {
             plan.clip,
             plan.delta
         )
+    };
+    let command = match plan.noise_rng {
+        NoiseRng::Seeded => command,
+        NoiseRng::Secure => format!("{command} --noise-rng secure"),
     };
     report.reproduce([command]);
     let path = report.write()?;

@@ -33,6 +33,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{dispatch, BackendChoice, BackendTask};
+use crate::noise_rng::NoiseRng;
 use crate::plot::{median, percentile, LearningCurves, PlotFiles};
 use crate::report::{format_number, Cell, Report};
 use crate::run::{read_json, runs_root, write_json, RunDir};
@@ -134,6 +135,10 @@ pub struct KickstartArgs {
     #[arg(long, default_value_t = 0)]
     #[serde(skip)]
     pub threads: usize,
+    /// Where the teacher's Dirichlet releases draw from: `seeded` (from each run's seed,
+    /// reproducible) or `secure` (the OS CSPRNG).
+    #[arg(long, value_enum, default_value_t = NoiseRng::Seeded)]
+    pub noise_rng: NoiseRng,
 }
 
 /// Resolved parameters (what the suite's `config.json` records).
@@ -161,6 +166,7 @@ struct KickstartPlan {
     seed: u64,
     backend: BackendChoice,
     band_percentiles: (f64, f64),
+    noise_rng: NoiseRng,
 }
 
 impl KickstartArgs {
@@ -188,6 +194,7 @@ impl KickstartArgs {
             seed,
             backend,
             threads,
+            noise_rng: NoiseRng::Seeded,
         }
     }
 
@@ -217,6 +224,7 @@ impl KickstartArgs {
             seed: self.seed,
             backend: self.backend,
             band_percentiles: (7.5, 92.5),
+            noise_rng: self.noise_rng,
         }
     }
 }
@@ -251,6 +259,7 @@ impl KickstartPlan {
                 Exhausted::Uniform => ExhaustedTeacher::Uniform,
                 Exhausted::Stop => ExhaustedTeacher::Stop,
             })
+            .with_noise_rng(self.noise_rng.mode())
     }
 }
 
@@ -864,6 +873,7 @@ fn write_report(plan: &KickstartPlan, results: &SuiteResults, dir: &Path) -> Res
     write_json(&dir.join("summary.json"), &rows)?;
     let row = |name: &str| rows.iter().find(|r| r.setting == name);
     let mut report = Report::new(dir, "Privacy-preserving kickstarting (Fig. 2)");
+    report.paragraph(&plan.noise_rng.report_line());
     let t = &results.teacher;
     report.paragraph(&format!(
         "Gohari et al., *Privacy-Preserving Kickstarting Deep Reinforcement Learning with \
@@ -1091,13 +1101,17 @@ fn write_report(plan: &KickstartPlan, results: &SuiteResults, dir: &Path) -> Res
     }
     report.reproduce([format!(
         "cargo xtask suite kickstart --env {} --seeds {} --epochs {} --teacher-epochs {} \
-         --steps-per-epoch {}{}",
+         --steps-per-epoch {}{}{}",
         plan.env,
         plan.seeds,
         plan.epochs,
         plan.teacher_epochs,
         plan.steps_per_epoch,
-        if plan.sweep { " --sweep" } else { "" }
+        if plan.sweep { " --sweep" } else { "" },
+        match plan.noise_rng {
+            NoiseRng::Seeded => "",
+            NoiseRng::Secure => " --noise-rng secure",
+        }
     )]);
     report.write()
 }

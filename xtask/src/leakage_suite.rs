@@ -17,8 +17,6 @@ use privrl_attacks::{
     Victim,
 };
 use privrl_envs::room::{RoomSetting, NUM_ACTIONS};
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{dispatch, BackendChoice, BackendTask};
@@ -26,10 +24,12 @@ use crate::inversion_suite::ENTROPY_WEIGHT;
 use crate::inversion_suite::{
     reconstruction_sheet, room_samples, summary, victim_config, write_rows, Method,
 };
+use crate::noise_rng::NoiseRng;
 use crate::plot::{DualAxisChart, Line, LineChart};
 use crate::report::{format_number, Cell, Report};
 use crate::run::{runs_root, suite_dir, RunDir};
 use crate::sweep::{run_parallel, Job};
+use privrl_privacy::{MechanismRng, RandomnessSource};
 
 /// "Recognisable" means mean SSIM ≥ this on some image or mean bbox IoU ≥ [`IOU_THRESHOLD`].
 pub const SSIM_THRESHOLD: f64 = 0.3;
@@ -109,6 +109,10 @@ pub struct LeakageArgs {
     /// Worker threads (0: one per core); each runs one (attack, defence) cell.
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
+    /// Where the defences' noise comes from: `seeded` (from --seed, reproducible) or `secure`
+    /// (the OS CSPRNG: the attacker faces noise that no seed predicts).
+    #[arg(long, value_enum, default_value_t = NoiseRng::Seeded)]
+    pub noise_rng: NoiseRng,
 }
 
 impl LeakageArgs {
@@ -130,6 +134,7 @@ impl LeakageArgs {
             defences: self.defences(),
             victim_train_steps: self.victim_train_steps,
             batch_sizes: self.batch_sizes.clone(),
+            noise_rng: self.noise_rng,
         };
         for &b in &plan.batch_sizes {
             anyhow::ensure!(
@@ -211,6 +216,7 @@ struct LeakagePlan {
     defences: Vec<GradientDefence>,
     victim_train_steps: usize,
     batch_sizes: Vec<usize>,
+    noise_rng: NoiseRng,
 }
 
 impl LeakagePlan {
@@ -253,8 +259,8 @@ pub(crate) struct LeakageJob {
     pub(crate) iterations: usize,
     pub(crate) tv_weight: f64,
     pub(crate) seed: u64,
-    /// Seed of the defence's noise.
-    pub(crate) noise_seed: u64,
+    /// Where the defence's noise comes from.
+    pub(crate) noise: RandomnessSource,
     /// Samples and Adam steps that train the victim before the attack (none: fresh victim).
     pub(crate) victim_training: Option<(Vec<Sample>, usize)>,
     /// Samples per shared gradient (1: the paper's single-sample gradients).
@@ -278,7 +284,7 @@ impl BackendTask for LeakageJob {
         if let Some((training, steps)) = &self.victim_training {
             victim.train(training, *steps, VICTIM_BATCH, VICTIM_LR, self.seed)?;
         }
-        let mut rng = ChaCha8Rng::seed_from_u64(self.noise_seed);
+        let mut rng = MechanismRng::new(self.noise)?;
         let mut rows = Vec::with_capacity(self.samples.len());
         for (index, batch) in self.samples.chunks(self.batch_size).enumerate() {
             let first = index * self.batch_size;
@@ -532,7 +538,10 @@ fn run_in(root: &Path, args: LeakageArgs) -> Result<PathBuf> {
                     iterations: plan.iterations,
                     tv_weight: plan.tv_weight,
                     seed: plan.seed,
-                    noise_seed: plan.seed ^ (0x1eaf << 16) ^ index as u64,
+                    noise: plan
+                        .noise_rng
+                        .mode()
+                        .source(plan.seed ^ (0x1eaf << 16) ^ index as u64),
                     victim_training: victim_training.clone(),
                     batch_size: 1,
                     progress: None,
@@ -551,7 +560,7 @@ fn run_in(root: &Path, args: LeakageArgs) -> Result<PathBuf> {
                 iterations: plan.iterations,
                 tv_weight: plan.tv_weight,
                 seed: plan.seed,
-                noise_seed: plan.seed,
+                noise: plan.noise_rng.mode().source(plan.seed),
                 victim_training: victim_training.clone(),
                 batch_size,
                 progress: None,
@@ -629,6 +638,7 @@ fn write_report(
         dir,
         "Leakage: gradient inversion against privatised gradients",
     );
+    report.paragraph(&plan.noise_rng.report_line());
     report.paragraph(&format!(
         "QGI (DQN victim) and RGI (REINFORCE victim) in setting S1 (RGB + depth + bounding box) \
          attack one single-sample gradient per sample after it passes through a defence: DP-SGD \
@@ -841,7 +851,10 @@ fn write_report(
             .collect::<Vec<_>>()
             .join(","),
         plan.backend,
-    );
+    ) + match plan.noise_rng {
+        NoiseRng::Seeded => "",
+        NoiseRng::Secure => " --noise-rng secure",
+    };
     report.reproduce([command]);
     report.write()
 }
@@ -1019,6 +1032,7 @@ mod tests {
             seed,
             backend,
             threads,
+            noise_rng: NoiseRng::Seeded,
         }
     }
 
@@ -1095,7 +1109,7 @@ mod tests {
                     iterations: plan.iterations,
                     tv_weight: plan.tv_weight,
                     seed: plan.seed,
-                    noise_seed: 99,
+                    noise: RandomnessSource::Seeded(99),
                     victim_training: None,
                     batch_size: 1,
                     progress: None,
@@ -1140,7 +1154,7 @@ mod tests {
                     iterations: 1,
                     tv_weight: plan.tv_weight,
                     seed: plan.seed,
-                    noise_seed: 5,
+                    noise: RandomnessSource::Seeded(5),
                     victim_training: None,
                     batch_size: 1,
                     progress: None,

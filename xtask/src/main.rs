@@ -12,6 +12,7 @@ mod env_cmd;
 mod inversion_suite;
 mod kickstart_suite;
 mod leakage_suite;
+mod noise_rng;
 mod pgc_cmd;
 mod pgc_suite;
 mod plot;

@@ -17,6 +17,7 @@ use privrl_agents::{
 use serde::Serialize;
 
 use crate::backend::{dispatch, BackendChoice, BackendTask};
+use crate::noise_rng::NoiseRng;
 use crate::report::{Cell, Report};
 use crate::run::{suite_dir, write_json};
 use crate::sweep::progress_bar;
@@ -86,6 +87,10 @@ pub struct PgcParams {
     /// Give the network biases (d = 131; the paper's d = 112 counts none).
     #[arg(long)]
     pub bias: bool,
+    /// Where the agents' mechanism noise comes from: `seeded` (from each agent's seed) or
+    /// `secure` (the OS CSPRNG; what a deployment should use).
+    #[arg(long, value_enum, default_value_t = NoiseRng::Seeded)]
+    pub noise_rng: NoiseRng,
 }
 
 impl PgcParams {
@@ -110,7 +115,7 @@ impl PgcParams {
             .with_buffer_size(buffer)
             .with_lr(self.lr)
             .with_bias(self.bias);
-        config
+        config.with_noise_rng(self.noise_rng.mode())
     }
 }
 

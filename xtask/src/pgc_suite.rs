@@ -17,6 +17,7 @@ use privrl_agents::{
 use serde::Serialize;
 
 use crate::backend::{dispatch, BackendChoice, BackendTask};
+use crate::noise_rng::NoiseRng;
 use crate::plot::{Line, LineChart};
 use crate::report::{Cell, Report};
 use crate::run::{suite_dir, RunDir, RunName};
@@ -94,6 +95,10 @@ pub struct PgcSuiteArgs {
     /// Backend.
     #[arg(long, value_enum, default_value_t = BackendChoice::default())]
     pub backend: BackendChoice,
+    /// Where the agents' mechanism noise comes from: `seeded` (from each agent's seed,
+    /// reproducible up to the asynchrony of the agents) or `secure` (the OS CSPRNG).
+    #[arg(long, value_enum, default_value_t = NoiseRng::Seeded)]
+    pub noise_rng: NoiseRng,
 }
 
 impl PgcSuiteArgs {
@@ -116,6 +121,7 @@ impl PgcSuiteArgs {
             seed,
             backend,
             threads,
+            noise_rng: NoiseRng::Seeded,
         }
     }
 }
@@ -147,6 +153,7 @@ struct Plan {
     mechanisms: Vec<Mech>,
     seed: u64,
     backend: BackendChoice,
+    noise_rng: NoiseRng,
 }
 
 impl PgcSuiteArgs {
@@ -178,6 +185,7 @@ impl PgcSuiteArgs {
             mechanisms: self.mechanisms.clone(),
             seed: self.seed,
             backend: self.backend,
+            noise_rng: self.noise_rng,
         }
     }
 }
@@ -328,7 +336,7 @@ impl Trial {
         if self.plan.sample_actions {
             config.a3c.exploration = Exploration::Sample;
         }
-        config
+        config.with_noise_rng(self.plan.noise_rng.mode())
     }
 }
 
@@ -513,6 +521,7 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
     };
 
     let mut report = Report::new(&dir, "PGC-A3C: locally private distributed RL");
+    report.paragraph(&plan.noise_rng.report_line());
     report.paragraph(&format!(
         "Ono & Takahashi, *Locally Private Distributed Reinforcement Learning*, Section 4. \
          CartPole-v0 (200 steps) with gravity ψ ∈ {{9.7, 9.8, 9.9}} drawn per agent; a 16-unit \
@@ -713,6 +722,9 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
         (TransportChoice::Redis, Some(url)) => format!(" --transport redis --redis {url}"),
         (TransportChoice::Redis, None) => " --transport redis".to_string(),
         (TransportChoice::Inprocess, _) => String::new(),
+    } + match plan.noise_rng {
+        NoiseRng::Seeded => "",
+        NoiseRng::Secure => " --noise-rng secure",
     };
     report.reproduce([command]);
     let path = report.write().context("writing the PGC report")?;

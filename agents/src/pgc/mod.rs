@@ -39,8 +39,8 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Tensor, TensorData};
 use privrl_envs::{CartPoleConfig, Env};
 use privrl_privacy::{
-    clip_l1, LaplaceConfig, LaplaceGradient, Mechanism, PrivacyError, ProjectedRandomSign,
-    ProjectionMatrix, PrsConfig,
+    clip_l1, LaplaceConfig, LaplaceGradient, Mechanism, MechanismRng, NoiseMode, PrivacyError,
+    ProjectedRandomSign, ProjectionMatrix, PrsConfig,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -338,6 +338,10 @@ pub struct PgcConfig {
     /// Stop at the first success (FST is all that Tables 1–3 need).
     #[config(default = true)]
     pub stop_at_success: bool,
+    /// Where each agent's mechanism noise comes from: a generator seeded from the agent's
+    /// seed, or the operating system's CSPRNG ([`NoiseMode`]).
+    #[config(default = "NoiseMode::Seeded")]
+    pub noise_rng: NoiseMode,
 }
 
 impl PgcConfig {
@@ -556,13 +560,17 @@ pub struct PgcAgent<B: AutodiffBackend> {
     template: ActorCritic<B>,
     device: B::Device,
     rng: ChaCha8Rng,
+    /// The mechanism's randomness, apart from the episodes' so that a secure source leaves
+    /// play reproducible.
+    noise_rng: MechanismRng,
     source: String,
     seq: u64,
     identity: Option<Identity>,
 }
 
 impl<B: AutodiffBackend> PgcAgent<B> {
-    /// An agent named `source` (unique within the run) drawing its randomness from `seed`.
+    /// An agent named `source` (unique within the run) drawing its randomness from `seed`
+    /// (the mechanism's from the operating system instead under `NoiseMode::Secure`).
     pub fn new(
         config: &PgcConfig,
         source: impl Into<String>,
@@ -576,12 +584,14 @@ impl<B: AutodiffBackend> PgcAgent<B> {
         let mechanism = config
             .mechanism
             .build(template.num_params(), config.rounds)?;
+        let noise_rng = config.noise_rng.rng(rng.random())?;
         Ok(Self {
             config: config.clone(),
             mechanism,
             template,
             device: device.clone(),
             rng,
+            noise_rng,
             source: source.into(),
             seq: 0,
             identity: None,
@@ -668,7 +678,9 @@ impl<B: AutodiffBackend> PgcAgent<B> {
         parameters: &Parameters,
         score: f64,
     ) -> Result<Submission, PgcError> {
-        let noisy = self.mechanism.release(&gradient.flatten(), &mut self.rng)?;
+        let noisy = self
+            .mechanism
+            .release(&gradient.flatten(), &mut self.noise_rng)?;
         self.seq += 1;
         Ok(Submission {
             source: self.source.clone(),
