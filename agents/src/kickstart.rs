@@ -9,7 +9,7 @@
 //!   [`Ledger`] with its (ε, δ) from Theorem 1 (eq. 12 and eq. 6/13). Once the budget is spent,
 //!   k falls below the floor, or δ becomes vacuous, the teacher shares uniformly random
 //!   policies ((0, 0)-DP, remark at the end of Section 4) or stops, as configured.
-//! - [`PrivacyAwareKickstarting`]: the student's extra loss term E[φ_λ] (eq. 15–17), an
+//! - [`PrivacyAwareKickstarting`]: the student's extra loss term E\[φ_λ\] (eq. 15–17), an
 //!   [`AuxiliaryPolicyLoss`] for [`crate::Ppo`].
 //!
 //! Choices where the paper is silent:
@@ -506,7 +506,7 @@ pub struct PrivacyAwareConfig {
     /// Confidence level β ∈ (0, 1) of Lemma 1 in eq. 15.
     #[config(default = 0.05)]
     pub beta: f64,
-    /// Weight of E[φ_λ] against the PPO surrogate (the "additional hyperparameter to balance
+    /// Weight of E\[φ_λ\] against the PPO surrogate (the "additional hyperparameter to balance
     /// the two terms" after eq. 17; the paper uses 1).
     #[config(default = 1.0)]
     pub balance: f64,
@@ -541,7 +541,7 @@ impl PrivacyAwareConfig {
     }
 }
 
-/// E[φ_λ] over a batch (eq. 16, 17): φ_λ(s) = ‖π_θ(s) − π^t(s)‖₂ · 1{‖π_θ(s) − π^t(s)‖₂ > α_λ(s)},
+/// E\[φ_λ\] over a batch (eq. 16, 17): φ_λ(s) = ‖π_θ(s) − π^t(s)‖₂ · 1{‖π_θ(s) − π^t(s)‖₂ > α_λ(s)},
 /// weighted per row by `weights` (1 for a state with a demonstration, 0 without), averaged
 /// over all rows. `probabilities` and `teacher` are `[batch, m]`, `radius` and `weights`
 /// `[batch]`. The indicator is piecewise constant and carries no gradient; inside the ball the
@@ -566,10 +566,10 @@ pub fn privacy_aware_penalty<B: Backend>(
     (norm * outside * weights).mean()
 }
 
-/// The privacy-aware student's term E[φ_λ] as an [`AuxiliaryPolicyLoss`]: it asks the
+/// The privacy-aware student's term E\[φ_λ\] as an [`AuxiliaryPolicyLoss`]: it asks the
 /// [`PrivateTeacher`] for a demonstration at every state the student visits (the teacher starts
-/// a trajectory whenever the student does), and adds `balance`·E[φ_λ] to the PPO loss:
-/// J̃ = J − E[φ_λ] (eq. 17).
+/// a trajectory whenever the student does), and adds `balance`·E\[φ_λ\] to the PPO loss:
+/// J̃ = J − E\[φ_λ\] (eq. 17).
 ///
 /// λ = 0 with an exact teacher is conventional kickstarting with the 2-norm distance; λ = 0
 /// with the mechanism is the privacy-unaware student.

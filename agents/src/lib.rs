@@ -7,7 +7,7 @@
 //! - [`dqn`]: DQN with replay, a target network, ε-greedy and MSE loss; optional Double DQN.
 //! - [`reinforce`]: REINFORCE with an entropy bonus, one episode per gradient.
 //! - [`kickstart`]: privacy-preserving kickstarting: Dirichlet-privatised teacher with a
-//!   ledger, the privacy-aware student's penalty E[φ_λ] for PPO.
+//!   ledger, the privacy-aware student's penalty E\[φ_λ\] for PPO.
 //! - [`a3c`]: A3C with worker threads submitting per-episode gradients to shared parameters.
 //! - [`private_training`]: DP-SGD REINFORCE and DQN with their ε, and noise on observations.
 //! - [`pgc`]: PGC-A3C, locally private distributed A3C over threads or Redis Streams.
@@ -15,13 +15,13 @@
 //!
 //! Every agent exposes `act`, `update(batch)`, `gradient(batch) -> GradientRecord` and
 //! checkpoints; the [`Agent`] trait is the loop-level part that `cargo xtask train` uses.
-//! Randomness comes from a `ChaCha8Rng` seeded by the caller, never from Burn's global
-//! generator (dropout included), so the same seed gives the same initial networks, actions
-//! and batches on the same backend. Two caveats: A3C with more than one worker depends on
-//! thread scheduling, and on burn-ndarray some backward passes are not bit-reproducible even
-//! in one process: the gradient of a loss through `s − log Σ exp s` (as in the PPO and
-//! REINFORCE policy losses) differs in the last bits between repeated calls on identical
-//! inputs, with one thread or many (issue 18; under investigation).
+//! Randomness comes from generators seeded by the caller, never from Burn's global generator
+//! (dropout included), and a seeded run repeats bit for bit on the same build, machine and
+//! backend: networks, batches, gradients and checkpoint files (`docs/determinism.md`;
+//! `cargo xtask check determinism` checks a build). A3C and PGC with several workers are
+//! asynchronous: each worker's gradient is exact for the θ′ it copied, but which θ′ that is
+//! depends on thread scheduling. Privacy mechanisms can draw from the operating system instead
+//! ([`privrl_privacy::NoiseMode`]).
 //!
 //! Every graph is built and differentiated inside an autodiff section ([`autodiff`]), which
 //! makes the agents safe to use from several threads at once.

@@ -3,7 +3,7 @@
 //! Every layer here is twice differentiable under `Autodiff<Autodiff<B>>`, so the gradient
 //! inversion attacks can differentiate a weight gradient with respect to the input. That rules
 //! out `burn::nn::Linear` (its fused `linear` op has a backward that cannot be differentiated
-//! again) and pooling; see `ARCHITECTURE.md`, "Rules for second-order gradients".
+//! again) and pooling; see `docs/architecture.md`, "Burn 0.21, pinned".
 //!
 //! Parameters are drawn from a caller-supplied RNG rather than the backend's global one, so the
 //! same seed gives the same weights on every backend and in every thread.

@@ -13,7 +13,7 @@
 //! an epoch gets value 0 (Spinning Up bootstraps it).
 //!
 //! [`AuxiliaryPolicyLoss`] adds a term to the policy loss, e.g. the privacy-aware student's
-//! penalty E[φ_λ] of the kickstarting paper (eq. 17: J̃ = J − E[φ_λ]).
+//! penalty E\[φ_λ\] of the kickstarting paper (eq. 17: J̃ = J − E\[φ_λ\]).
 
 use std::path::Path;
 

@@ -1,5 +1,5 @@
 //! Defences between the learner and the attacker: the shared gradient passes through one of
-//! them before [`crate::attack`] sees it, so that the leakage of a privatised gradient can be
+//! them before [`crate::attack()`] sees it, so that the leakage of a privatised gradient can be
 //! measured beside the ε it buys (the leakage suite).
 //!
 //! - DP-SGD (paper 004, Figure 7; Abadi et al.): every per-sample gradient is clipped to L2

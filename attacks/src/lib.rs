@@ -20,7 +20,7 @@
 //! - [`defence`]: DP-SGD, Laplace and projected-random-sign defences between the learner and
 //!   the attacker, for measuring leakage against ε.
 //!
-//! Second-order gradients use `Autodiff<Autodiff<B>>` (see `ARCHITECTURE.md`); every layer of
+//! Second-order gradients use `Autodiff<Autodiff<B>>` (see `docs/architecture.md`); every layer of
 //! the victim is twice differentiable.
 
 pub mod adam;

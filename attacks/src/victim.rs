@@ -4,7 +4,7 @@
 //! The network lives on `Autodiff<Autodiff<B>>` ([`Outer`]): the outer autodiff tracks its
 //! weights, and the inner one ([`Inner`]) tracks whatever the attacker reconstructs, so that a
 //! weight gradient can be differentiated again with respect to the reconstruction
-//! (`ARCHITECTURE.md`, "Rules for second-order gradients"). The victim's own gradient is
+//! (`docs/architecture.md`, "Burn 0.21, pinned"). The victim's own gradient is
 //! computed on the same module with constant inputs; it is numerically the gradient that
 //! `privrl_agents::Dqn::gradient` or `privrl_agents::Reinforce::gradient` shares.
 //!

@@ -93,7 +93,7 @@ pub struct KickstartArgs {
     /// Confidence level β of Lemma 1 in α_λ (eq. 15).
     #[arg(long, default_value_t = 0.05)]
     pub beta: f64,
-    /// Weight of E[φ_λ] against the PPO surrogate (the paper's optional balance coefficient).
+    /// Weight of E\[φ_λ\] against the PPO surrogate (the paper's optional balance coefficient).
     #[arg(long, default_value_t = 1.0)]
     pub balance: f64,
     /// η of Δ_{m,η}. Default 0.4/m (0.2 for two actions: with τ = 0.0127 that gives δ ≈ 0.05

@@ -52,7 +52,7 @@ enum Command {
     /// Train PPO, DQN, REINFORCE or A3C and write run directories with learning curves.
     Train(train::TrainArgs),
     /// Run one gradient inversion attack (QGI, RGI, DLG, IG) on room samples and write
-    /// runs/attack/<method>-<setting>-seed<S>/ with a reconstruction sheet.
+    /// `runs/attack/<method>-<setting>-seed<S>/` with a reconstruction sheet.
     Attack(inversion_suite::AttackArgs),
     /// Reproduce a paper's experiments.
     #[command(subcommand)]

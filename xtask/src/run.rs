@@ -1,5 +1,5 @@
 //! Run directories: `runs/<suite>/<run-name>/` with `config.json`, `metrics.csv` and
-//! `summary.json` (ARCHITECTURE.md, "Runs, results and reports").
+//! `summary.json` (`docs/architecture.md`, "Runs, results and reports").
 //!
 //! A run writes `config.json` first, streams `metrics.csv` one flushed row at a time (so a
 //! killed run keeps the rows it logged), and writes `summary.json` last: a run with a summary
@@ -528,7 +528,7 @@ pub(crate) mod tests {
         }
     }
 
-    /// Asserts that `run` has the files every run directory must have (ARCHITECTURE.md) and a
+    /// Asserts that `run` has the files every run directory must have (`docs/architecture.md`) and a
     /// learning-curve plot.
     pub(crate) fn assert_complete_run(run: &Path) {
         assert_run_files(run, &["curve.png", "curve.svg"]);
