@@ -25,6 +25,39 @@
 //!
 //! Every graph is built and differentiated inside an autodiff section ([`autodiff`]), which
 //! makes the agents safe to use from several threads at once.
+//!
+//! PPO on CartPole for one epoch, on the CPU backend:
+//!
+//! ```
+//! use burn::backend::{Autodiff, NdArray};
+//! use privrl_agents::{Agent, Ppo, PpoConfig};
+//!
+//! let env = privrl_envs::make("CartPole-v1")?;
+//! let config = PpoConfig::new().with_steps_per_epoch(500);
+//! let mut ppo = Ppo::<Autodiff<NdArray>>::new(config, env, &Default::default(), 0)?;
+//! let stats = ppo.train_epoch()?;
+//! assert_eq!(stats.env_steps, 500);
+//! println!("{} episodes, mean return {:.1}", stats.episodes, stats.mean_return_100);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! A round of PGC-A3C in one process: three agent threads submit Laplace-privatised gradients
+//! (ε = 1 each) to an aggregator until it has applied 20:
+//!
+//! ```
+//! use burn::backend::{Autodiff, NdArray};
+//! use privrl_agents::pgc::run_pgc;
+//! use privrl_agents::{A3cConfig, InProcess, PgcConfig, PgcMechanism};
+//!
+//! let config = PgcConfig::paper(PgcMechanism::laplace(Some(1.0)))
+//!     .with_max_submissions(20)
+//!     .with_a3c(A3cConfig::pgc_paper().with_workers(3));
+//! let outcome = run_pgc::<Autodiff<NdArray>>(&config, &InProcess::new(), 0, &Default::default(), |_| {})?;
+//! assert_eq!(outcome.applied, 20);
+//! # Ok::<(), privrl_agents::PgcError>(())
+//! ```
+
+#![warn(missing_docs)]
 
 pub mod a3c;
 pub mod agent;

@@ -23,6 +23,38 @@
 //! Second-order gradients use `Autodiff<Autodiff<B>>` (see `docs/architecture.md`); every layer of
 //! the victim is twice differentiable.
 
+//!
+//! QGI on a DQN learner that shares the gradient of one private transition:
+//!
+//! ```
+//! use burn::backend::NdArray;
+//! use privrl_agents::MultimodalNetConfig;
+//! use privrl_attacks::{attack, AttackConfig, Sample, Victim, VictimKind};
+//!
+//! // A Q-network on a 4-value state (a target's bounding box), 7 actions, no cameras.
+//! let network = MultimodalNetConfig::new(4, 7)
+//!     .with_vector_hidden(vec![16])
+//!     .with_head_hidden(vec![32]);
+//! let victim = Victim::<NdArray>::from_seed(&network, VictimKind::Dqn, 3, &Default::default())?;
+//! let secret = Sample {
+//!     rgb: None,
+//!     depth: None,
+//!     vector: vec![-0.5, -0.2, 0.3, 0.6],
+//!     action: 2,
+//!     signal: 1.5, // the target Q-value of the TD loss
+//! };
+//! // What the learner shares: the gradient of its TD loss on the transition.
+//! let shared = victim.shared_gradient(std::slice::from_ref(&secret))?;
+//! let stolen = attack(&victim, &shared, &AttackConfig::qgi())?;
+//! assert_eq!(stolen.action, secret.action);
+//! for (got, truth) in stolen.vector.iter().zip(&secret.vector) {
+//!     assert!((got - truth).abs() < 1e-2, "{:?}", stolen.vector);
+//! }
+//! assert!((stolen.signal - secret.signal).abs() < 1e-2 * secret.signal, "{}", stolen.signal);
+//! # Ok::<(), privrl_attacks::AttackError>(())
+//! ```
+#![warn(missing_docs)]
+
 pub mod adam;
 pub mod attack;
 pub mod defence;

@@ -255,6 +255,22 @@ impl DirichletSampler {
     }
 }
 
+// The accounting (Theorem 1) knows nothing of the mechanism; the mechanism is built from it
+// here, so the two modules depend one way.
+impl DirichletPrivacy {
+    /// The mechanism with cost (ε, δ̂ + half-width): δ is accounted at its upper confidence
+    /// bound. `delta` must have been computed for these parameters
+    /// ([`PrivacyError::Inconsistent`] otherwise), and its upper bound must be below 1.
+    pub fn mechanism(&self, delta: &DeltaEstimate) -> Result<DirichletMechanism, PrivacyError> {
+        if delta.config != self.config() {
+            return Err(PrivacyError::Inconsistent(
+                "the delta estimate was computed for other parameters",
+            ));
+        }
+        DirichletMechanism::from_accounting(self, delta)
+    }
+}
+
 /// The Dirichlet mechanism Dir_k of paper 000, eq. 5, with the (ε, δ) of Theorem 1.
 ///
 /// Built by [`DirichletPrivacy::mechanism`] (which refuses a vacuous δ) or

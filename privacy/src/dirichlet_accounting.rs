@@ -9,7 +9,6 @@
 
 use rand::Rng;
 
-use crate::dirichlet::DirichletMechanism;
 use crate::error::{non_negative, open_unit, positive};
 use crate::randomness::LogGammaSampler;
 use crate::special::{beta_reg, ln_gamma};
@@ -286,18 +285,6 @@ impl DirichletPrivacy {
             }
         }
         self.delta_monte_carlo(samples, confidence, rng)
-    }
-
-    /// The mechanism with cost (ε, δ̂ + half-width): δ is accounted at its upper confidence
-    /// bound. `delta` must have been computed for these parameters
-    /// ([`PrivacyError::Inconsistent`] otherwise), and its upper bound must be below 1.
-    pub fn mechanism(&self, delta: &DeltaEstimate) -> Result<DirichletMechanism, PrivacyError> {
-        if delta.config != self.config {
-            return Err(PrivacyError::Inconsistent(
-                "the delta estimate was computed for other parameters",
-            ));
-        }
-        DirichletMechanism::from_accounting(self, delta)
     }
 
     /// The largest k whose eq. 12 ε is at most `target_epsilon`, the other parameters fixed.

@@ -18,6 +18,35 @@
 //!
 //! Configs are validated once, by `XConfig::build(self) -> Result<X, PrivacyError>`; the built
 //! value's hot path does not check its parameters again. Every mechanism takes `&mut impl Rng`.
+//!
+//! A teacher's two-action policy, released through the Dirichlet mechanism of the
+//! kickstarting paper with its (ε, δ) from Theorem 1:
+//!
+//! ```
+//! use privrl_privacy::{DirichletConfig, Mechanism, NoiseMode};
+//!
+//! let privacy = DirichletConfig {
+//!     actions: 2,
+//!     concentration: 5.0, // k: higher shares more, at a higher ε
+//!     eta: 0.1,           // the released policy stays in Δ_{m,η}
+//!     tau: 0.02,          // outputs outside Δ_{m,τ} are the δ event
+//!     lipschitz: 1.0,     // of the teacher's observation → policy map
+//!     adjacency: 0.01,    // neighbouring observations are this close
+//! }
+//! .build()?;
+//! // Seeded for a reproducible example; `NoiseMode::Secure` reads the OS instead.
+//! let mut rng = NoiseMode::Seeded.rng(7)?;
+//! let delta = privacy.delta(10_000, 0.95, &mut rng)?; // exact for two actions
+//! let mechanism = privacy.mechanism(&delta)?;
+//! let released = mechanism.release(&[0.6, 0.4], &mut rng)?;
+//! let cost = mechanism.cost();
+//! println!("shared {released:?} at ε = {:.2}, δ = {:.1e}", cost.epsilon, cost.delta);
+//! assert!((released.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+//! assert!(cost.epsilon > 0.0 && cost.delta < 1.0);
+//! # Ok::<(), privrl_privacy::PrivacyError>(())
+//! ```
+
+#![warn(missing_docs)]
 
 pub mod composition;
 pub mod dirichlet;
