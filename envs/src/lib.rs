@@ -44,6 +44,8 @@
 //! # }
 //! ```
 
+#![warn(missing_docs)]
+
 mod acrobot;
 mod cartpole;
 mod env;
