@@ -77,6 +77,16 @@ pub enum PrivacyError {
     /// A numerical routine did not converge or left its domain; the result would be meaningless.
     #[error("numerical failure in {0}")]
     Numerical(&'static str),
+    /// A value given as text does not parse.
+    #[error("{what}: {text:?} does not parse: expected {expected}")]
+    Parse {
+        /// What was being read.
+        what: &'static str,
+        /// The text that was given.
+        text: String,
+        /// What is accepted, in words.
+        expected: &'static str,
+    },
 }
 
 /// `value` must be finite and strictly positive.

@@ -52,6 +52,7 @@ pub mod composition;
 pub mod dirichlet;
 pub mod dirichlet_accounting;
 pub mod dpsgd;
+mod epsilon;
 mod error;
 pub mod gaussian;
 pub mod laplace;
@@ -76,6 +77,7 @@ pub use dirichlet_accounting::{
     bernoulli_half_width, DeltaEstimate, DeltaMethod, DirichletConfig, DirichletPrivacy,
 };
 pub use dpsgd::{clip_l2, poisson_sample, Clipping, DpSgd, DpSgdConfig};
+pub use epsilon::Epsilon;
 pub use error::PrivacyError;
 pub use gaussian::{
     analytic_gaussian_delta, analytic_gaussian_sigma, classic_gaussian_sigma, GaussianCalibration,

@@ -454,15 +454,6 @@ fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len() as f64
 }
 
-/// `ε=…` for a plot annotation or table cell.
-fn format_epsilon(epsilon: f64) -> String {
-    if epsilon.is_infinite() {
-        "∞".into()
-    } else {
-        format!("{epsilon:.2}")
-    }
-}
-
 /// One point of the sweep: a method at a noise level, over seeds.
 struct Point {
     method: Method,
@@ -566,7 +557,7 @@ fn family_charts(
             .annotations(
                 of_method
                     .iter()
-                    .map(|p| format!("ε={}", format_epsilon(p.epsilon()))),
+                    .map(|p| format!("ε={}", format_number(p.epsilon()))),
             );
             chart = chart.line(line);
         }
@@ -708,7 +699,7 @@ fn run_in(root: &Path, args: DpsgdArgs) -> Result<PathBuf> {
         rows.push(vec![
             Cell::from(point.method.name()),
             Cell::from(format_number(point.noise)),
-            Cell::from(format_epsilon(point.epsilon())),
+            Cell::from(format_number(point.epsilon())),
             Cell::from(format_mean_std(&point.mean_returns())),
             Cell::from(format_number(median(&point.median_returns()))),
             Cell::from(format!(

@@ -695,11 +695,11 @@ fn write_report(
         rows.push(vec![
             Cell::from(cell.method.name()),
             Cell::from(cell.defence.to_string()),
-            Cell::from(format_epsilon(cell.epsilon)),
+            Cell::from(format_number(cell.epsilon)),
             Cell::from(util.map_or("-".into(), |u| {
                 let eps = u
                     .epsilon
-                    .map_or(String::new(), |e| format!(" (ε {})", format_epsilon(e)));
+                    .map_or(String::new(), |e| format!(" (ε {})", format_number(e)));
                 format!("{}{eps}", format_number(u.value))
             })),
         ]);
@@ -794,13 +794,13 @@ fn write_report(
                 Some(c) => format!(
                     "{} against {family}: unrecognisable at every tested ε ≤ {} ({})",
                     method.name(),
-                    format_epsilon(c.epsilon),
+                    format_number(c.epsilon),
                     c.defence
                 ),
                 None => format!(
                     "{} against {family}: recognisable already at the smallest tested ε {}",
                     method.name(),
-                    format_epsilon(of_family[0].epsilon)
+                    format_number(of_family[0].epsilon)
                 ),
             });
         }
@@ -895,14 +895,6 @@ fn cells_of<'a>(cells: &'a [CellResult], method: Method, family: &str) -> Vec<&'
         .collect();
     of_family.sort_by(|a, b| a.epsilon.total_cmp(&b.epsilon));
     of_family
-}
-
-fn format_epsilon(epsilon: f64) -> String {
-    if epsilon.is_infinite() {
-        "∞".into()
-    } else {
-        format_number(epsilon)
-    }
 }
 
 /// One defence family: ε on a log x axis; left, the utility the other suite measured; right,

@@ -21,34 +21,7 @@ use crate::noise_rng::NoiseRng;
 use crate::report::{Cell, Report};
 use crate::run::{suite_dir, write_json};
 use crate::sweep::progress_bar;
-
-/// ε per agent, `inf` for ε = ∞.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Epsilon(pub Option<f64>);
-
-impl std::str::FromStr for Epsilon {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Self, String> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "inf" | "infinity" | "∞" => Ok(Self(None)),
-            other => match other.parse::<f64>() {
-                Ok(e) if e.is_finite() && e > 0.0 => Ok(Self(Some(e))),
-                _ => Err(format!(
-                    "epsilon must be a number > 0 or `inf`, got {text:?}"
-                )),
-            },
-        }
-    }
-}
-
-impl std::fmt::Display for Epsilon {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            Some(e) => write!(f, "{e}"),
-            None => f.write_str("∞"),
-        }
-    }
-}
+use privrl_privacy::Epsilon;
 
 /// Which mechanism Q the agents apply.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -56,7 +29,8 @@ impl std::fmt::Display for Epsilon {
 pub enum MechanismChoice {
     /// No mechanism: plain A3C (not private).
     None,
-    /// Laplace mechanism (Algorithm 2).
+    /// Laplace mechanism (Algorithm 2) (alias: lap).
+    #[value(alias = "lap")]
     Laplace,
     /// Projected random sign (Algorithm 3).
     Prs,
@@ -96,7 +70,7 @@ pub struct PgcParams {
 impl PgcParams {
     /// The run configuration (the paper's Section 4 setting with these overrides).
     pub fn config(&self) -> PgcConfig {
-        let epsilon = self.epsilon.0;
+        let epsilon = self.epsilon.get();
         let mechanism = match self.mechanism {
             MechanismChoice::None => PgcMechanism::NonPrivate,
             MechanismChoice::Laplace => PgcMechanism::Laplace {

@@ -22,6 +22,7 @@ use crate::plot::{Line, LineChart};
 use crate::report::{Cell, Report};
 use crate::run::{suite_dir, RunDir, RunName};
 use crate::sweep::{run_parallel, Job};
+use privrl_privacy::Epsilon;
 
 const SUITE: &str = "pgc";
 
@@ -68,8 +69,8 @@ pub struct PgcSuiteArgs {
     pub bias: bool,
     /// The ε of the cells (comma-separated, `inf` for ∞). Default 2,inf quick, 1,2,5,10,inf
     /// otherwise (Tables 1–3).
-    #[arg(long, value_delimiter = ',', value_parser = parse_epsilon)]
-    pub epsilons: Option<Vec<f64>>,
+    #[arg(long, value_delimiter = ',')]
+    pub epsilons: Option<Vec<Epsilon>>,
     /// Sample actions from π (the original A3C) instead of the paper's argmax with
     /// α-greedy exploration, α = max(0, 0.5 − n/1800): an ablation for the policy collapse.
     #[arg(long)]
@@ -126,15 +127,13 @@ impl PgcSuiteArgs {
     }
 }
 
-/// An ε for `--epsilons`: a number > 0, or `inf` for ∞.
-fn parse_epsilon(text: &str) -> Result<f64, String> {
-    match text.trim() {
-        "inf" | "∞" => Ok(f64::INFINITY),
-        other => match other.parse::<f64>() {
-            Ok(e) if e > 0.0 && e.is_finite() => Ok(e),
-            _ => Err(format!("expected a number > 0 or `inf`, got {other:?}")),
-        },
-    }
+/// The finite budgets, then ∞: the tables' columns.
+fn finite_then_infinite(finite: &[f64]) -> Vec<Epsilon> {
+    finite
+        .iter()
+        .map(|&e| Epsilon::finite(e).expect("the default budgets are positive"))
+        .chain([Epsilon::INFINITE])
+        .collect()
 }
 
 /// Resolved parameters (what config.json records).
@@ -143,7 +142,7 @@ struct Plan {
     trials: usize,
     max_submissions: u64,
     fig2_submissions: u64,
-    epsilons: Vec<Option<f64>>,
+    epsilons: Vec<Epsilon>,
     transport: TransportChoice,
     workers: usize,
     bias: bool,
@@ -169,9 +168,9 @@ impl PgcSuiteArgs {
                 10_000
             }),
             epsilons: match &self.epsilons {
-                Some(list) => list.iter().map(|&e| e.is_finite().then_some(e)).collect(),
-                None if self.quick => vec![Some(2.0), None],
-                None => vec![Some(1.0), Some(2.0), Some(5.0), Some(10.0), None],
+                Some(list) => list.clone(),
+                None if self.quick => finite_then_infinite(&[2.0]),
+                None => finite_then_infinite(&[1.0, 2.0, 5.0, 10.0]),
             },
             transport: self.transport,
             workers: self.workers,
@@ -193,8 +192,8 @@ impl PgcSuiteArgs {
 /// A mechanism Q of the tables' rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ValueEnum)]
 pub enum Mech {
-    /// Laplace (Algorithm 2), C = 0.01, |B| = 1.
-    #[value(name = "lap")]
+    /// Laplace (Algorithm 2), C = 0.01, |B| = 1 (alias: lap).
+    #[value(name = "laplace", alias = "lap")]
     Laplace,
     /// Projected random sign (Algorithm 3), C = 1, |B| = 100.
     Prs,
@@ -231,7 +230,8 @@ impl Mech {
         }
     }
 
-    fn mechanism(self, epsilon: Option<f64>) -> PgcMechanism {
+    fn mechanism(self, epsilon: Epsilon) -> PgcMechanism {
+        let epsilon = epsilon.get();
         match self {
             Mech::Laplace => PgcMechanism::laplace(epsilon),
             Mech::Prs => PgcMechanism::prs(epsilon),
@@ -248,8 +248,8 @@ impl Mech {
     }
 
     /// The cells this row runs: the non-private row has only ε = ∞.
-    fn runs_at(self, epsilon: Option<f64>) -> bool {
-        self != Mech::NonPrivate || epsilon.is_none()
+    fn runs_at(self, epsilon: Epsilon) -> bool {
+        self != Mech::NonPrivate || epsilon == Epsilon::INFINITE
     }
 }
 
@@ -261,13 +261,8 @@ fn flag_value(value: &impl ValueEnum) -> String {
         .unwrap_or_default()
 }
 
-fn epsilon_label(epsilon: Option<f64>) -> String {
-    epsilon.map_or("∞".into(), |e| format!("{e}"))
-}
-
-/// The paper's Tables 1–3 (our text of the paper lost some cells: `?`).
-fn paper_values(mech: Mech, epsilon: Option<f64>) -> (&'static str, &'static str, &'static str) {
-    let column = match epsilon {
+fn paper_values(mech: Mech, epsilon: Epsilon) -> (&'static str, &'static str, &'static str) {
+    let column = match epsilon.get() {
         None => 4,
         Some(e) => match [1.0, 2.0, 5.0, 10.0].iter().position(|&p| p == e) {
             Some(column) => column,
@@ -299,7 +294,7 @@ fn paper_values(mech: Mech, epsilon: Option<f64>) -> (&'static str, &'static str
 struct Trial {
     plan: Plan,
     mech: Mech,
-    epsilon: Option<f64>,
+    epsilon: Epsilon,
     buffer_size: usize,
     max_submissions: u64,
     stop_at_success: bool,
@@ -311,7 +306,7 @@ struct Trial {
 #[derive(Debug, Clone, Serialize)]
 struct TrialSummary {
     mechanism: &'static str,
-    epsilon: Option<f64>,
+    epsilon: Epsilon,
     buffer_size: usize,
     seed: u64,
     fig2: bool,
@@ -407,7 +402,7 @@ impl BackendTask for Trial {
             LineChart::new(format!(
                 "{} ε = {}, |B| = {}: μ_n",
                 self.mech.name(),
-                epsilon_label(self.epsilon),
+                self.epsilon,
                 self.buffer_size
             ))
             .x_label("submissions")
@@ -467,7 +462,7 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
             for k in 0..plan.trials {
                 let seed = plan.seed + k as u64;
                 let name = RunName::new(mech.name())
-                    .param("eps", epsilon_label(epsilon).replace('∞', "inf"))
+                    .param("eps", epsilon.slug())
                     .param("buf", buffer)
                     .seed(seed);
                 jobs.push(Job::new(
@@ -497,7 +492,7 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
                     name.as_str(),
                     trial(
                         mech,
-                        Some(1.0),
+                        Epsilon::finite(1.0)?,
                         buffer,
                         plan.fig2_submissions,
                         false,
@@ -512,7 +507,7 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
     let outcomes = run_parallel(jobs, args.threads, |job, _| dispatch(backend, job))?.into_ok()?;
     let results: Vec<(TrialSummary, Vec<(f64, f64)>)> =
         outcomes.into_iter().map(|(_, r)| r).collect();
-    let fsts = |mech: Mech, epsilon: Option<f64>| -> Vec<Option<u64>> {
+    let fsts = |mech: Mech, epsilon: Epsilon| -> Vec<Option<u64>> {
         results
             .iter()
             .filter(|(s, _)| s.mechanism == mech.name() && s.epsilon == epsilon && !s.fig2)
@@ -555,11 +550,7 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
     ));
 
     let headers: Vec<String> = std::iter::once("Q".to_string())
-        .chain(
-            plan.epsilons
-                .iter()
-                .map(|&e| format!("ε = {} (paper)", epsilon_label(e))),
-        )
+        .chain(plan.epsilons.iter().map(|&e| format!("ε = {e} (paper)")))
         .collect();
     let header_refs: Vec<&str> = headers.iter().map(String::as_str).collect();
     let mut table1 = Vec::new();
@@ -570,9 +561,9 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
     let has_non_private = plan.mechanisms.contains(&Mech::NonPrivate);
     for &mech in &plan.mechanisms {
         let baseline = if has_non_private {
-            fsts(Mech::NonPrivate, None)
+            fsts(Mech::NonPrivate, Epsilon::INFINITE)
         } else {
-            fsts(mech, None)
+            fsts(mech, Epsilon::INFINITE)
         };
         let mut row1 = vec![Cell::from(mech.name())];
         let mut row2 = vec![Cell::from(mech.name())];
@@ -616,7 +607,7 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
                 plan.max_submissions as f64,
                 success_ratio(&cell, plan.max_submissions),
             ));
-            chart = chart.line(Line::new(format!("ε = {}", epsilon_label(epsilon)), points));
+            chart = chart.line(Line::new(format!("ε = {epsilon}"), points));
         }
         table1.push(row1);
         table2.push(row2);
@@ -693,11 +684,7 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
         total_submissions as f64 / wall.max(1e-9)
     ));
     // Every setting that changes a number here, so that the command reproduces it.
-    let epsilons: Vec<String> = plan
-        .epsilons
-        .iter()
-        .map(|e| e.map_or("inf".into(), |e| e.to_string()))
-        .collect();
+    let epsilons: Vec<String> = plan.epsilons.iter().map(|e| e.slug()).collect();
     let mechanisms: Vec<String> = plan.mechanisms.iter().map(flag_value).collect();
     let optimizer = flag_value(&plan.optimizer);
     let command = format!(
@@ -766,7 +753,7 @@ mod tests {
         let trial = Trial {
             plan,
             mech: Mech::Laplace,
-            epsilon: Some(2.0),
+            epsilon: Epsilon::finite(2.0).unwrap(),
             buffer_size: 1,
             max_submissions: 10,
             stop_at_success: true,
@@ -786,8 +773,27 @@ mod tests {
 
         let plan = parse(&["--mechanisms", "none,prs"]).plan();
         assert_eq!(plan.mechanisms, vec![Mech::NonPrivate, Mech::Prs]);
-        assert_eq!(Mech::NonPrivate.mechanism(None), PgcMechanism::NonPrivate);
-        assert!(Mech::NonPrivate.runs_at(None) && !Mech::NonPrivate.runs_at(Some(1.0)));
+        let one = Epsilon::finite(1.0).unwrap();
+        assert_eq!(
+            Mech::NonPrivate.mechanism(Epsilon::INFINITE),
+            PgcMechanism::NonPrivate
+        );
+        assert!(Mech::NonPrivate.runs_at(Epsilon::INFINITE) && !Mech::NonPrivate.runs_at(one));
+        // One parser for ε everywhere: numbers > 0 and the spellings of ∞.
+        let plan = parse(&["--epsilons", "0.5,inf,∞"]).plan();
+        assert_eq!(
+            plan.epsilons,
+            vec![
+                Epsilon::finite(0.5).unwrap(),
+                Epsilon::INFINITE,
+                Epsilon::INFINITE
+            ]
+        );
+        assert!(<Cli as clap::Parser>::try_parse_from(["pgc", "--epsilons", "0"]).is_err());
+        assert_eq!(
+            parse(&["--mechanisms", "lap"]).plan().mechanisms,
+            vec![Mech::Laplace]
+        );
         assert_eq!(Mech::Prs.buffer_size(), 100);
     }
 }
