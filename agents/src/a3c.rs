@@ -633,16 +633,19 @@ impl<B: AutodiffBackend> WorkerContext<'_, B> {
     /// until `target` submissions have been handed out.
     fn run_worker(&self, index: usize, worker: &mut Worker, target: u64) -> Result<(), AgentError> {
         loop {
-            let (n, local) = {
+            let (n, local, keep) = {
                 let mut shared = self.lock();
                 if shared.started >= target || shared.failed {
                     return Ok(());
                 }
                 shared.started += 1;
-                (shared.started - 1, shared.model.valid())
+                (
+                    shared.started - 1,
+                    shared.model.valid(),
+                    shared.kept.is_some(),
+                )
             };
             let (policy, value) = local.host_copies();
-            let keep = self.lock().kept.is_some();
             let kept_parameters = keep.then(|| local.clone());
             let (episode, local_log) = play_episode(
                 &mut worker.env,

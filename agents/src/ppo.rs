@@ -451,8 +451,8 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Ppo<B, N> {
         })?;
         let untracked = UntrackedCritic {
             critic: self.critic.valid(),
-            obs: matrix(&batch.obs, batch.obs_len, &self.device),
-            returns: vector(&batch.returns, &self.device),
+            obs: tensors.obs.clone().inner(),
+            returns: tensors.returns.clone().inner(),
         };
         let Self {
             actor,

@@ -251,26 +251,35 @@ fn same_contents(file: &Path, a: &[u8], b: &[u8]) -> bool {
     }
 }
 
+/// For each header cell, whether its column is kept (not wall-clock).
+fn kept_columns<'a>(headers: impl IntoIterator<Item = &'a str>) -> Vec<bool> {
+    headers
+        .into_iter()
+        .map(|h| !is_wall_clock(h.trim()))
+        .collect()
+}
+
+/// `cells` without the columns `keep` drops (cells past its end are kept), joined by `sep`.
+fn join_kept<'a>(cells: impl IntoIterator<Item = &'a str>, keep: &[bool], sep: &str) -> String {
+    cells
+        .into_iter()
+        .zip(keep.iter().chain(std::iter::repeat(&true)))
+        .filter(|(_, keep)| **keep)
+        .map(|(cell, _)| cell)
+        .collect::<Vec<_>>()
+        .join(sep)
+}
+
 /// The CSV's lines with the wall-clock columns (named in the header) removed.
 fn without_wall_clock_columns(csv: &str) -> Vec<String> {
     let mut lines = csv.lines();
     let Some(header) = lines.next() else {
         return Vec::new();
     };
-    let keep: Vec<bool> = header
-        .split(',')
-        .map(|h| !is_wall_clock(h.trim()))
-        .collect();
+    let keep = kept_columns(header.split(','));
     std::iter::once(header)
         .chain(lines)
-        .map(|line| {
-            line.split(',')
-                .zip(keep.iter().chain(std::iter::repeat(&true)))
-                .filter(|(_, keep)| **keep)
-                .map(|(cell, _)| cell)
-                .collect::<Vec<_>>()
-                .join(",")
-        })
+        .map(|line| join_kept(line.split(','), &keep, ","))
         .collect()
 }
 
@@ -286,15 +295,8 @@ fn without_wall_clock_table_columns(markdown: &str) -> Vec<String> {
                 return line.to_string();
             };
             let cells: Vec<&str> = row.trim_end_matches('|').split('|').collect();
-            let keep = keep
-                .get_or_insert_with(|| cells.iter().map(|c| !is_wall_clock(c.trim())).collect());
-            cells
-                .iter()
-                .zip(keep.iter().chain(std::iter::repeat(&true)))
-                .filter(|(_, keep)| **keep)
-                .map(|(cell, _)| *cell)
-                .collect::<Vec<_>>()
-                .join("|")
+            let keep = keep.get_or_insert_with(|| kept_columns(cells.iter().copied()));
+            join_kept(cells, keep, "|")
         })
         .collect()
 }

@@ -792,10 +792,7 @@ fn run_in(root: &Path, args: DpsgdArgs) -> Result<PathBuf> {
             plan.delta
         )
     };
-    let command = match plan.noise_rng {
-        NoiseRng::Seeded => command,
-        NoiseRng::Secure => format!("{command} --noise-rng secure"),
-    };
+    let command = command + plan.noise_rng.reproduce_flag();
     report.reproduce([command]);
     let path = report.write()?;
     println!("wrote {}", path.display());

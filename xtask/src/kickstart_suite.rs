@@ -1108,10 +1108,7 @@ fn write_report(plan: &KickstartPlan, results: &SuiteResults, dir: &Path) -> Res
         plan.teacher_epochs,
         plan.steps_per_epoch,
         if plan.sweep { " --sweep" } else { "" },
-        match plan.noise_rng {
-            NoiseRng::Seeded => "",
-            NoiseRng::Secure => " --noise-rng secure",
-        }
+        plan.noise_rng.reproduce_flag()
     )]);
     report.write()
 }

@@ -851,10 +851,7 @@ fn write_report(
             .collect::<Vec<_>>()
             .join(","),
         plan.backend,
-    ) + match plan.noise_rng {
-        NoiseRng::Seeded => "",
-        NoiseRng::Secure => " --noise-rng secure",
-    };
+    ) + plan.noise_rng.reproduce_flag();
     report.reproduce([command]);
     report.write()
 }

@@ -33,6 +33,14 @@ impl NoiseRng {
         self.into()
     }
 
+    /// What the report's reproduce command appends: nothing for the default.
+    pub fn reproduce_flag(self) -> &'static str {
+        match self {
+            NoiseRng::Seeded => "",
+            NoiseRng::Secure => " --noise-rng secure",
+        }
+    }
+
     /// The report's line on it.
     pub fn report_line(self) -> String {
         format!("Noise randomness: {}.", self.mode().describe())

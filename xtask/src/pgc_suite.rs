@@ -709,10 +709,7 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
         (TransportChoice::Redis, Some(url)) => format!(" --transport redis --redis {url}"),
         (TransportChoice::Redis, None) => " --transport redis".to_string(),
         (TransportChoice::Inprocess, _) => String::new(),
-    } + match plan.noise_rng {
-        NoiseRng::Seeded => "",
-        NoiseRng::Secure => " --noise-rng secure",
-    };
+    } + plan.noise_rng.reproduce_flag();
     report.reproduce([command]);
     let path = report.write().context("writing the PGC report")?;
     println!("wrote {}", path.display());
