@@ -161,7 +161,7 @@ fn run_in(exe: &Path, dir: &Path, args: &[String]) -> Result<()> {
         .args(args)
         .current_dir(dir)
         // Each run writes under its own directory, whatever the user's PRIVRL_RUNS_DIR says.
-        .env(crate::run::RUNS_DIR_ENV, dir.join("runs"))
+        .env(privrl_experiments::run::RUNS_DIR_ENV, dir.join("runs"))
         .env("RUST_LOG", "warn")
         .output()
         .context("starting a child process")?;

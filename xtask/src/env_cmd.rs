@@ -14,7 +14,7 @@ pub enum EnvCommand {
     /// dynamics can be compared with another implementation (e.g. Gymnasium).
     Replay(ReplayArgs),
     /// Write a PNG sample sheet of the active-perception room layouts (RGB, depth, target box).
-    Rooms(crate::room_cmd::RoomSheetArgs),
+    Rooms(privrl_experiments::room_sheet::RoomSheetArgs),
 }
 
 /// Arguments of `env replay`.
@@ -66,7 +66,7 @@ pub fn run(cmd: EnvCommand) -> Result<()> {
             }
             Ok(())
         }
-        EnvCommand::Rooms(args) => crate::room_cmd::run(args),
+        EnvCommand::Rooms(args) => privrl_experiments::room_sheet::run(args),
         EnvCommand::Replay(args) => {
             let steps = replay(&args)?;
             println!("{}", serde_json::to_string_pretty(&steps)?);

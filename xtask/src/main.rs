@@ -1,35 +1,19 @@
-//! `cargo xtask`: privrl's experiment suites, sweeps, reports and plots.
-//!
-//! This is the only crate (besides `bench`) that names a concrete Burn backend; see
-//! [`backend`].
+//! `cargo xtask`: the command line over `privrl-experiments`. Parsing and dispatch live here;
+//! the suites, sweeps, reports and plots are in the library.
 
-mod backend;
-mod bench_cmd;
 mod check;
-mod doctor;
-mod dpsgd_suite;
 mod env_cmd;
-mod inversion_suite;
-mod kickstart_suite;
-mod leakage_suite;
-mod noise_rng;
 mod pgc_cmd;
-mod pgc_suite;
-mod plot;
 mod privacy_cli;
-mod quickstart;
-mod report;
-mod room_cmd;
-mod run;
-mod sweep;
-mod train;
 
 use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use backend::BackendChoice;
+use privrl_experiments::backend::{self, BackendChoice};
+use privrl_experiments::suites::{dpsgd, inversion, kickstart, leakage, pgc};
+use privrl_experiments::{bench, doctor, quickstart, sweep, train};
 
 /// privrl experiment runner.
 ///
@@ -48,12 +32,12 @@ enum Command {
     /// (the README's main command; under 15 minutes on 2 cores).
     Quickstart(quickstart::QuickstartArgs),
     /// Measure throughput and write a markdown table to runs/bench/.
-    Bench(bench_cmd::BenchArgs),
+    Bench(bench::BenchArgs),
     /// Train PPO, DQN, REINFORCE or A3C and write run directories with learning curves.
     Train(train::TrainArgs),
     /// Run one gradient inversion attack (QGI, RGI, DLG, IG) on room samples and write
     /// `runs/attack/<method>-<setting>-seed<S>/` with a reconstruction sheet.
-    Attack(inversion_suite::AttackArgs),
+    Attack(inversion::AttackArgs),
     /// Reproduce a paper's experiments.
     #[command(subcommand)]
     Suite(SuiteCommand),
@@ -88,21 +72,21 @@ enum Command {
 enum SuiteCommand {
     /// Gradient inversion (QGI, RGI) on the active-perception rooms: Table I and Section V-A
     /// of Li, Ding, Zhao; writes runs/inversion/report.md.
-    Inversion(inversion_suite::InversionArgs),
+    Inversion(inversion::InversionArgs),
     /// DP-SGD and local DP for REINFORCE and DQN on CartPole-v1 (Doulazmi & Odonnat's slides):
     /// reward and convergence against the noise level, with the ε spent; writes
     /// runs/dpsgd/report.md.
-    Dpsgd(dpsgd_suite::DpsgdArgs),
+    Dpsgd(dpsgd::DpsgdArgs),
     /// Privacy-preserving kickstarting (Dirichlet teacher, privacy-aware PPO students): Fig. 2
     /// of Gohari et al. with a privacy ledger; writes runs/kickstart/report.md.
-    Kickstart(kickstart_suite::KickstartArgs),
+    Kickstart(kickstart::KickstartArgs),
     /// Locally private distributed A3C (PGC-A3C): Tables 1–3 and Figs. 2–3 of Ono &
     /// Takahashi; writes runs/pgc/report.md.
-    Pgc(pgc_suite::PgcSuiteArgs),
+    Pgc(pgc::PgcSuiteArgs),
     /// Gradient inversion against privatised gradients: QGI and RGI reconstruction quality
     /// under DP-SGD (σ sweep), Laplace and projected random sign (ε sweep), beside the ε and
     /// the utility of the DP-SGD and PGC suites; writes runs/leakage/report.md.
-    Leakage(leakage_suite::LeakageArgs),
+    Leakage(leakage::LeakageArgs),
 }
 
 /// Keeps freed buffers of up to 32 MiB for reuse instead of handing them back to the OS.
@@ -155,15 +139,15 @@ fn main() {
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Quickstart(args) => quickstart::run(args),
-        Command::Bench(args) => bench_cmd::run(args),
+        Command::Bench(args) => bench::run(args),
         Command::Train(args) => train::run(args),
-        Command::Attack(args) => inversion_suite::run_attack(args).map(|_| ()),
+        Command::Attack(args) => inversion::run_attack(args).map(|_| ()),
         Command::Env(cmd) => env_cmd::run(cmd),
-        Command::Suite(SuiteCommand::Inversion(args)) => inversion_suite::run(args).map(|_| ()),
-        Command::Suite(SuiteCommand::Dpsgd(args)) => dpsgd_suite::run(args).map(|_| ()),
-        Command::Suite(SuiteCommand::Kickstart(args)) => kickstart_suite::run(args).map(|_| ()),
-        Command::Suite(SuiteCommand::Pgc(args)) => pgc_suite::run(args).map(|_| ()),
-        Command::Suite(SuiteCommand::Leakage(args)) => leakage_suite::run(args).map(|_| ()),
+        Command::Suite(SuiteCommand::Inversion(args)) => inversion::run(args).map(|_| ()),
+        Command::Suite(SuiteCommand::Dpsgd(args)) => dpsgd::run(args).map(|_| ()),
+        Command::Suite(SuiteCommand::Kickstart(args)) => kickstart::run(args).map(|_| ()),
+        Command::Suite(SuiteCommand::Pgc(args)) => pgc::run(args).map(|_| ()),
+        Command::Suite(SuiteCommand::Leakage(args)) => leakage::run(args).map(|_| ()),
         Command::Pgc(cmd) => pgc_cmd::run(cmd),
         Command::Check(cmd) => check::run(cmd),
         Command::Privacy(cmd) => privacy_cli::run(cmd),

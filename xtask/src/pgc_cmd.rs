@@ -16,11 +16,11 @@ use privrl_agents::{
 };
 use serde::Serialize;
 
-use crate::backend::{dispatch, BackendChoice, BackendTask};
-use crate::noise_rng::NoiseRng;
-use crate::report::{Cell, Report};
-use crate::run::{suite_dir, write_json};
-use crate::sweep::progress_bar;
+use privrl_experiments::backend::{dispatch, BackendChoice, BackendTask};
+use privrl_experiments::noise_rng::NoiseRng;
+use privrl_experiments::report::{Cell, Report};
+use privrl_experiments::run::{suite_dir, write_json};
+use privrl_experiments::sweep::progress_bar;
 use privrl_privacy::Epsilon;
 
 /// Which mechanism Q the agents apply.

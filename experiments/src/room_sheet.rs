@@ -8,19 +8,16 @@
 //! target, that sees the most of the room (largest mean depth).
 
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
+use crate::report::plot::register_fonts;
 use anyhow::{ensure, Context, Result};
 use clap::Args;
 use plotters::prelude::*;
-use plotters::style::register_font;
 use privrl_envs::room::{bbox_vector, Layout, RoomConfig, RoomSetting, RoomType, LAYOUTS_PER_TYPE};
 use privrl_envs::{Env, MultimodalObs, Obs};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-/// DejaVu Sans (license: `xtask/assets/DejaVuSans-LICENSE`), for the labels.
-static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
 const FAMILY: &str = "sans-serif";
 /// Candidate poses tried per cell.
 const CANDIDATES: usize = 24;
@@ -192,17 +189,6 @@ fn render_cell(
         }
     }
     Ok(best.context("at least one candidate pose")?.1)
-}
-
-/// Registers the embedded font for the labels, once per process.
-fn register_fonts() -> Result<()> {
-    static REGISTERED: OnceLock<bool> = OnceLock::new();
-    let ok = *REGISTERED.get_or_init(|| register_font(FAMILY, FontStyle::Normal, FONT).is_ok());
-    ensure!(
-        ok,
-        "the embedded font xtask/assets/DejaVuSans.ttf could not be loaded"
-    );
-    Ok(())
 }
 
 /// Draws a sheet of labelled rows of [`SheetCell`]s (every image `image_size × image_size`,

@@ -11,10 +11,9 @@
 //! report.write()?;
 //! ```
 
-// Used by suites added in later issues; until then only the tests call some items.
-#![allow(dead_code)]
+pub mod plot;
 
-use crate::plot::PlotFiles;
+use self::plot::PlotFiles;
 use anyhow::{Context, Result};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -216,7 +215,7 @@ impl Report {
         self.block(&text)
     }
 
-    /// Embeds a plot written by [`crate::plot`]: its PNG, with a link to its SVG.
+    /// Embeds a plot written by [`crate::report::plot`]: its PNG, with a link to its SVG.
     pub fn plot(&mut self, caption: &str, files: &PlotFiles) -> &mut Self {
         self.image(caption, &files.png, Some(&files.svg))
     }

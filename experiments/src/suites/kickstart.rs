@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::{dispatch, BackendChoice, BackendTask};
 use crate::noise_rng::NoiseRng;
-use crate::plot::{median, percentile, LearningCurves, PlotFiles};
+use crate::report::plot::{median, percentile, LearningCurves, PlotFiles};
 use crate::report::{format_number, Cell, Report};
 use crate::run::{read_json, runs_root, write_json, RunDir};
 use crate::sweep::{run_parallel, Job, JobProgress};

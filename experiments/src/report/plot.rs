@@ -1,7 +1,7 @@
 //! Plots for run directories and reports, drawn with plotters. Every plot is written twice
 //! with the same stem: `<stem>.svg` and `<stem>.png`.
 //!
-//! PNG text is rasterised with the DejaVu Sans font embedded from `xtask/assets/` (plotters'
+//! PNG text is rasterised with the DejaVu Sans font embedded from `experiments/assets/` (plotters'
 //! `ab_glyph` feature), so no system fontconfig is needed.
 //!
 //! - [`LearningCurves`]: median over seeds with a shaded percentile band, per named series;
@@ -22,8 +22,8 @@ use std::sync::OnceLock;
 
 pub use plotters::chart::SeriesLabelPosition;
 
-/// DejaVu Sans (license: `xtask/assets/DejaVuSans-LICENSE`).
-static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+/// DejaVu Sans (license: `experiments/assets/DejaVuSans-LICENSE`).
+static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
 
 const FAMILY: &str = "sans-serif";
 const DEFAULT_SIZE: (u32, u32) = (960, 600);
@@ -47,7 +47,7 @@ fn color(i: usize) -> RGBColor {
 }
 
 /// Registers the embedded font for plotters' font families, once per process.
-fn register_fonts() -> Result<()> {
+pub(crate) fn register_fonts() -> Result<()> {
     static REGISTERED: OnceLock<bool> = OnceLock::new();
     let ok = *REGISTERED.get_or_init(|| {
         ["sans-serif", "serif", "monospace"]
@@ -56,7 +56,7 @@ fn register_fonts() -> Result<()> {
     });
     ensure!(
         ok,
-        "the embedded font xtask/assets/DejaVuSans.ttf could not be loaded"
+        "the embedded font experiments/assets/DejaVuSans.ttf could not be loaded"
     );
     Ok(())
 }

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::{dispatch, BackendChoice, BackendTask};
 use crate::noise_rng::NoiseRng;
-use crate::plot::{median, LearningCurves, Line, LineChart, PlotFiles};
+use crate::report::plot::{median, LearningCurves, Line, LineChart, PlotFiles};
 use crate::report::{format_mean_std, format_number, Cell, Report};
 use crate::run::{runs_root, suite_dir, RunDir, RunName};
 use crate::sweep::{run_parallel, Job, JobProgress, Seeds};

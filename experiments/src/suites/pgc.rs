@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use crate::backend::{dispatch, BackendChoice, BackendTask};
 use crate::noise_rng::NoiseRng;
-use crate::plot::{Line, LineChart};
+use crate::report::plot::{Line, LineChart};
 use crate::report::{Cell, Report};
 use crate::run::{suite_dir, RunDir, RunName};
 use crate::sweep::{run_parallel, Job};

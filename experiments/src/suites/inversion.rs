@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use crate::backend::{dispatch, BackendChoice, BackendTask};
 use crate::report::{format_mean_std, Cell, Report};
-use crate::room_cmd::{bbox_pixels, draw_sheet, SheetCell};
+use crate::room_sheet::{bbox_pixels, draw_sheet, SheetCell};
 use crate::run::{suite_dir, RunDir, RunName};
 use crate::sweep::{run_parallel, Job};
 

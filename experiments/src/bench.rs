@@ -22,10 +22,10 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use crate::backend::{dispatch, BackendChoice, BackendTask};
-use crate::inversion_suite::{room_samples, victim_config, Method, ENTROPY_WEIGHT};
-use crate::plot::median;
+use crate::report::plot::median;
 use crate::report::{Cell, Report};
 use crate::run::{suite_dir, write_json};
+use crate::suites::inversion::{room_samples, victim_config, Method, ENTROPY_WEIGHT};
 use crate::sweep::progress_bar;
 
 /// Arguments of `bench`.

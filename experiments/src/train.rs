@@ -31,7 +31,7 @@ use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{dispatch, BackendChoice, BackendTask};
-use crate::plot::{median, LearningCurves, PlotFiles};
+use crate::report::plot::{median, LearningCurves, PlotFiles};
 use crate::report::{format_number, Cell, Report};
 use crate::run::{runs_root, suite_dir, write_json, RunDir, RunName};
 use crate::sweep::{merge_shards, run_parallel, Job, JobProgress, Seeds, Shard, ShardManifest};
@@ -532,7 +532,7 @@ fn median_with_unsolved(values: &[Option<f64>]) -> Option<f64> {
         return None;
     }
     v.sort_by(f64::total_cmp);
-    let m = crate::plot::percentile(&v, 50.0);
+    let m = crate::report::plot::percentile(&v, 50.0);
     m.is_finite().then_some(m)
 }
 

@@ -20,14 +20,14 @@ use privrl_envs::room::{RoomSetting, NUM_ACTIONS};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{dispatch, BackendChoice, BackendTask};
-use crate::inversion_suite::ENTROPY_WEIGHT;
-use crate::inversion_suite::{
-    reconstruction_sheet, room_samples, summary, victim_config, write_rows, Method,
-};
 use crate::noise_rng::NoiseRng;
-use crate::plot::{DualAxisChart, Line, LineChart};
+use crate::report::plot::{DualAxisChart, Line, LineChart};
 use crate::report::{format_number, Cell, Report};
 use crate::run::{runs_root, suite_dir, RunDir};
+use crate::suites::inversion::ENTROPY_WEIGHT;
+use crate::suites::inversion::{
+    reconstruction_sheet, room_samples, summary, victim_config, write_rows, Method,
+};
 use crate::sweep::{run_parallel, Job};
 use privrl_privacy::{MechanismRng, RandomnessSource};
 
@@ -902,7 +902,7 @@ fn family_plot(
     family: &str,
     cells: &[CellResult],
     utility: &UtilityTable,
-) -> Result<Option<crate::plot::PlotFiles>> {
+) -> Result<Option<crate::report::plot::PlotFiles>> {
     let mut leakage = Vec::new();
     let mut utility_lines = Vec::new();
     for method in METHODS {
@@ -996,7 +996,7 @@ impl Method {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inversion_suite::{InversionJob, InversionPlan};
+    use crate::suites::inversion::{InversionJob, InversionPlan};
 
     /// Quick mode with the given seed, as `--quick` parses.
     fn quick(seed: u64, backend: BackendChoice, threads: usize) -> LeakageArgs {

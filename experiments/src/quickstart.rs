@@ -10,9 +10,9 @@ use privrl_envs::{make, registry};
 use serde::Serialize;
 
 use crate::backend::{dispatch, BackendChoice};
-use crate::bench_cmd::{env_throughput, env_throughput_table};
+use crate::bench::{env_throughput, env_throughput_table};
 use crate::doctor::Doctor;
-use crate::plot::LearningCurves;
+use crate::report::plot::LearningCurves;
 use crate::report::{format_mean_std, Cell, Report};
 use crate::run::{suite_dir, RunDir, RunName};
 use crate::sweep::{run_parallel, Job, Seeds};
@@ -213,7 +213,7 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
     }
 
     // 4. Gradient inversion (QGI, RGI) on the rooms, quick mode.
-    let inversion = crate::inversion_suite::run(crate::inversion_suite::InversionArgs {
+    let inversion = crate::suites::inversion::run(crate::suites::inversion::InversionArgs {
         quick: true,
         samples: None,
         image_size: None,
@@ -254,7 +254,7 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
         );
 
     // 6. DP-SGD and local DP for REINFORCE and DQN on CartPole-v1, quick mode.
-    let dpsgd = crate::dpsgd_suite::run(crate::dpsgd_suite::DpsgdArgs::quick(
+    let dpsgd = crate::suites::dpsgd::run(crate::suites::dpsgd::DpsgdArgs::quick(
         seed,
         args.backend,
         args.threads,
@@ -268,7 +268,7 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
     ));
 
     // 7. PGC-A3C (locally private distributed A3C), quick mode, in-process.
-    let pgc = crate::pgc_suite::run(crate::pgc_suite::PgcSuiteArgs::quick(
+    let pgc = crate::suites::pgc::run(crate::suites::pgc::PgcSuiteArgs::quick(
         seed,
         args.backend,
         args.threads,
@@ -283,7 +283,7 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
         ));
 
     // 8. Privacy-preserving kickstarting, quick mode.
-    let kickstart = crate::kickstart_suite::run(crate::kickstart_suite::KickstartArgs::quick(
+    let kickstart = crate::suites::kickstart::run(crate::suites::kickstart::KickstartArgs::quick(
         seed,
         args.backend,
         args.threads,

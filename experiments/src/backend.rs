@@ -9,7 +9,7 @@ use serde::Serialize;
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendChoice {
-    /// CPU through burn-ndarray (multi-threaded, SIMD).
+    /// CPU through burn-ndarray (multi-threaded; SIMD off, see docs/determinism.md).
     Ndarray,
     /// GPU through burn-wgpu (Vulkan, Metal or DX12; Mesa's lavapipe gives a CPU Vulkan).
     Wgpu,
