@@ -1,0 +1,142 @@
+//! The attack's problem: everything an iteration needs that does not change between
+//! iterations (the victim, the shared gradient on device, the error direction of eq. 6).
+
+use std::collections::HashMap;
+
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::tensor::backend::Backend;
+use burn::tensor::Tensor;
+use privrl_agents::heads::one_hot;
+use privrl_agents::GradientRecord;
+
+use super::config::AttackConfig;
+use crate::error::AttackError;
+use crate::parts::{ActionRule, GradientSource, StateOptimisation};
+use crate::recovery::action_before_reconstruction;
+use crate::victim::{tensor1, Inner, Outer, Victim, VictimKind};
+
+/// Everything an iteration needs that does not change between iterations.
+#[derive(Clone)]
+pub(super) struct Problem<'a, B: Backend> {
+    pub(super) victim: &'a Victim<B>,
+    /// Samples behind the shared gradient; every free variable has this leading dimension.
+    pub(super) batch: usize,
+    pub(super) config: &'a AttackConfig,
+    /// The shared gradient per parameter, on device, with its ‖g‖².
+    pub(super) targets: HashMap<String, (Tensor<Inner<B>, 1>, f64)>,
+    /// ∇_{b_last} on the host (eq. 6–9).
+    pub(super) bias_gradient: Option<Vec<f32>>,
+    /// Eq. 6's error direction as a `[1, actions]` outer constant.
+    pub(super) error_direction: Option<Tensor<Outer<B>, 2>>,
+    /// The action of the objective when a rule fixes it before the optimisation.
+    pub(super) fixed_action: Option<Tensor<Outer<B>, 2>>,
+}
+
+impl<'a, B: Backend> Problem<'a, B> {
+    pub(super) fn new(
+        victim: &'a Victim<B>,
+        record: &GradientRecord,
+        config: &'a AttackConfig,
+        batch: usize,
+    ) -> Result<Self, AttackError> {
+        if batch > 1
+            && (victim.kind() != VictimKind::Dqn
+                || config.source != GradientSource::ErrorDirection
+                || config.state != StateOptimisation::TwoStage)
+        {
+            return Err(AttackError::Incompatible(
+                "batches of more than one sample need QGI (error direction, two stages) on a                  DQN victim"
+                    .into(),
+            ));
+        }
+        let device = victim.device();
+        let mut sizes = ParamSizes::default();
+        victim.net().visit(&mut sizes);
+        let mut targets = HashMap::new();
+        for entry in &record.params {
+            let expected = sizes
+                .sizes
+                .iter()
+                .find(|(name, _)| *name == entry.name)
+                .map(|(_, n)| *n)
+                .ok_or(AttackError::MissingGradient {
+                    name: format!(
+                        "{} (named by the record, not a parameter of the victim)",
+                        entry.name
+                    ),
+                })?;
+            if expected != entry.values.len() {
+                return Err(AttackError::GradientShape {
+                    name: entry.name.clone(),
+                    expected,
+                    got: entry.values.len(),
+                });
+            }
+            let norm_sq = entry.values.iter().map(|v| f64::from(*v).powi(2)).sum();
+            targets.insert(
+                entry.name.clone(),
+                (tensor1::<Inner<B>>(&entry.values, device), norm_sq),
+            );
+        }
+        let bias_name = victim.last_bias_name();
+        let bias_gradient = record.get(&bias_name).map(|g| g.values.clone());
+        if bias_gradient.is_none() && victim.net().last_layer().bias.is_some() {
+            return Err(AttackError::MissingGradient { name: bias_name });
+        }
+        let needs_bias = |what: &'static str| AttackError::NoLastBias { needed_by: what };
+        let error_direction = match config.source {
+            GradientSource::ErrorDirection => {
+                let g = bias_gradient
+                    .as_ref()
+                    .ok_or_else(|| needs_bias("the error-direction surrogate (eq. 6)"))?;
+                Some(crate::victim::tensor2::<Outer<B>>(g, g.len(), device))
+            }
+            GradientSource::Objective { .. } => None,
+        };
+        let fixed_action = match config.source {
+            GradientSource::Objective {
+                action: ActionRule::FromBias,
+                ..
+            } => {
+                let g = bias_gradient
+                    .as_ref()
+                    .ok_or_else(|| needs_bias("ActionRule::FromBias"))?;
+                let action = action_before_reconstruction(config.action_recovery, g)
+                    .expect("checked compatible");
+                Some(one_hot::<Outer<B>>(&[action], victim.num_actions(), device))
+            }
+            _ => None,
+        };
+        Ok(Self {
+            victim,
+            batch,
+            config,
+            targets,
+            bias_gradient,
+            error_direction,
+            fixed_action,
+        })
+    }
+}
+
+/// Name and size of every float parameter, in visiting order.
+#[derive(Default)]
+struct ParamSizes {
+    path: Vec<String>,
+    sizes: Vec<(String, usize)>,
+}
+
+impl<BB: Backend> ModuleVisitor<BB> for ParamSizes {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.path.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.path.pop();
+    }
+
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<BB, D>>) {
+        self.sizes
+            .push((self.path.join("."), param.shape().num_elements()));
+    }
+}

@@ -1,0 +1,151 @@
+//! The action and the supervision signal: the rules on stage 1's reconstruction (eq. 7,
+//! Section IV-C2, eq. 8–9) or, for DLG/IG, the jointly optimised action logits and signal.
+
+use burn::tensor::activation::softmax;
+use burn::tensor::backend::Backend;
+use privrl_agents::GradientRecord;
+use rand_chacha::ChaCha8Rng;
+
+use super::config::AttackConfig;
+use super::problem::Problem;
+use super::variables::{Block, Layout};
+use crate::error::AttackError;
+use crate::parts::{gaussian_noise, ActionRule, GradientSource, SignalRule};
+use crate::recovery::{
+    action_before_reconstruction, policy_gradient_recovery, q_value_from_error_magnitude,
+};
+use crate::victim::{host, LinearPartInput, VictimKind};
+
+/// The reconstructed action, signal, Q̂_rec and p_rec.
+pub(super) struct Supervision {
+    pub(super) action: usize,
+    pub(super) signal: f64,
+    pub(super) predicted_q: Option<f64>,
+    pub(super) probabilities: Option<Vec<f32>>,
+}
+
+/// The jointly optimised action logits and signal of DLG/IG (empty for QGI/RGI).
+pub(super) struct FreeSupervision {
+    pub(super) layout: Layout,
+    pub(super) values: Vec<f32>,
+    num_actions: usize,
+}
+
+impl FreeSupervision {
+    pub(super) fn new(config: &AttackConfig, num_actions: usize, rng: &mut ChaCha8Rng) -> Self {
+        let mut layout = Layout::default();
+        let mut values = Vec::new();
+        if let GradientSource::Objective { action, signal } = config.source {
+            if action == ActionRule::Joint {
+                layout.push(Block::ActionLogits, num_actions);
+                values.extend(gaussian_noise(num_actions, config.init_std, rng));
+            }
+            match signal {
+                SignalRule::Joint => {
+                    layout.push(Block::Signal, 1);
+                    values.extend(gaussian_noise(1, config.init_std, rng));
+                }
+            }
+        }
+        Self {
+            layout,
+            values,
+            num_actions,
+        }
+    }
+
+    /// argmax of the action logits, if they are optimised.
+    fn action(&self) -> Option<usize> {
+        self.layout
+            .read(Block::ActionLogits, &self.values)
+            .map(|logits| argmax(&logits))
+    }
+
+    /// The signal, if it is optimised.
+    fn signal(&self) -> Option<f64> {
+        self.layout
+            .read(Block::Signal, &self.values)
+            .map(|s| f64::from(s[0]))
+    }
+}
+
+impl<B: Backend> Problem<'_, B> {
+    /// The action and the signal: the jointly optimised values where the config optimises
+    /// them, the rules otherwise.
+    pub(super) fn recover_supervision(
+        &self,
+        record: &GradientRecord,
+        linear_part: &LinearPartInput,
+        supervision: &FreeSupervision,
+    ) -> Result<Supervision, AttackError> {
+        let victim = self.victim;
+        let output = victim.linear_part_output(linear_part)?.output;
+        let bias_gradient = self.bias_gradient.as_deref();
+        let rule_action = bias_gradient
+            .and_then(|g| action_before_reconstruction(self.config.action_recovery, g));
+        let action = supervision.action().or(rule_action);
+        match victim.kind() {
+            VictimKind::Dqn => {
+                // eq. 7 (or the joint logits); the check in `Problem::new` guarantees one.
+                let action = action.unwrap_or(0);
+                let signal = match supervision.signal() {
+                    Some(signal) => signal,
+                    // Section IV-C2
+                    None => {
+                        q_value_from_error_magnitude(victim, record, linear_part, action)?.target_q
+                    }
+                };
+                Ok(Supervision {
+                    action,
+                    signal,
+                    predicted_q: Some(f64::from(output[action])),
+                    probabilities: None,
+                })
+            }
+            VictimKind::Reinforce { entropy_weight } => match supervision.signal() {
+                Some(signal) => {
+                    let logits = crate::victim::tensor2::<B>(
+                        &output,
+                        supervision.num_actions,
+                        victim.device(),
+                    );
+                    Ok(Supervision {
+                        action: action.unwrap_or(0),
+                        signal,
+                        predicted_q: None,
+                        probabilities: Some(host(softmax(logits, 1))),
+                    })
+                }
+                // eq. 8–9
+                None => {
+                    let bias_gradient = bias_gradient.ok_or(AttackError::NoLastBias {
+                        needed_by: "the reward rule (eq. 9)",
+                    })?;
+                    let rec = policy_gradient_recovery::<B>(
+                        &output,
+                        bias_gradient,
+                        entropy_weight,
+                        action,
+                        victim.device(),
+                    )?;
+                    Ok(Supervision {
+                        action: rec.action,
+                        signal: rec.reward,
+                        predicted_q: None,
+                        probabilities: Some(rec.probabilities),
+                    })
+                }
+            },
+        }
+    }
+}
+
+fn argmax(values: &[f32]) -> usize {
+    let mut best = 0;
+    for (k, v) in values.iter().enumerate() {
+        if *v > values[best] {
+            best = k;
+        }
+    }
+    best
+}

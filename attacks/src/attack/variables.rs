@@ -1,0 +1,118 @@
+//! The free variables θ: the named blocks of the flat vector, their layout, and their split
+//! into the state parts (and the supervision of DLG/IG) on the inner autodiff.
+
+use burn::tensor::backend::Backend;
+use burn::tensor::Tensor;
+
+use super::problem::Problem;
+use crate::victim::Inner;
+
+/// `values` cut into `rows` equal consecutive rows (one per sample).
+pub(super) fn split_rows(values: &[f32], rows: usize) -> Vec<Vec<f32>> {
+    let len = values.len() / rows.max(1);
+    values.chunks(len.max(1)).map(<[f32]>::to_vec).collect()
+}
+
+/// A named block of the flat variable vector θ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Block {
+    Rgb,
+    Depth,
+    Vector,
+    RgbFeatures,
+    DepthFeatures,
+    ActionLogits,
+    Signal,
+}
+
+/// Where each block lies in θ.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Layout {
+    blocks: Vec<(Block, usize, usize)>,
+    pub(super) len: usize,
+}
+
+impl Layout {
+    pub(super) fn push(&mut self, block: Block, len: usize) {
+        self.blocks.push((block, self.len, len));
+        self.len += len;
+    }
+
+    pub(super) fn append(&mut self, other: &Layout) {
+        for &(block, _, len) in &other.blocks {
+            self.push(block, len);
+        }
+    }
+
+    fn range(&self, block: Block) -> Option<(usize, usize)> {
+        self.blocks
+            .iter()
+            .find(|(b, _, _)| *b == block)
+            .map(|&(_, offset, len)| (offset, len))
+    }
+
+    pub(super) fn read(&self, block: Block, theta: &[f32]) -> Option<Vec<f32>> {
+        self.range(block)
+            .map(|(offset, len)| theta[offset..offset + len].to_vec())
+    }
+
+    /// The values of `other`'s blocks, in `other`'s order.
+    pub(super) fn read_all(&self, other: &Layout, theta: &[f32]) -> Vec<f32> {
+        other
+            .blocks
+            .iter()
+            .flat_map(|&(block, _, _)| self.read(block, theta).unwrap_or_default())
+            .collect()
+    }
+
+    fn slice<BB: Backend>(&self, block: Block, theta: &Tensor<BB, 1>) -> Option<Tensor<BB, 1>> {
+        self.range(block)
+            .map(|(offset, len)| theta.clone().narrow(0, offset, len))
+    }
+}
+
+/// The final values of a stage with their layout.
+pub(super) struct Values {
+    pub(super) layout: Layout,
+    pub(super) theta: Vec<f32>,
+}
+
+impl Values {
+    pub(super) fn read(&self, block: Block) -> Option<Vec<f32>> {
+        self.layout.read(block, &self.theta)
+    }
+}
+
+/// The free variables of one iteration, on the inner autodiff.
+pub(super) struct Vars<BB: Backend> {
+    pub(super) rgb: Option<Tensor<BB, 4>>,
+    pub(super) depth: Option<Tensor<BB, 4>>,
+    pub(super) vector: Option<Tensor<BB, 2>>,
+    pub(super) rgb_features: Option<Tensor<BB, 2>>,
+    pub(super) depth_features: Option<Tensor<BB, 2>>,
+    pub(super) action_logits: Option<Tensor<BB, 2>>,
+    pub(super) signal: Option<Tensor<BB, 1>>,
+}
+
+impl<B: Backend> Problem<'_, B> {
+    pub(super) fn split(&self, layout: &Layout, theta: &Tensor<Inner<B>, 1>) -> Vars<Inner<B>> {
+        let net = self.victim.net();
+        let image = |block, shape: Option<privrl_agents::ImageShape>| {
+            layout
+                .slice(block, theta)
+                .zip(shape)
+                .map(|(t, s)| t.reshape([self.batch, s.channels, s.size, s.size]))
+        };
+        let batch = self.batch as i32;
+        let row = |block| layout.slice(block, theta).map(|t| t.reshape([batch, -1]));
+        Vars {
+            rgb: image(Block::Rgb, net.rgb_shape),
+            depth: image(Block::Depth, net.depth_shape),
+            vector: row(Block::Vector),
+            rgb_features: row(Block::RgbFeatures),
+            depth_features: row(Block::DepthFeatures),
+            action_logits: row(Block::ActionLogits),
+            signal: layout.slice(Block::Signal, theta),
+        }
+    }
+}
