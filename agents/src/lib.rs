@@ -47,9 +47,10 @@
 //! ```
 //! use burn::backend::{Autodiff, NdArray};
 //! use privrl_agents::pgc::run_pgc;
-//! use privrl_agents::{A3cConfig, InProcess, PgcConfig, PgcMechanism};
+//! use privrl_agents::{A3cConfig, InProcess, PgcConfig};
+//! use privrl_privacy::{Epsilon, GradientMechanismConfig};
 //!
-//! let config = PgcConfig::paper(PgcMechanism::laplace(Some(1.0)))
+//! let config = PgcConfig::paper(GradientMechanismConfig::laplace(Epsilon::finite(1.0)?))
 //!     .with_max_submissions(20)
 //!     .with_a3c(A3cConfig::pgc_paper().with_workers(3));
 //! let outcome = run_pgc::<Autodiff<NdArray>>(&config, &InProcess::new(), 0, &Default::default(), |_| {})?;
@@ -104,13 +105,13 @@ pub use nn::{
 pub use optim::{AgentOptimizer, FlatAdam, OptimizerKind};
 pub use per_sample::{dp_sgd_gradient, per_sample_gradients_by_loop, PerSampleFactors};
 pub use pgc::{
-    Aggregator, GradientMechanism, InProcess, Parameters, PgcAgent, PgcConfig, PgcError,
-    PgcMechanism, RedisTransport, Submission, Transport,
+    Aggregator, InProcess, Parameters, PgcAgent, PgcConfig, PgcError, RedisTransport, Submission,
+    Transport,
 };
 pub use ppo::{AuxiliaryPolicyLoss, Ppo, PpoConfig, PpoStats};
 pub use private_training::{
-    private_td_gradient, DpSgdDqn, DpSgdReinforce, DpSgdTrainingConfig, GradientPrivatizer,
-    NoisyObservationEnv, PrivacyTally,
+    private_td_gradient, DpSgdDqn, DpSgdReinforce, DpSgdTrainingConfig, NoisyObservationEnv,
+    PrivacyTally,
 };
 pub use record::{GradientRecord, NamedGradient};
 pub use reinforce::{EpisodeBatch, Reinforce, ReinforceConfig, ReinforceStats};

@@ -53,8 +53,8 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Tensor;
 use privrl_envs::{Env, EnvError, Obs, Space, Step, StepInfo};
 use privrl_privacy::{
-    clip_l2, poisson_sample, Clipping, DpSgd, DpSgdConfig, MechanismRng, NoiseMode,
-    ObservationNoise, RandomnessSource, RdpAccountant,
+    poisson_sample, Clipping, GradientMechanism, GradientMechanismConfig, GradientPrivacy,
+    MechanismRng, NoiseMode, ObservationNoise, RandomnessSource, RdpAccountant,
 };
 use rand::Rng;
 use serde::Serialize;
@@ -63,7 +63,7 @@ use crate::agent::Agent;
 use crate::autodiff;
 use crate::buffer::TransitionBatch;
 use crate::dqn::Dqn;
-use crate::error::{check_non_negative, AgentError};
+use crate::error::{check_non_negative, check_positive, AgentError};
 use crate::heads::{matrix, one_hot, q_of_actions, to_host};
 use crate::nn::Mlp;
 use crate::per_sample::{probed_forward, PerSampleFactors};
@@ -95,9 +95,33 @@ pub struct DpSgdTrainingConfig {
 }
 
 impl DpSgdTrainingConfig {
-    /// Validates the parameters for gradients of `dimension` values.
-    pub fn build(&self, dimension: usize) -> Result<GradientPrivatizer, AgentError> {
+    /// The gradient mechanism these parameters describe: DP-SGD for σ > 0 (which needs a
+    /// clip C), clipping alone for σ = 0 with a C, and the raw gradient otherwise.
+    pub fn mechanism(&self) -> Result<GradientMechanismConfig, AgentError> {
         check_non_negative("noise_multiplier", self.noise_multiplier)?;
+        if let Some(clip) = self.clip {
+            check_positive("clip", clip)?;
+        }
+        match (self.clip, self.noise_multiplier > 0.0) {
+            (Some(clip), true) => Ok(GradientMechanismConfig::DpSgd {
+                clip,
+                noise_multiplier: self.noise_multiplier,
+            }),
+            (None, true) => Err(AgentError::InvalidParameter {
+                name: "clip",
+                value: f64::INFINITY,
+                expected: "a bound C > 0 when noise_multiplier > 0",
+            }),
+            (Some(clip), false) => Ok(GradientMechanismConfig::Clip { clip }),
+            (None, false) => Ok(GradientMechanismConfig::None),
+        }
+    }
+
+    /// Validates the parameters (δ included) and builds the mechanism for gradients of
+    /// `dimension` values: clip each record's gradient to C, sum, add N(0, σ²C²I), divide by
+    /// the expected batch size L (Figure 7). Without noise and without clipping it returns
+    /// the plain mean gradient, bit for bit.
+    pub fn build(&self, dimension: usize) -> Result<Box<dyn GradientMechanism>, AgentError> {
         if !(self.delta > 0.0 && self.delta < 1.0) {
             return Err(AgentError::InvalidParameter {
                 name: "delta",
@@ -105,117 +129,15 @@ impl DpSgdTrainingConfig {
                 expected: "in (0, 1)",
             });
         }
-        let dp_sgd = match (self.clip, self.noise_multiplier > 0.0) {
-            (Some(clip), true) => Some(
-                DpSgdConfig {
-                    noise_multiplier: self.noise_multiplier,
-                    clipping: Clipping::Flat { clip },
-                    dimension,
-                }
-                .build()?,
-            ),
-            (None, true) => {
-                return Err(AgentError::InvalidParameter {
-                    name: "clip",
-                    value: f64::INFINITY,
-                    expected: "a bound C > 0 when noise_multiplier > 0",
-                })
-            }
-            (Some(clip), false) => {
-                if !(clip.is_finite() && clip > 0.0) {
-                    return Err(AgentError::InvalidParameter {
-                        name: "clip",
-                        value: clip,
-                        expected: "> 0 and finite",
-                    });
-                }
-                None
-            }
-            (None, false) => None,
-        };
-        Ok(GradientPrivatizer {
-            clip: self.clip,
-            dp_sgd,
-            delta: self.delta,
-            dimension,
-        })
+        Ok(self.mechanism()?.build(dimension, 1)?)
     }
 }
 
-/// A validated DP-SGD gradient privatizer: clip each record's gradient to C, sum, add
-/// N(0, σ²C²I), divide by the expected batch size L (Figure 7). Without noise (σ = 0) and
-/// without clipping it returns the plain mean gradient, bit for bit.
-#[derive(Debug, Clone)]
-pub struct GradientPrivatizer {
-    clip: Option<f64>,
-    dp_sgd: Option<DpSgd>,
-    delta: f64,
-    dimension: usize,
-}
-
-impl GradientPrivatizer {
-    /// The clipping rule of the per-sample gradients (flat; C = ∞ without clipping).
-    pub fn clipping(&self) -> Clipping {
-        Clipping::Flat {
-            clip: self.clip.unwrap_or(f64::INFINITY),
-        }
-    }
-
-    /// The noise multiplier σ (0 without noise).
-    pub fn noise_multiplier(&self) -> f64 {
-        self.dp_sgd.as_ref().map_or(0.0, DpSgd::noise_multiplier)
-    }
-
-    /// The noise standard deviation σ·C on the clipped sum.
-    pub fn noise_std(&self) -> f64 {
-        self.dp_sgd.as_ref().map_or(0.0, DpSgd::noise_std)
-    }
-
-    /// δ of the reported ε.
-    pub fn delta(&self) -> f64 {
-        self.delta
-    }
-
-    /// (1/L)(Σ_i clip(g_i) + N(0, σ²C²I)) from the already clipped sum (Figure 7).
-    pub fn noisy_mean_of_clipped_sum(
-        &self,
-        clipped_sum: Vec<f32>,
-        expected_batch_size: f64,
-        rng: &mut impl Rng,
-    ) -> Result<Vec<f32>, AgentError> {
-        match &self.dp_sgd {
-            Some(dp_sgd) => {
-                Ok(dp_sgd.noisy_mean_of_clipped_sum(clipped_sum, expected_batch_size, rng)?)
-            }
-            None => {
-                if clipped_sum.len() != self.dimension {
-                    return Err(AgentError::ShapeMismatch {
-                        what: "clipped gradient sum",
-                        expected: self.dimension,
-                        got: clipped_sum.len(),
-                    });
-                }
-                if expected_batch_size == 1.0 {
-                    return Ok(clipped_sum);
-                }
-                let scale = expected_batch_size as f32;
-                Ok(clipped_sum.into_iter().map(|x| x / scale).collect())
-            }
-        }
-    }
-
-    /// One record's gradient, clipped and noised (L = 1): the DP-SGD REINFORCE step.
-    pub fn privatize_record(
-        &self,
-        record: &GradientRecord,
-        rng: &mut impl Rng,
-    ) -> Result<GradientRecord, AgentError> {
-        let mut flat = record.flatten();
-        if let Some(clip) = self.clip {
-            clip_l2(&mut flat, clip);
-        }
-        let noisy = self.noisy_mean_of_clipped_sum(flat, 1.0, rng)?;
-        Ok(record.with_flat(&noisy)?)
+/// σ of a DP-SGD mechanism, 0 for one without noise (whose ε is ∞).
+fn noise_multiplier(mechanism: &dyn GradientMechanism) -> f64 {
+    match mechanism.privacy() {
+        GradientPrivacy::SubsampledGaussian { noise_multiplier } => noise_multiplier,
+        _ => 0.0,
     }
 }
 
@@ -295,7 +217,8 @@ impl PrivacyTally {
 /// (the slides' "REINFORCE – add noise on gradients", with flat clipping).
 pub struct DpSgdReinforce<B: AutodiffBackend> {
     agent: Reinforce<B>,
-    privatizer: GradientPrivatizer,
+    mechanism: Box<dyn GradientMechanism>,
+    delta: f64,
     noise_rng: MechanismRng,
     episodes: u64,
 }
@@ -308,10 +231,11 @@ impl<B: AutodiffBackend> DpSgdReinforce<B> {
         config: &DpSgdTrainingConfig,
         noise_seed: u64,
     ) -> Result<Self, AgentError> {
-        let privatizer = config.build(agent.policy().num_params())?;
+        let mechanism = config.build(agent.policy().num_params())?;
         Ok(Self {
             agent,
-            privatizer,
+            mechanism,
+            delta: config.delta,
             noise_rng: config.noise_rng.rng(noise_seed)?,
             episodes: 0,
         })
@@ -322,9 +246,9 @@ impl<B: AutodiffBackend> DpSgdReinforce<B> {
         &self.agent
     }
 
-    /// The privatizer.
-    pub fn privatizer(&self) -> &GradientPrivatizer {
-        &self.privatizer
+    /// The gradient mechanism (DP-SGD, clipping alone, or none).
+    pub fn mechanism(&self) -> &dyn GradientMechanism {
+        self.mechanism.as_ref()
     }
 
     /// Plays one episode and takes one Adam step on its privatized gradient; returns the
@@ -333,9 +257,11 @@ impl<B: AutodiffBackend> DpSgdReinforce<B> {
         // The episode is played on host copies; gradient and step open their own sections.
         let batch = self.agent.collect_episode()?;
         let gradient = self.agent.gradient(&batch)?;
-        let private = self
-            .privatizer
-            .privatize_record(&gradient, &mut self.noise_rng)?;
+        let private = gradient.with_flat(
+            &self
+                .mechanism
+                .release(&gradient.flatten(), &mut self.noise_rng)?,
+        )?;
         self.agent.apply_gradient(&private)?;
         self.episodes += 1;
         Ok(batch.rewards.iter().map(|&r| f64::from(r)).sum())
@@ -344,8 +270,7 @@ impl<B: AutodiffBackend> DpSgdReinforce<B> {
     /// The releases, as the accountant sees them: each episode is a fresh record released
     /// once, so a record's privacy is one release at q = 1 (module docs).
     pub fn tally(&self) -> PrivacyTally {
-        let mut tally =
-            PrivacyTally::new(self.privatizer.noise_multiplier(), self.privatizer.delta());
+        let mut tally = PrivacyTally::new(noise_multiplier(self.mechanism.as_ref()), self.delta);
         if self.episodes > 0 {
             tally.record(1.0, 1);
         }
@@ -359,8 +284,7 @@ impl<B: AutodiffBackend> DpSgdReinforce<B> {
 
     /// ε if every episode came from the same user: every step composed at q = 1.
     pub fn epsilon_if_every_step(&self) -> Result<f64, AgentError> {
-        let mut tally =
-            PrivacyTally::new(self.privatizer.noise_multiplier(), self.privatizer.delta());
+        let mut tally = PrivacyTally::new(noise_multiplier(self.mechanism.as_ref()), self.delta);
         tally.record(1.0, self.episodes);
         tally.epsilon()
     }
@@ -374,7 +298,7 @@ impl<B: AutodiffBackend> DpSgdReinforce<B> {
 /// (module docs); acting, replay and target updates are [`Dqn`]'s own.
 pub struct DpSgdDqn<B: AutodiffBackend> {
     agent: Dqn<B>,
-    privatizer: GradientPrivatizer,
+    mechanism: Box<dyn GradientMechanism>,
     noise_rng: MechanismRng,
     tally: PrivacyTally,
 }
@@ -387,11 +311,11 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
         config: &DpSgdTrainingConfig,
         noise_seed: u64,
     ) -> Result<Self, AgentError> {
-        let privatizer = config.build(agent.q_network().num_params())?;
-        let tally = PrivacyTally::new(privatizer.noise_multiplier(), privatizer.delta());
+        let mechanism = config.build(agent.q_network().num_params())?;
+        let tally = PrivacyTally::new(noise_multiplier(mechanism.as_ref()), config.delta);
         Ok(Self {
             agent,
-            privatizer,
+            mechanism,
             noise_rng: config.noise_rng.rng(noise_seed)?,
             tally,
         })
@@ -402,9 +326,9 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
         &self.agent
     }
 
-    /// The privatizer.
-    pub fn privatizer(&self) -> &GradientPrivatizer {
-        &self.privatizer
+    /// The gradient mechanism (DP-SGD, clipping alone, or none).
+    pub fn mechanism(&self) -> &dyn GradientMechanism {
+        self.mechanism.as_ref()
     }
 
     /// The releases so far.
@@ -422,12 +346,16 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
     /// Returns the mean TD loss of the gradient steps, if any ran (NaN for an empty sample).
     pub fn step(&mut self) -> Result<Option<f64>, AgentError> {
         let batch_size = self.agent.config().batch_size as f64;
-        let (privatizer, rng, tally) = (&self.privatizer, &mut self.noise_rng, &mut self.tally);
+        let (mechanism, rng, tally) = (
+            self.mechanism.as_ref(),
+            &mut self.noise_rng,
+            &mut self.tally,
+        );
         let trained = self.agent.step_with(|dqn| {
             let n = dqn.replay().len();
             let q = (batch_size / n.max(1) as f64).min(1.0);
             let batch = dqn.replay().gather(&poisson_sample(n, q, rng)?);
-            let (gradient, loss) = private_td_gradient(dqn, &batch, privatizer, q * n as f64, rng)?;
+            let (gradient, loss) = private_td_gradient(dqn, &batch, mechanism, q * n as f64, rng)?;
             dqn.apply_gradient(&gradient)?;
             tally.record(q, 1);
             Ok((loss, f64::NAN))
@@ -460,16 +388,19 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
 pub fn private_td_gradient<B: AutodiffBackend>(
     dqn: &Dqn<B>,
     batch: &TransitionBatch,
-    privatizer: &GradientPrivatizer,
+    mechanism: &dyn GradientMechanism,
     expected_batch_size: f64,
     rng: &mut impl Rng,
 ) -> Result<(GradientRecord, f64), AgentError> {
     let (sum, loss) = if batch.is_empty() {
         (zero_record(dqn.q_network()), f64::NAN)
     } else {
-        clipped_td_gradient_sum(dqn, batch, &privatizer.clipping())?
+        let clipping = Clipping::Flat {
+            clip: mechanism.record_clip().unwrap_or(f64::INFINITY),
+        };
+        clipped_td_gradient_sum(dqn, batch, &clipping)?
     };
-    let noisy = privatizer.noisy_mean_of_clipped_sum(sum.flatten(), expected_batch_size, rng)?;
+    let noisy = mechanism.release_clipped_sum(sum.flatten(), expected_batch_size, rng)?;
     Ok((sum.with_flat(&noisy)?, loss))
 }
 

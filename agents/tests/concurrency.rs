@@ -24,7 +24,8 @@ use privrl_agents::heads::ActorCritic;
 use privrl_agents::network::trainable_from_inner;
 use privrl_agents::pgc::initial_parameters;
 use privrl_agents::record::GradientRecord;
-use privrl_agents::{A3c, A3cConfig, Parameters, PgcAgent, PgcConfig, PgcMechanism};
+use privrl_agents::{A3c, A3cConfig, Parameters, PgcAgent, PgcConfig};
+use privrl_privacy::{Epsilon, GradientMechanismConfig};
 
 type B = Autodiff<NdArray>;
 
@@ -71,7 +72,7 @@ fn a3c_workers_submit_the_gradients_they_would_compute_alone() {
 /// submissions each, and every gradient must equal the one computed alone afterwards.
 #[test]
 fn pgc_agents_compute_alone_what_they_compute_together() {
-    let config = PgcConfig::paper(PgcMechanism::laplace(None));
+    let config = PgcConfig::paper(GradientMechanismConfig::laplace(Epsilon::INFINITE));
     let device = Default::default();
     let theta = initial_parameters::<NdArray>(&config, 1, &device).unwrap();
     let parameters = Parameters {

@@ -4,14 +4,13 @@
 use std::time::Duration;
 
 use burn::backend::{Autodiff, NdArray};
-use privrl_agents::pgc::{
-    flatten_parameters, initial_parameters, run_pgc, AggregatorState, GradientMechanism,
-};
+use privrl_agents::pgc::{flatten_parameters, initial_parameters, run_pgc, AggregatorState};
 use privrl_agents::{
     A3c, A3cConfig, Aggregator, InProcess, OptimizerKind, Parameters, PgcAgent, PgcConfig,
-    PgcMechanism, Submission, Transport,
+    Submission, Transport,
 };
 use privrl_envs::{CartPoleConfig, Env};
+use privrl_privacy::{Epsilon, GradientMechanismConfig, GradientPrivacy, PrivacyCost};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -60,7 +59,7 @@ fn assert_pgc_path_equals_a3c(optimizer: OptimizerKind, lr: f64, tolerance: f32)
     .unwrap();
     let config = PgcConfig::new()
         .with_a3c(a3c_config)
-        .with_mechanism(PgcMechanism::NonPrivate);
+        .with_mechanism(GradientMechanismConfig::None);
     let mut aggregator = Aggregator::new(&config, flatten_parameters(&a3c.model())).unwrap();
     let mut agent = PgcAgent::<B>::new(&config, "agent", 7, &device).unwrap();
     let transport = InProcess::new();
@@ -103,6 +102,16 @@ fn cosine(a: &[f64], b: &[f32]) -> f64 {
     dot / (na * nb)
 }
 
+/// PGC's Laplace (C = 0.01) at ε, `None` for ∞.
+fn laplace_at(epsilon: Option<f64>) -> GradientMechanismConfig {
+    GradientMechanismConfig::laplace(Epsilon::try_from(epsilon).unwrap())
+}
+
+/// PGC's PRS (C = 1) at ε, `None` for ∞.
+fn prs_at(epsilon: Option<f64>) -> GradientMechanismConfig {
+    GradientMechanismConfig::prs(Epsilon::try_from(epsilon).unwrap())
+}
+
 #[test]
 fn mechanism_outputs_have_the_right_shapes_and_bounds() {
     let mut rng = ChaCha8Rng::seed_from_u64(11);
@@ -110,7 +119,7 @@ fn mechanism_outputs_have_the_right_shapes_and_bounds() {
     let l1: f64 = g.iter().map(|&v| f64::from(v).abs()).sum();
 
     assert_eq!(
-        PgcMechanism::NonPrivate
+        GradientMechanismConfig::None
             .build(D, 1)
             .unwrap()
             .release(&g, &mut rng)
@@ -119,7 +128,7 @@ fn mechanism_outputs_have_the_right_shapes_and_bounds() {
     );
 
     // Laplace, ε = ∞: eq. 19 only, ‖ḡ‖₁ = C/2 = 0.005 (‖g‖₁ > C/2), same direction.
-    let clip_only = PgcMechanism::laplace(None).build(D, 1).unwrap();
+    let clip_only = laplace_at(None).build(D, 1).unwrap();
     let clipped = clip_only.release(&g, &mut rng).unwrap();
     assert_eq!(clipped.len(), D);
     let clipped_l1: f64 = clipped.iter().map(|&v| f64::from(v).abs()).sum();
@@ -129,7 +138,7 @@ fn mechanism_outputs_have_the_right_shapes_and_bounds() {
     }
 
     // Laplace, ε = 2: ḡ + z with E|z_i| = C/ε = 0.005 and E z_i = 0 (Monte Carlo).
-    let laplace = PgcMechanism::laplace(Some(2.0)).build(D, 1).unwrap();
+    let laplace = laplace_at(Some(2.0)).build(D, 1).unwrap();
     let draws = 500;
     let (mut abs_dev, mut dev) = (0.0, 0.0);
     for _ in 0..draws {
@@ -144,20 +153,16 @@ fn mechanism_outputs_have_the_right_shapes_and_bounds() {
     assert!((abs_dev / n - 0.005).abs() < 0.0002, "{}", abs_dev / n);
     assert!((dev / n).abs() < 0.0002, "{}", dev / n);
     // T = 4 rounds: ε/T each, so the scale is 4× larger.
-    let GradientMechanism::Laplace(per_round) =
-        PgcMechanism::laplace(Some(2.0)).build(D, 4).unwrap()
-    else {
-        panic!("finite ε builds the Laplace mechanism")
-    };
-    assert!((per_round.scale() - 0.02).abs() < 1e-12);
+    let per_round = laplace_at(Some(2.0)).build(D, 4).unwrap();
+    assert_eq!(
+        per_round.privacy(),
+        GradientPrivacy::PerRelease(PrivacyCost::pure(0.5).unwrap())
+    );
 
     // PRS, ε = 1 and 10: d̂ = max(1, ⌊ε/2.5⌋) = 1 and 4; Mᵀũ has entries in √3·C·{−d̂..d̂}.
     for (epsilon, reduced) in [(1.0, 1usize), (10.0, 4)] {
-        let prs = PgcMechanism::prs(Some(epsilon)).build(D, 1).unwrap();
-        let GradientMechanism::Prs(inner) = prs else {
-            panic!("finite ε builds PRS")
-        };
-        assert_eq!(inner.reduced_dimension(), reduced);
+        let prs = prs_at(Some(epsilon)).build(D, 1).unwrap();
+        assert!(prs.to_string().ends_with(&format!("d̂={reduced}")), "{prs}");
         for _ in 0..50 {
             let out = prs.release(&g, &mut rng).unwrap();
             assert_eq!(out.len(), D);
@@ -171,7 +176,7 @@ fn mechanism_outputs_have_the_right_shapes_and_bounds() {
 
     // PRS, ε = ∞: d̂ = d and the stochastic sign is unbiased, so the mean report points along
     // E(MᵀM) g = d·g.
-    let sign = PgcMechanism::prs(None).build(D, 1).unwrap();
+    let sign = prs_at(None).build(D, 1).unwrap();
     let mut mean = vec![0.0f64; D];
     let draws = 400;
     for _ in 0..draws {
@@ -188,16 +193,13 @@ fn mechanism_outputs_have_the_right_shapes_and_bounds() {
     let mut bad = g.clone();
     bad[3] = f32::NAN;
     assert!(sign.release(&bad, &mut rng).is_err());
-    assert!(PgcMechanism::prs(Some(-1.0)).build(D, 1).is_err());
-    assert!(PgcMechanism::Laplace {
-        epsilon: None,
-        clip: 0.0
-    }
-    .build(D, 1)
-    .is_err());
-    assert!(PgcConfig::paper(PgcMechanism::laplace(Some(0.0)))
-        .validate()
-        .is_err());
+    assert!(Epsilon::finite(-1.0).is_err() && Epsilon::finite(0.0).is_err());
+    let no_clip = GradientMechanismConfig::Laplace {
+        epsilon: Epsilon::INFINITE,
+        clip: 0.0,
+    };
+    assert!(no_clip.build(D, 1).is_err());
+    assert!(PgcConfig::paper(no_clip).validate().is_err());
 }
 
 fn submission(source: &str, seq: u64, value: f32) -> Submission {
@@ -265,7 +267,7 @@ fn aggregator_applies_each_submission_once_and_resumes_from_its_checkpoint() {
 
 #[test]
 fn threaded_run_applies_what_the_agents_send() {
-    let config = PgcConfig::paper(PgcMechanism::laplace(Some(1.0)))
+    let config = PgcConfig::paper(laplace_at(Some(1.0)))
         .with_max_submissions(40)
         .with_a3c(A3cConfig::pgc_paper().with_workers(3));
     let transport = InProcess::new();

@@ -8,11 +8,13 @@ use burn::module::Module;
 use burn::tensor::Tensor;
 use privrl_agents::private_training::{DpSgdDqn, DpSgdReinforce, NoisyObservationEnv};
 use privrl_agents::{
-    private_td_gradient, AgentError, DpSgdTrainingConfig, Dqn, DqnConfig, Mlp, PrivacyTally,
-    Reinforce, ReinforceConfig, TransitionBatch,
+    private_td_gradient, AgentError, DpSgdTrainingConfig, Dqn, DqnConfig, GradientRecord, Mlp,
+    PrivacyTally, Reinforce, ReinforceConfig, TransitionBatch,
 };
 use privrl_envs::Env;
-use privrl_privacy::{dp_sgd_epsilon, NoiseMode, ObservationNoiseConfig, RandomnessSource};
+use privrl_privacy::{
+    dp_sgd_epsilon, GradientMechanism, NoiseMode, ObservationNoiseConfig, RandomnessSource,
+};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -56,6 +58,16 @@ fn config(noise_multiplier: f64, clip: Option<f64>) -> DpSgdTrainingConfig {
         .with_clip(clip)
 }
 
+/// One record's gradient through the mechanism, as DP-SGD REINFORCE releases an episode's.
+fn release_record(
+    mechanism: &dyn GradientMechanism,
+    gradient: &GradientRecord,
+    rng: &mut ChaCha8Rng,
+) -> GradientRecord {
+    let released = mechanism.release(&gradient.flatten(), rng).unwrap();
+    gradient.with_flat(&released).unwrap()
+}
+
 fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len());
     a.iter()
@@ -89,9 +101,10 @@ fn dp_sgd_without_noise_or_clipping_equals_a_plain_step() {
     let dqn = dqn_with_transitions(300);
     let batch = batch(&dqn, 64);
     let expected = dqn.gradient(&batch).unwrap();
-    let privatizer = config(0.0, None).build(expected.num_values()).unwrap();
+    let mechanism = config(0.0, None).build(expected.num_values()).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(1);
-    let (got, loss) = private_td_gradient(&dqn, &batch, &privatizer, 64.0, &mut rng).unwrap();
+    let (got, loss) =
+        private_td_gradient(&dqn, &batch, mechanism.as_ref(), 64.0, &mut rng).unwrap();
     assert!(loss.is_finite() && loss > 0.0);
     assert_eq!(got.names(), expected.names());
     let scale = expected
@@ -110,14 +123,14 @@ fn clipped_per_sample_norms_never_exceed_c() {
     let mut clipped_count = 0;
     for i in 0..40 {
         let one = dqn.replay().gather(&[i * 5]);
-        let norm = |privatizer| {
+        let norm = |mechanism| {
             let dim = dqn.q_network().num_params();
-            let privatizer = match privatizer {
+            let mechanism = match mechanism {
                 true => config(0.0, Some(clip)).build(dim).unwrap(),
                 false => config(0.0, None).build(dim).unwrap(),
             };
             let (g, _) =
-                private_td_gradient(&dqn, &one, &privatizer, 1.0, &mut rng.clone()).unwrap();
+                private_td_gradient(&dqn, &one, mechanism.as_ref(), 1.0, &mut rng.clone()).unwrap();
             g.l2_norm()
         };
         let (raw, after) = (norm(false), norm(true));
@@ -140,18 +153,18 @@ fn clipped_per_sample_norms_never_exceed_c() {
     // The summed clipped gradient of a batch is at most |B|·C, and REINFORCE's episode
     // gradient is clipped to C as a whole.
     let dim = dqn.q_network().num_params();
-    let privatizer = config(0.0, Some(clip)).build(dim).unwrap();
+    let mechanism = config(0.0, Some(clip)).build(dim).unwrap();
     let (mean, _) =
-        private_td_gradient(&dqn, &batch(&dqn, 50), &privatizer, 1.0, &mut rng).unwrap();
+        private_td_gradient(&dqn, &batch(&dqn, 50), mechanism.as_ref(), 1.0, &mut rng).unwrap();
     assert!(mean.l2_norm() <= 50.0 * clip * (1.0 + 1e-5));
     let mut agent =
         Reinforce::<B>::new(ReinforceConfig::new(), cartpole(), &Default::default(), 0).unwrap();
     let episode = agent.collect_episode().unwrap();
     let gradient = agent.gradient(&episode).unwrap();
-    let privatizer = config(0.0, Some(clip))
+    let mechanism = config(0.0, Some(clip))
         .build(gradient.num_values())
         .unwrap();
-    let private = privatizer.privatize_record(&gradient, &mut rng).unwrap();
+    let private = release_record(mechanism.as_ref(), &gradient, &mut rng);
     assert!(gradient.l2_norm() > clip);
     assert!((private.l2_norm() - clip).abs() <= 1e-5 * clip);
 }
@@ -166,8 +179,9 @@ fn noise_std_matches_sigma_c_over_batch() {
     let quiet = config(0.0, Some(clip)).build(dim).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(4);
     let (with_noise, _) =
-        private_td_gradient(&dqn, &batch, &noisy, expected_batch, &mut rng).unwrap();
-    let (without, _) = private_td_gradient(&dqn, &batch, &quiet, expected_batch, &mut rng).unwrap();
+        private_td_gradient(&dqn, &batch, noisy.as_ref(), expected_batch, &mut rng).unwrap();
+    let (without, _) =
+        private_td_gradient(&dqn, &batch, quiet.as_ref(), expected_batch, &mut rng).unwrap();
     let noise: Vec<f64> = with_noise
         .flatten()
         .iter()
@@ -198,14 +212,8 @@ fn noise_std_matches_sigma_c_over_batch() {
     let noisy = config(sigma, Some(clip))
         .build(gradient.num_values())
         .unwrap();
-    let a = noisy
-        .privatize_record(&gradient, &mut rng)
-        .unwrap()
-        .flatten();
-    let b = clean
-        .privatize_record(&gradient, &mut rng)
-        .unwrap()
-        .flatten();
+    let a = release_record(noisy.as_ref(), &gradient, &mut rng).flatten();
+    let b = release_record(clean.as_ref(), &gradient, &mut rng).flatten();
     let noise: Vec<f64> = a.iter().zip(&b).map(|(x, y)| f64::from(x - y)).collect();
     let n = noise.len() as f64;
     let std = (noise.iter().map(|x| x * x).sum::<f64>() / n).sqrt();

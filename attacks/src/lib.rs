@@ -70,7 +70,7 @@ pub use attack::{
     attack, attack_batch, batch_action_assignments, AttackConfig, LossRecord, Reconstruction,
     Stage, MAX_BATCH,
 };
-pub use defence::GradientDefence;
+pub use defence::Defence;
 pub use error::AttackError;
 pub use metrics::{
     absolute_error, action_accuracy, bbox_iou, luma_bt601, percentage_error, psnr, ssim,

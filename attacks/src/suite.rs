@@ -10,13 +10,14 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::attack::{attack_batch, AttackConfig, Reconstruction};
-use crate::defence::GradientDefence;
+use crate::defence::Defence;
 use crate::error::AttackError;
 use crate::metrics::{
     absolute_error, bbox_iou, percentage_error, score_rgb, score_single_channel,
     ImageNormalisation, ImageScores,
 };
 use crate::victim::{Sample, Victim, VictimKind};
+use privrl_privacy::GradientMechanismConfig;
 
 /// The scores of one attacked sample.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -72,19 +73,19 @@ pub fn evaluate_inversion<B: Backend>(
         samples,
         config,
         normalisation,
-        &GradientDefence::None,
+        &GradientMechanismConfig::None,
         &mut rng,
     )
 }
 
 /// [`evaluate_inversion`] with every single-sample gradient passed through `defence` before
-/// the attack sees it; with [`GradientDefence::None`] the two are the same computation.
+/// the attack sees it; with [`GradientMechanismConfig::None`] the two are the same computation.
 pub fn evaluate_defended_inversion<B: Backend>(
     victim: &Victim<B>,
     samples: &[Sample],
     config: &AttackConfig,
     normalisation: ImageNormalisation,
-    defence: &GradientDefence,
+    defence: &GradientMechanismConfig,
     rng: &mut impl Rng,
 ) -> Result<Vec<InversionRow>, AttackError> {
     evaluate_defended_batch_inversion(victim, samples, config, normalisation, defence, rng, 1)
@@ -99,20 +100,20 @@ pub fn evaluate_defended_inversion<B: Backend>(
 /// permutation that maximises the summed RGB SSIM + depth SSIM + bounding-box IoU.
 ///
 /// The attacker knows the defence: under a noisy one it drops the magnitude term of the
-/// matching loss ([`GradientDefence::adapt_attack`]).
+/// matching loss ([`Defence::adapt_attack`]).
 pub fn evaluate_defended_batch_inversion<B: Backend>(
     victim: &Victim<B>,
     samples: &[Sample],
     config: &AttackConfig,
     normalisation: ImageNormalisation,
-    defence: &GradientDefence,
+    defence: &GradientMechanismConfig,
     rng: &mut impl Rng,
     batch_size: usize,
 ) -> Result<Vec<InversionRow>, AttackError> {
     let config = defence.adapt_attack(config.clone());
     let mut rows = Vec::with_capacity(samples.len());
     for (batch_index, batch) in samples.chunks(batch_size.max(1)).enumerate() {
-        let record = defence.release(victim, batch, rng)?;
+        let record = defence.shared_gradient(victim, batch, rng)?;
         let start = Instant::now();
         let reconstructions = attack_batch(victim, &record, &config, batch.len())?;
         let attack_ms = start.elapsed().as_secs_f64() * 1e3;

@@ -6,9 +6,9 @@ mod common;
 
 use burn::backend::NdArray;
 use privrl_attacks::{
-    action_from_bias_gradient, AttackConfig, GradientDefence, GradientMatchingLoss, Victim,
-    VictimKind,
+    action_from_bias_gradient, AttackConfig, Defence, GradientMatchingLoss, Victim, VictimKind,
 };
+use privrl_privacy::{Epsilon, GradientMechanismConfig};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -25,6 +25,10 @@ fn victim(seed: u64) -> Victim<B> {
     .unwrap()
 }
 
+fn eps(epsilon: f64) -> Epsilon {
+    Epsilon::finite(epsilon).unwrap()
+}
+
 fn norm(v: &[f32]) -> f64 {
     v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt()
 }
@@ -37,15 +41,15 @@ fn no_defence_releases_the_shared_gradient_and_clipping_only_rescales_it() {
     let raw = victim
         .shared_gradient(std::slice::from_ref(&sample))
         .unwrap();
-    let none = GradientDefence::None
-        .release(&victim, std::slice::from_ref(&sample), &mut rng)
+    let none = GradientMechanismConfig::None
+        .shared_gradient(&victim, std::slice::from_ref(&sample), &mut rng)
         .unwrap();
     assert_eq!(none, raw);
 
     let g = raw.flatten();
     let clip = 0.25 * norm(&g);
-    let clipped = GradientDefence::Clip { clip }
-        .release(&victim, std::slice::from_ref(&sample), &mut rng)
+    let clipped = GradientMechanismConfig::Clip { clip }
+        .shared_gradient(&victim, std::slice::from_ref(&sample), &mut rng)
         .unwrap()
         .flatten();
     assert!((norm(&clipped) - clip).abs() < 1e-5 * clip);
@@ -53,10 +57,10 @@ fn no_defence_releases_the_shared_gradient_and_clipping_only_rescales_it() {
         assert!((f64::from(*c) - 0.25 * f64::from(*r)).abs() < 1e-6);
     }
     // A bound above the norm leaves the gradient as it is.
-    let unclipped = GradientDefence::Clip {
+    let unclipped = GradientMechanismConfig::Clip {
         clip: 2.0 * norm(&g),
     }
-    .release(&victim, std::slice::from_ref(&sample), &mut rng)
+    .shared_gradient(&victim, std::slice::from_ref(&sample), &mut rng)
     .unwrap()
     .flatten();
     assert_eq!(unclipped, g);
@@ -82,11 +86,11 @@ fn dp_sgd_adds_noise_of_standard_deviation_sigma_c_over_the_batch() {
             *m += scale * f64::from(*v) / samples.len() as f64;
         }
     }
-    let released = GradientDefence::DpSgd {
+    let released = GradientMechanismConfig::DpSgd {
         clip,
         noise_multiplier: sigma,
     }
-    .release(&victim, &samples, &mut rng)
+    .shared_gradient(&victim, &samples, &mut rng)
     .unwrap()
     .flatten();
     // Residuals ~ N(0, (σC/B)²) in every coordinate.
@@ -113,28 +117,28 @@ fn the_action_survives_weak_noise_and_falls_to_chance_under_strong_noise() {
     let mut rng = ChaCha8Rng::seed_from_u64(6);
     let bias = victim.last_bias_name();
     let trials = 210;
-    let accuracy = |defence: GradientDefence, rng: &mut ChaCha8Rng| {
+    let accuracy = |defence: GradientMechanismConfig, rng: &mut ChaCha8Rng| {
         let mut correct = 0;
         for _ in 0..trials {
             let sample = common::synthetic_sample(None, Some(SIZE), 7, 2.0..5.0, rng);
             let record = defence
-                .release(&victim, std::slice::from_ref(&sample), rng)
+                .shared_gradient(&victim, std::slice::from_ref(&sample), rng)
                 .unwrap();
             let g = &record.get(&bias).unwrap().values;
             correct += usize::from(action_from_bias_gradient(g) == sample.action);
         }
         correct as f64 / trials as f64
     };
-    let none = accuracy(GradientDefence::None, &mut rng);
+    let none = accuracy(GradientMechanismConfig::None, &mut rng);
     let weak = accuracy(
-        GradientDefence::Laplace {
-            epsilon: 1e9,
+        GradientMechanismConfig::Laplace {
+            epsilon: eps(1e9),
             clip: 0.01,
         },
         &mut rng,
     );
     let strong = accuracy(
-        GradientDefence::DpSgd {
+        GradientMechanismConfig::DpSgd {
             clip: 1.0,
             noise_multiplier: 1e6,
         },
@@ -151,25 +155,28 @@ fn the_attacker_drops_the_magnitude_term_under_noise_only() {
     let qgi = AttackConfig::qgi();
     let with_term = GradientMatchingLoss::error_direction_default();
     assert_eq!(qgi.matching, with_term);
-    for keeps in [GradientDefence::None, GradientDefence::Clip { clip: 1.0 }] {
-        assert!(keeps.preserves_magnitude());
+    for keeps in [
+        GradientMechanismConfig::None,
+        GradientMechanismConfig::Clip { clip: 1.0 },
+    ] {
+        assert!(!keeps.adds_noise());
         assert_eq!(keeps.adapt_attack(qgi.clone()).matching, with_term);
     }
     for noisy in [
-        GradientDefence::DpSgd {
+        GradientMechanismConfig::DpSgd {
             clip: 1.0,
             noise_multiplier: 0.1,
         },
-        GradientDefence::Laplace {
-            epsilon: 1.0,
+        GradientMechanismConfig::Laplace {
+            epsilon: eps(1.0),
             clip: 1.0,
         },
-        GradientDefence::ProjectedRandomSign {
-            epsilon: 1.0,
+        GradientMechanismConfig::Prs {
+            epsilon: eps(1.0),
             clip: 1.0,
         },
     ] {
-        assert!(!noisy.preserves_magnitude());
+        assert!(noisy.adds_noise());
         assert_eq!(
             noisy.adapt_attack(qgi.clone()).matching,
             GradientMatchingLoss::Cosine
@@ -186,22 +193,22 @@ fn bad_defence_parameters_are_refused() {
     let mut rng = ChaCha8Rng::seed_from_u64(8);
     let sample = common::synthetic_sample(None, Some(SIZE), 7, 2.0..5.0, &mut rng);
     for defence in [
-        GradientDefence::Clip { clip: 0.0 },
-        GradientDefence::DpSgd {
+        GradientMechanismConfig::Clip { clip: 0.0 },
+        GradientMechanismConfig::DpSgd {
             clip: 1.0,
             noise_multiplier: -1.0,
         },
-        GradientDefence::Laplace {
-            epsilon: f64::INFINITY,
-            clip: 0.01,
+        GradientMechanismConfig::Laplace {
+            epsilon: eps(1.0),
+            clip: -0.01,
         },
-        GradientDefence::ProjectedRandomSign {
-            epsilon: 0.0,
-            clip: 1.0,
+        GradientMechanismConfig::Prs {
+            epsilon: Epsilon::INFINITE,
+            clip: 0.0,
         },
     ] {
         let error = defence
-            .release(&victim, std::slice::from_ref(&sample), &mut rng)
+            .shared_gradient(&victim, std::slice::from_ref(&sample), &mut rng)
             .unwrap_err();
         assert!(
             error.to_string().contains("out of range"),

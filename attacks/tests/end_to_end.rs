@@ -7,8 +7,8 @@ mod common;
 use burn::backend::NdArray;
 use privrl_attacks::{
     attack, evaluate_defended_batch_inversion, gaussian_noise, psnr, score_reconstruction,
-    AttackConfig, AttackError, GradientDefence, GradientMatchingLoss, ImageNormalisation,
-    ImagePrior, Stage, StateOptimisation, Victim, VictimKind,
+    AttackConfig, AttackError, GradientMatchingLoss, ImageNormalisation, ImagePrior, Stage,
+    StateOptimisation, Victim, VictimKind,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -353,7 +353,7 @@ fn qgi_reconstructs_every_sample_of_a_batch_of_two() {
         &samples,
         &quick(AttackConfig::qgi()),
         ImageNormalisation::Clamp,
-        &GradientDefence::None,
+        &privrl_privacy::GradientMechanismConfig::None,
         &mut rng,
         2,
     )

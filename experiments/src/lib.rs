@@ -7,7 +7,8 @@
 //! | [`suites`] | one suite per paper (kickstarting, inversion, PGC, DP-SGD) and the leakage suite |
 //! | [`train`] | `cargo xtask train`: PPO, DQN, REINFORCE, A3C with learning curves |
 //! | [`quickstart`] | every suite's quick mode and one report |
-//! | [`run`] | run directories, metrics CSV, JSON summaries |
+//! | [`run`] | run directories, metrics CSV, JSON files |
+//! | [`summary`] | the typed summaries suites write and read |
 //! | [`sweep`] | seeds × settings as parallel jobs, shards across machines and their merge |
 //! | [`report`] | markdown reports, tables, number formats and plots |
 //! | [`backend`] | the only place a concrete Burn backend is named |
@@ -18,11 +19,13 @@
 pub mod backend;
 pub mod bench;
 pub mod doctor;
+pub mod mechanism_arg;
 pub mod noise_rng;
 pub mod quickstart;
 pub mod report;
 pub mod room_sheet;
 pub mod run;
 pub mod suites;
+pub mod summary;
 pub mod sweep;
 pub mod train;

@@ -70,6 +70,11 @@ impl LaplaceGradient {
     pub fn epsilon_per_round(&self) -> f64 {
         self.epsilon_per_round
     }
+
+    /// Gradient length d.
+    pub fn dimension(&self) -> usize {
+        self.config.dimension
+    }
 }
 
 impl Mechanism for LaplaceGradient {

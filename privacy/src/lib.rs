@@ -9,6 +9,7 @@
 //! | [`laplace`] | Laplace gradient mechanism with L1 clipping | paper 003, eq. 19–21 |
 //! | [`projected_random_sign`] | projected random sign, bit flip | paper 003, Algorithm 3, eq. 4, 5, 23, 24 |
 //! | [`gaussian`] | Gaussian mechanism, classic and analytic calibration | Dwork & Roth; Balle & Wang 2018 |
+//! | [`gradient_mechanism`] | one object-safe trait for every gradient mechanism (none, clip, DP-SGD, Laplace, PRS), their names and configs | papers 003, 004 |
 //! | [`dpsgd`] | DP-SGD clipping (flat, per layer), noise, averaging, Poisson sampling | paper 004, Figure 7 |
 //! | [`rdp`] | RDP accountant of the subsampled Gaussian, (ε, δ) conversion, σ for a target ε | Mironov et al. 2019; Balle et al. 2020; Opacus |
 //! | [`composition`] | basic and advanced composition, the `Accountant` trait | DRV 2010; Kairouz et al. 2015 |
@@ -55,6 +56,7 @@ pub mod dpsgd;
 mod epsilon;
 mod error;
 pub mod gaussian;
+pub mod gradient_mechanism;
 pub mod laplace;
 pub mod ledger;
 pub mod lipschitz;
@@ -82,6 +84,9 @@ pub use error::PrivacyError;
 pub use gaussian::{
     analytic_gaussian_delta, analytic_gaussian_sigma, classic_gaussian_sigma, GaussianCalibration,
     GaussianConfig, GaussianMechanism,
+};
+pub use gradient_mechanism::{
+    GradientMechanism, GradientMechanismConfig, GradientPrivacy, MechanismKind,
 };
 pub use laplace::{clip_l1, LaplaceConfig, LaplaceGradient};
 pub use ledger::{Budget, Ledger, LedgerEntry};

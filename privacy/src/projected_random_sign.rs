@@ -226,6 +226,11 @@ pub struct ProjectedRandomSign {
 }
 
 impl ProjectedRandomSign {
+    /// Gradient length d.
+    pub fn dimension(&self) -> usize {
+        self.config.dimension
+    }
+
     /// d̂.
     pub fn reduced_dimension(&self) -> usize {
         self.reduced
@@ -281,7 +286,7 @@ impl Mechanism for ProjectedRandomSign {
     type Output = Vec<f32>;
 
     fn name(&self) -> &'static str {
-        "projected_random_sign"
+        "prs"
     }
 
     fn parameters(&self) -> Vec<(String, f64)> {

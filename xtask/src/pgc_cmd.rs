@@ -8,40 +8,31 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use privrl_agents::pgc::{initial_parameters, run_agent, run_pgc};
 use privrl_agents::{
-    A3cConfig, Aggregator, InProcess, PgcAgent, PgcConfig, PgcMechanism, RedisTransport,
-    Submission, Transport,
+    A3cConfig, Aggregator, InProcess, PgcAgent, PgcConfig, RedisTransport, Submission, Transport,
 };
 use serde::Serialize;
 
 use privrl_experiments::backend::{dispatch, BackendChoice, BackendTask};
+use privrl_experiments::mechanism_arg::{MechanismParser, PGC_MECHANISMS};
 use privrl_experiments::noise_rng::NoiseRng;
 use privrl_experiments::report::{Cell, Report};
 use privrl_experiments::run::{suite_dir, write_json};
 use privrl_experiments::sweep::progress_bar;
-use privrl_privacy::Epsilon;
-
-/// Which mechanism Q the agents apply.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MechanismChoice {
-    /// No mechanism: plain A3C (not private).
-    None,
-    /// Laplace mechanism (Algorithm 2) (alias: lap).
-    #[value(alias = "lap")]
-    Laplace,
-    /// Projected random sign (Algorithm 3).
-    Prs,
-}
+use privrl_privacy::{Epsilon, GradientMechanismConfig, MechanismKind};
 
 /// The PGC-A3C parameters shared by the aggregator, the agents and the benchmark.
 #[derive(Args, Clone, Debug, Serialize)]
 pub struct PgcParams {
     /// Mechanism Q: none (plain A3C), laplace (Algorithm 2) or prs (Algorithm 3).
-    #[arg(long, value_enum, default_value_t = MechanismChoice::Laplace)]
-    pub mechanism: MechanismChoice,
+    #[arg(
+        long,
+        value_parser = MechanismParser(&PGC_MECHANISMS),
+        default_value_t = MechanismKind::Laplace
+    )]
+    pub mechanism: MechanismKind,
     /// Privacy budget ε of one agent (a number > 0, or `inf`).
     #[arg(long, default_value = "1")]
     pub epsilon: Epsilon,
@@ -70,17 +61,14 @@ pub struct PgcParams {
 impl PgcParams {
     /// The run configuration (the paper's Section 4 setting with these overrides).
     pub fn config(&self) -> PgcConfig {
-        let epsilon = self.epsilon.get();
-        let mechanism = match self.mechanism {
-            MechanismChoice::None => PgcMechanism::NonPrivate,
-            MechanismChoice::Laplace => PgcMechanism::Laplace {
-                epsilon,
-                clip: self.clip.unwrap_or(0.01),
-            },
-            MechanismChoice::Prs => PgcMechanism::Prs {
-                epsilon,
-                clip: self.clip.unwrap_or(1.0),
-            },
+        let mechanism = match (self.mechanism.paper_default(self.epsilon), self.clip) {
+            (GradientMechanismConfig::Laplace { epsilon, .. }, Some(clip)) => {
+                GradientMechanismConfig::Laplace { epsilon, clip }
+            }
+            (GradientMechanismConfig::Prs { epsilon, .. }, Some(clip)) => {
+                GradientMechanismConfig::Prs { epsilon, clip }
+            }
+            (paper, _) => paper,
         };
         let mut config = PgcConfig::paper(mechanism).with_rounds(self.rounds);
         let buffer = self.buffer_size.unwrap_or(config.a3c.buffer_size);
@@ -372,10 +360,12 @@ impl BackendTask for PgcBenchArgs {
     type Output = ();
 
     fn run<B: Backend>(self, device: B::Device) -> Result<()> {
-        let config = PgcConfig::paper(PgcMechanism::laplace(Some(1.0)))
-            .with_a3c(A3cConfig::pgc_paper().with_workers(self.workers))
-            .with_max_submissions(self.submissions)
-            .with_stop_at_success(false);
+        let config = PgcConfig::paper(GradientMechanismConfig::laplace(
+            Epsilon::finite(1.0).unwrap(),
+        ))
+        .with_a3c(A3cConfig::pgc_paper().with_workers(self.workers))
+        .with_max_submissions(self.submissions)
+        .with_stop_at_success(false);
         let mut rows = Vec::new();
         let mut measure = |name: &'static str, transport: &dyn Transport| -> Result<()> {
             let seconds = transport_only(transport, self.submissions)?;

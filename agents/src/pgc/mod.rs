@@ -39,8 +39,7 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Tensor, TensorData};
 use privrl_envs::{CartPoleConfig, Env};
 use privrl_privacy::{
-    clip_l1, LaplaceConfig, LaplaceGradient, Mechanism, MechanismRng, NoiseMode, PrivacyError,
-    ProjectedRandomSign, ProjectionMatrix, PrsConfig,
+    GradientMechanism, GradientMechanismConfig, MechanismRng, NoiseMode, PrivacyError,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -107,208 +106,6 @@ pub enum PgcError {
 // Config
 // ---------------------------------------------------------------------------------------------
 
-/// The randomized mechanism Q that an agent applies to its gradient before submitting it.
-///
-/// `epsilon: None` is ε = ∞, the limit of each mechanism (the paper's ε = ∞ column): Laplace
-/// keeps the L1 clipping of eq. 19 and adds no noise; PRS projects to d̂ = d dimensions
-/// (⌊ε/2.5⌋ → ∞) and its flip becomes the unbiased stochastic sign P(+C) = (ū + C)/(2C)
-/// (eq. 24 with e^{ε/d̂} → ∞).
-#[derive(Config, Debug, Copy, PartialEq)]
-pub enum PgcMechanism {
-    /// The raw gradient (plain A3C; not private).
-    NonPrivate,
-    /// Laplace mechanism (Algorithm 2, eq. 19–21).
-    Laplace {
-        /// Budget ε of one agent over its T submissions; `None` for ∞.
-        epsilon: Option<f64>,
-        /// Clipping size C (the paper: 0.01).
-        clip: f64,
-    },
-    /// Projected random sign (Algorithm 3, eq. 5, 23, 24), d̂ = max(1, min(d, ⌊ε/2.5⌋)).
-    Prs {
-        /// Budget ε of one agent over its T submissions; `None` for ∞.
-        epsilon: Option<f64>,
-        /// Element-wise clip C (the paper: 1).
-        clip: f64,
-    },
-}
-
-impl PgcMechanism {
-    /// The paper's Laplace setting: C = 0.01.
-    pub fn laplace(epsilon: Option<f64>) -> Self {
-        Self::Laplace {
-            epsilon,
-            clip: 0.01,
-        }
-    }
-
-    /// The paper's PRS setting: C = 1.
-    pub fn prs(epsilon: Option<f64>) -> Self {
-        Self::Prs { epsilon, clip: 1.0 }
-    }
-
-    /// Short name: `none`, `laplace` or `prs`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Self::NonPrivate => "none",
-            Self::Laplace { .. } => "laplace",
-            Self::Prs { .. } => "prs",
-        }
-    }
-
-    /// ε per agent (`None` for ∞ and for the non-private path).
-    pub fn epsilon(&self) -> Option<f64> {
-        match *self {
-            Self::NonPrivate => None,
-            Self::Laplace { epsilon, .. } | Self::Prs { epsilon, .. } => epsilon,
-        }
-    }
-
-    /// Validates the parameters for gradients of length `dimension` and `rounds` submissions
-    /// per agent.
-    pub fn build(&self, dimension: usize, rounds: usize) -> Result<GradientMechanism, PgcError> {
-        match *self {
-            Self::NonPrivate => Ok(GradientMechanism::Identity),
-            Self::Laplace { epsilon, clip } => match epsilon {
-                Some(epsilon) => Ok(GradientMechanism::Laplace(
-                    LaplaceConfig {
-                        epsilon,
-                        clip,
-                        rounds,
-                        dimension,
-                    }
-                    .build()?,
-                )),
-                None => {
-                    check_clip(clip)?;
-                    Ok(GradientMechanism::ClipL1 { clip, dimension })
-                }
-            },
-            Self::Prs { epsilon, clip } => match epsilon {
-                Some(epsilon) => Ok(GradientMechanism::Prs(
-                    PrsConfig {
-                        epsilon,
-                        clip,
-                        rounds,
-                        dimension,
-                        reduced_dimension: None,
-                        unbiased: false,
-                    }
-                    .build()?,
-                )),
-                None => {
-                    check_clip(clip)?;
-                    Ok(GradientMechanism::StochasticSign { clip, dimension })
-                }
-            },
-        }
-    }
-}
-
-fn check_clip(clip: f64) -> Result<(), PgcError> {
-    if clip.is_finite() && clip > 0.0 {
-        Ok(())
-    } else {
-        Err(PgcError::InvalidParameter {
-            name: "clip",
-            value: clip.to_string(),
-            expected: "> 0 and finite",
-        })
-    }
-}
-
-/// A built mechanism Q: gradient in, submitted gradient out (both of length d).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum GradientMechanism {
-    /// g̃ = g.
-    Identity,
-    /// Algorithm 2 at finite ε.
-    Laplace(LaplaceGradient),
-    /// Algorithm 2 at ε = ∞: ḡ of eq. 19 (L1 norm ≤ C/2), no noise.
-    ClipL1 {
-        /// C.
-        clip: f64,
-        /// d.
-        dimension: usize,
-    },
-    /// Algorithm 3 at finite ε.
-    Prs(ProjectedRandomSign),
-    /// Algorithm 3 at ε = ∞: d̂ = d, ũ_i = ±C with P(+C) = (ū_i + C)/(2C), report Mᵀũ.
-    StochasticSign {
-        /// C.
-        clip: f64,
-        /// d = d̂.
-        dimension: usize,
-    },
-}
-
-impl GradientMechanism {
-    /// ε spent by one submission (`None` for ∞).
-    pub fn epsilon_per_submission(&self) -> Option<f64> {
-        match self {
-            Self::Laplace(m) => Some(m.cost().epsilon),
-            Self::Prs(m) => Some(m.cost().epsilon),
-            _ => None,
-        }
-    }
-
-    /// One release: g̃ = Q(g).
-    pub fn release(&self, gradient: &[f32], rng: &mut impl Rng) -> Result<Vec<f32>, PgcError> {
-        let check_len = |dimension: usize| {
-            if gradient.len() == dimension {
-                Ok(())
-            } else {
-                Err(PrivacyError::DimensionMismatch {
-                    name: "gradient",
-                    expected: dimension,
-                    found: gradient.len(),
-                })
-            }
-        };
-        if let Some(index) = gradient.iter().position(|v| !v.is_finite()) {
-            return Err(PrivacyError::NonFinite {
-                name: "gradient",
-                index,
-            }
-            .into());
-        }
-        Ok(match self {
-            Self::Identity => gradient.to_vec(),
-            Self::Laplace(m) => m.release(gradient, rng)?,
-            Self::Prs(m) => m.release(gradient, rng)?,
-            Self::ClipL1 { clip, dimension } => {
-                check_len(*dimension)?;
-                let mut out = vec![0.0; gradient.len()];
-                clip_l1(gradient, 0.5 * clip, &mut out);
-                out.into_iter().map(|v| v as f32).collect()
-            }
-            Self::StochasticSign { clip, dimension } => {
-                check_len(*dimension)?;
-                let projection =
-                    ProjectionMatrix::achlioptas(*dimension, *dimension, rng.next_u64())?;
-                let signs: Vec<f64> = projection
-                    .project(gradient)
-                    .into_iter()
-                    .map(|u| {
-                        // eq. 23, then eq. 24 with ε/d̂ → ∞.
-                        let clipped = u.clamp(-clip, *clip);
-                        if rng.random::<f64>() < (clipped + clip) / (2.0 * clip) {
-                            *clip
-                        } else {
-                            -clip
-                        }
-                    })
-                    .collect();
-                projection
-                    .back_project(&signs)
-                    .into_iter()
-                    .map(|v| v as f32)
-                    .collect()
-            }
-        })
-    }
-}
-
 /// Hyper-parameters of a PGC-A3C run. [`PgcConfig::paper`] is Section 4's setting.
 #[derive(Config, Debug)]
 pub struct PgcConfig {
@@ -317,9 +114,11 @@ pub struct PgcConfig {
     /// exploration schedule α = max(0, 0.5 − n/1800).
     #[config(default = "A3cConfig::pgc_paper()")]
     pub a3c: A3cConfig,
-    /// The mechanism Q.
-    #[config(default = "PgcMechanism::NonPrivate")]
-    pub mechanism: PgcMechanism,
+    /// The mechanism Q (none, Laplace or PRS; at ε = ∞ Laplace keeps the L1 clipping of
+    /// eq. 19 and adds no noise, PRS projects to d̂ = d and flips by the unbiased stochastic
+    /// sign, the limits of the two mechanisms that the paper's ε = ∞ column stands for).
+    #[config(default = "GradientMechanismConfig::None")]
+    pub mechanism: GradientMechanismConfig,
     /// Submissions per agent T, each with ε/T (Section 3.2.1; the paper's runs use 1).
     #[config(default = 1)]
     pub rounds: usize,
@@ -347,9 +146,9 @@ pub struct PgcConfig {
 impl PgcConfig {
     /// Section 4: Laplace with C = 0.01 and |B| = 1, PRS with C = 1 and |B| = 100 (the
     /// buffer sizes chosen in Section 4.1); the non-private path uses |B| = 1.
-    pub fn paper(mechanism: PgcMechanism) -> Self {
+    pub fn paper(mechanism: GradientMechanismConfig) -> Self {
         let buffer = match mechanism {
-            PgcMechanism::Prs { .. } => 100,
+            GradientMechanismConfig::Prs { .. } => 100,
             _ => 1,
         };
         Self::new()
@@ -391,16 +190,8 @@ impl PgcConfig {
                 "a finite score",
             );
         }
-        if let PgcMechanism::Laplace { epsilon, clip } | PgcMechanism::Prs { epsilon, clip } =
-            self.mechanism
-        {
-            check_clip(clip)?;
-            if let Some(e) = epsilon {
-                if !(e.is_finite() && e > 0.0) {
-                    return invalid("epsilon", e.to_string(), "> 0 and finite, or None for ∞");
-                }
-            }
-        }
+        // The mechanism's own checks (C > 0, σ > 0); ε is valid by construction.
+        self.mechanism.build(1, self.rounds)?;
         Ok(())
     }
 
@@ -556,7 +347,7 @@ struct Identity {
 /// agent with a fresh CartPole whose gravity ψ is drawn uniformly from the config's list.
 pub struct PgcAgent<B: AutodiffBackend> {
     config: PgcConfig,
-    mechanism: GradientMechanism,
+    mechanism: Box<dyn GradientMechanism>,
     template: ActorCritic<B>,
     device: B::Device,
     rng: ChaCha8Rng,
@@ -599,8 +390,8 @@ impl<B: AutodiffBackend> PgcAgent<B> {
     }
 
     /// The mechanism this agent applies.
-    pub fn mechanism(&self) -> &GradientMechanism {
-        &self.mechanism
+    pub fn mechanism(&self) -> &dyn GradientMechanism {
+        self.mechanism.as_ref()
     }
 
     /// Submissions made so far.

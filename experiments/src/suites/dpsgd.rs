@@ -234,29 +234,36 @@ struct RunConfig<'a> {
     plan: &'a DpsgdPlan,
 }
 
-/// What one run's `summary.json` holds.
+/// What one run's `summary.json` holds (read back by the leakage suite:
+/// [`crate::summary::DpsgdRunSummary`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct RunSummary {
-    method: Method,
-    noise: f64,
-    seed: u64,
-    episodes: usize,
-    env_steps: u64,
+pub struct RunSummary {
+    /// The private training method.
+    pub method: Method,
+    /// Its noise level: σ of DP-SGD, or of the observation noise (×IQR).
+    pub noise: f64,
+    /// The run's seed.
+    pub seed: u64,
+    /// Training episodes played.
+    pub episodes: usize,
+    /// Environment steps taken.
+    pub env_steps: u64,
     /// Mean training return over all episodes (the slides' "average reward").
-    mean_return: f64,
+    pub mean_return: f64,
     /// Median training return over all episodes.
-    median_return: f64,
+    pub median_return: f64,
     /// Episodes until the mean of 25 consecutive returns first reached 475.
-    solved_at_episode: Option<usize>,
+    pub solved_at_episode: Option<usize>,
     /// ε spent at δ; `None` (null) where there is no guarantee (LDP, σ = 0).
-    epsilon: Option<f64>,
+    pub epsilon: Option<f64>,
     /// REINFORCE only: ε if one user contributed every episode.
-    epsilon_if_every_episode_one_user: Option<f64>,
+    pub epsilon_if_every_episode_one_user: Option<f64>,
     /// DP-SGD DQN: gradient steps released.
-    gradient_steps: u64,
+    pub gradient_steps: u64,
     /// LDP: the noise standard deviation σ·IQR per observation dimension.
-    observation_noise_std: Vec<f64>,
-    wall_s: f64,
+    pub observation_noise_std: Vec<f64>,
+    /// Wall-clock seconds.
+    pub wall_s: f64,
 }
 
 struct RunTask<'a> {

@@ -8,9 +8,9 @@ use clap::{Args, ValueEnum};
 use privrl_agents::{ConvEncoderConfig, MultimodalNetConfig};
 use privrl_attacks::ImageScores;
 use privrl_attacks::{
-    evaluate_defended_batch_inversion, ActionRule, AttackConfig, GradientDefence,
-    GradientMatchingLoss, GradientSource, ImageNormalisation, ImagePrior, InversionRow, Sample,
-    SignalRule, StateOptimisation, Victim, VictimKind,
+    evaluate_defended_batch_inversion, ActionRule, AttackConfig, GradientMatchingLoss,
+    GradientSource, ImageNormalisation, ImagePrior, InversionRow, Sample, SignalRule,
+    StateOptimisation, Victim, VictimKind,
 };
 use privrl_envs::room::{sample_observations, RoomConfig, RoomSetting, RoomType};
 use privrl_envs::{Image, MultimodalObs};
@@ -300,7 +300,7 @@ impl BackendTask for InversionJob {
             &self.samples,
             &config,
             ImageNormalisation::Clamp,
-            &GradientDefence::None,
+            &privrl_privacy::GradientMechanismConfig::None,
             &mut rand_chacha::ChaCha8Rng::seed_from_u64(0),
             self.batch_size,
         )?)

@@ -4,7 +4,7 @@
 //!
 //! Every cell attacks the same room samples as `suite inversion`, on the same freshly
 //! initialised victims (the DQN Q-network for QGI, the REINFORCE policy for RGI, setting S1),
-//! with each single-sample gradient passed through a [`GradientDefence`] first.
+//! with each single-sample gradient passed through a [`GradientMechanismConfig`] first.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -13,23 +13,26 @@ use anyhow::{Context, Result};
 use burn::tensor::backend::Backend;
 use clap::Args;
 use privrl_attacks::{
-    evaluate_defended_batch_inversion, GradientDefence, ImageNormalisation, InversionRow, Sample,
-    Victim,
+    evaluate_defended_batch_inversion, ImageNormalisation, InversionRow, Sample, Victim,
 };
 use privrl_envs::room::{RoomSetting, NUM_ACTIONS};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::backend::{dispatch, BackendChoice, BackendTask};
 use crate::noise_rng::NoiseRng;
 use crate::report::plot::{DualAxisChart, Line, LineChart};
 use crate::report::{format_number, Cell, Report};
 use crate::run::{runs_root, suite_dir, RunDir};
+use crate::suites::dpsgd::Method as DpsgdMethod;
 use crate::suites::inversion::ENTROPY_WEIGHT;
 use crate::suites::inversion::{
     reconstruction_sheet, room_samples, summary, victim_config, write_rows, Method,
 };
+use crate::summary::{read_summaries, DpsgdRunSummary, PgcTrialSummary};
 use crate::sweep::{run_parallel, Job};
-use privrl_privacy::{MechanismRng, RandomnessSource};
+use privrl_privacy::{
+    Epsilon, GradientMechanismConfig, MechanismKind, MechanismRng, RandomnessSource,
+};
 
 /// "Recognisable" means mean SSIM ≥ this on some image or mean bbox IoU ≥ [`IOU_THRESHOLD`].
 pub const SSIM_THRESHOLD: f64 = 0.3;
@@ -62,10 +65,15 @@ pub struct LeakageArgs {
     /// DP-SGD clipping norm C (the DP-SGD suite's default).
     #[arg(long, default_value_t = 1.0)]
     pub dp_sgd_clip: f64,
-    /// ε of the Laplace and projected-random-sign releases to sweep (comma-separated, > 0).
-    /// The PGC paper runs 1–10; larger values find where reconstruction comes back.
-    #[arg(long, value_delimiter = ',', default_values_t = [1.0, 10.0, 100.0, 1e3, 1e4, 1e5])]
-    pub ldp_epsilon: Vec<f64>,
+    /// ε of the Laplace and projected-random-sign releases to sweep (comma-separated, > 0, or
+    /// `inf` for the mechanisms' noise-free limits). The PGC paper runs 1–10; larger values
+    /// find where reconstruction comes back.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_values = ["1", "10", "100", "1e3", "1e4", "1e5"]
+    )]
+    pub ldp_epsilon: Vec<Epsilon>,
     /// Laplace clipping C (L1 norm ≤ C/2; the PGC paper's 0.01). Whenever C/2 is below the
     /// gradient's L1 norm, the signal-to-noise ratio does not depend on C.
     #[arg(long, default_value_t = 0.01)]
@@ -161,42 +169,42 @@ impl LeakageArgs {
         );
         for defence in &plan.defences {
             defence
-                .validate()
+                .build(1, 1)
                 .with_context(|| format!("defence {defence}"))?;
         }
         Ok(plan)
     }
 
     /// No defence, clipping alone, DP-SGD over σ, Laplace and PRS over ε.
-    fn defences(&self) -> Vec<GradientDefence> {
+    fn defences(&self) -> Vec<GradientMechanismConfig> {
         let mut defences = vec![
-            GradientDefence::None,
-            GradientDefence::Clip {
+            GradientMechanismConfig::None,
+            GradientMechanismConfig::Clip {
                 clip: self.dp_sgd_clip,
             },
         ];
+        defences.extend(self.dp_sgd_noise.iter().map(|&noise_multiplier| {
+            GradientMechanismConfig::DpSgd {
+                clip: self.dp_sgd_clip,
+                noise_multiplier,
+            }
+        }));
         defences.extend(
-            self.dp_sgd_noise
+            self.ldp_epsilon
                 .iter()
-                .map(|&noise_multiplier| GradientDefence::DpSgd {
-                    clip: self.dp_sgd_clip,
-                    noise_multiplier,
+                .map(|&epsilon| GradientMechanismConfig::Laplace {
+                    epsilon,
+                    clip: self.laplace_clip,
                 }),
         );
         defences.extend(
             self.ldp_epsilon
                 .iter()
-                .map(|&epsilon| GradientDefence::Laplace {
+                .map(|&epsilon| GradientMechanismConfig::Prs {
                     epsilon,
-                    clip: self.laplace_clip,
+                    clip: self.prs_clip,
                 }),
         );
-        defences.extend(self.ldp_epsilon.iter().map(|&epsilon| {
-            GradientDefence::ProjectedRandomSign {
-                epsilon,
-                clip: self.prs_clip,
-            }
-        }));
         defences
     }
 }
@@ -213,7 +221,7 @@ struct LeakagePlan {
     train_sample_rate: f64,
     train_steps: u64,
     delta: f64,
-    defences: Vec<GradientDefence>,
+    defences: Vec<GradientMechanismConfig>,
     victim_train_steps: usize,
     batch_sizes: Vec<usize>,
     noise_rng: NoiseRng,
@@ -233,12 +241,12 @@ impl LeakagePlan {
 
     /// The ε a cell is plotted at: per release for Laplace and PRS, over the training run
     /// for DP-SGD, ∞ without a guarantee.
-    fn epsilon(&self, defence: &GradientDefence) -> f64 {
+    fn epsilon(&self, defence: &GradientMechanismConfig) -> f64 {
         match *defence {
-            GradientDefence::DpSgd {
+            GradientMechanismConfig::DpSgd {
                 noise_multiplier, ..
             } => self.training_epsilon(noise_multiplier),
-            _ => defence.epsilon_per_release().unwrap_or(f64::INFINITY),
+            _ => defence.epsilon().map_or(f64::INFINITY, Epsilon::value),
         }
     }
 }
@@ -253,7 +261,7 @@ const VICTIM_TRAINING_SAMPLES: usize = 64;
 /// One cell: an attack against a victim whose gradients pass through a defence.
 pub(crate) struct LeakageJob {
     pub(crate) method: Method,
-    pub(crate) defence: GradientDefence,
+    pub(crate) defence: GradientMechanismConfig,
     pub(crate) samples: Vec<Sample>,
     pub(crate) image_size: usize,
     pub(crate) iterations: usize,
@@ -360,43 +368,8 @@ struct Utility {
     epsilon: Option<f64>,
 }
 
-/// The DP-SGD suite's summaries that the leakage report reads.
-#[derive(Debug, Deserialize)]
-struct DpsgdSummary {
-    method: String,
-    noise: f64,
-    mean_return: f64,
-    epsilon: Option<f64>,
-}
-
-/// The PGC suite's summaries that the leakage report reads.
-#[derive(Debug, Deserialize)]
-struct PgcSummary {
-    mechanism: String,
-    epsilon: Option<f64>,
-    fig2: bool,
-    first_success: Option<u64>,
-}
-
-/// Every `*/summary.json` under `dir` that parses as `T` (other suites' runs are skipped).
-fn read_summaries<T: for<'de> Deserialize<'de>>(dir: &Path) -> Vec<T> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut summaries: Vec<(PathBuf, T)> = entries
-        .filter_map(|e| e.ok())
-        .map(|e| e.path().join("summary.json"))
-        .filter_map(|path| {
-            let text = std::fs::read_to_string(&path).ok()?;
-            Some((path, serde_json::from_str(&text).ok()?))
-        })
-        .collect();
-    summaries.sort_by(|a, b| a.0.cmp(&b.0));
-    summaries.into_iter().map(|(_, s)| s).collect()
-}
-
 /// Utility per cell, keyed by (method slug, defence family, strength bits).
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct UtilityTable {
     cells: BTreeMap<(String, &'static str, u64), Utility>,
     sources: Vec<String>,
@@ -406,14 +379,14 @@ impl UtilityTable {
     /// DP-SGD: mean training return (over seeds) of the DP-SGD suite's DQN (for QGI) and
     /// REINFORCE (for RGI) at the same σ. PGC: the success ratio of the PGC suite's trials (its
     /// Table 2) at the same mechanism and ε, for both attacks (PGC trains one A3C agent).
-    fn read(dpsgd: &Path, pgc: &Path) -> Self {
+    fn read(dpsgd: &Path, pgc: &Path) -> Result<Self> {
         let mut table = Self::default();
         let mut returns: BTreeMap<(String, u64), (Vec<f64>, Option<f64>)> = BTreeMap::new();
-        for s in read_summaries::<DpsgdSummary>(dpsgd) {
-            let slug = match s.method.as_str() {
-                "dp-sgd-dqn" => "qgi",
-                "dp-sgd-reinforce" => "rgi",
-                _ => continue,
+        for (_, s) in read_summaries::<DpsgdRunSummary>(dpsgd)? {
+            let slug = match s.method {
+                DpsgdMethod::DpSgdDqn => "qgi",
+                DpsgdMethod::DpSgdReinforce => "rgi",
+                DpsgdMethod::LdpDqn | DpsgdMethod::LdpReinforce => continue,
             };
             let entry = returns
                 .entry((slug.to_owned(), s.noise.to_bits()))
@@ -437,13 +410,12 @@ impl UtilityTable {
                 .insert((slug, "dp-sgd", noise), Utility { value, epsilon });
         }
         let mut trials: BTreeMap<(&'static str, u64), (usize, usize)> = BTreeMap::new();
-        for s in read_summaries::<PgcSummary>(pgc) {
-            let (Some(epsilon), false) = (s.epsilon, s.fig2) else {
+        for (_, s) in read_summaries::<PgcTrialSummary>(pgc)? {
+            let (Some(epsilon), false) = (s.epsilon.get(), s.fig2) else {
                 continue;
             };
-            let family = match s.mechanism.as_str() {
-                "Lap" => "laplace",
-                "PRS" => "prs",
+            let family = match s.mechanism {
+                MechanismKind::Laplace | MechanismKind::Prs => s.mechanism.name(),
                 _ => continue,
             };
             let entry = trials.entry((family, epsilon.to_bits())).or_default();
@@ -467,22 +439,22 @@ impl UtilityTable {
                     .insert((slug.to_owned(), family, epsilon), utility);
             }
         }
-        table
+        Ok(table)
     }
 
-    fn get(&self, method: Method, defence: &GradientDefence) -> Option<Utility> {
+    fn get(&self, method: Method, defence: &GradientMechanismConfig) -> Option<Utility> {
         let strength = match *defence {
-            GradientDefence::DpSgd {
+            GradientMechanismConfig::DpSgd {
                 noise_multiplier, ..
             } => noise_multiplier,
-            GradientDefence::Laplace { epsilon, .. }
-            | GradientDefence::ProjectedRandomSign { epsilon, .. } => epsilon,
+            GradientMechanismConfig::Laplace { epsilon, .. }
+            | GradientMechanismConfig::Prs { epsilon, .. } => epsilon.value(),
             _ => return None,
         };
         self.cells
             .get(&(
                 method.slug().to_owned(),
-                defence.family(),
+                defence.kind().name(),
                 strength.to_bits(),
             ))
             .copied()
@@ -492,7 +464,7 @@ impl UtilityTable {
 /// One finished cell.
 struct CellResult {
     method: Method,
-    defence: GradientDefence,
+    defence: GradientMechanismConfig,
     epsilon: f64,
     scores: CellScores,
     rows: Vec<InversionRow>,
@@ -554,7 +526,7 @@ fn run_in(root: &Path, args: LeakageArgs) -> Result<PathBuf> {
             format!("qgi-none-batch{batch_size}"),
             LeakageJob {
                 method: Method::Qgi,
-                defence: GradientDefence::None,
+                defence: GradientMechanismConfig::None,
                 samples: samples.clone(),
                 image_size: plan.image_size,
                 iterations: plan.iterations,
@@ -606,24 +578,24 @@ fn run_in(root: &Path, args: LeakageArgs) -> Result<PathBuf> {
             .clone()
             .unwrap_or_else(|| root.join("dpsgd")),
         &args.pgc_runs.clone().unwrap_or_else(|| root.join("pgc")),
-    );
+    )?;
     let report = write_report(&dir, &args, &plan, &cells, &batch_cells, &utility)?;
     println!("wrote {}", report.display());
     Ok(report)
 }
 
 /// `qgi-none`, `rgi-dp-sgd-sigma0.1`, `qgi-laplace-eps10`: one run directory per cell.
-fn cell_name(method: Method, defence: &GradientDefence) -> String {
+fn cell_name(method: Method, defence: &GradientMechanismConfig) -> String {
     let strength = match *defence {
-        GradientDefence::None => String::new(),
-        GradientDefence::Clip { clip } => format!("-c{clip}"),
-        GradientDefence::DpSgd {
+        GradientMechanismConfig::None => String::new(),
+        GradientMechanismConfig::Clip { clip } => format!("-c{clip}"),
+        GradientMechanismConfig::DpSgd {
             noise_multiplier, ..
         } => format!("-sigma{noise_multiplier}"),
-        GradientDefence::Laplace { epsilon, .. }
-        | GradientDefence::ProjectedRandomSign { epsilon, .. } => format!("-eps{epsilon}"),
+        GradientMechanismConfig::Laplace { epsilon, .. }
+        | GradientMechanismConfig::Prs { epsilon, .. } => format!("-eps{}", epsilon.slug()),
     };
-    format!("{}-{}{strength}", method.slug(), defence.family())
+    format!("{}-{}{strength}", method.slug(), defence.kind().name())
 }
 
 fn write_report(
@@ -732,7 +704,7 @@ fn write_report(
         let mut rows: Vec<Vec<Cell>> = Vec::new();
         let single = cells
             .iter()
-            .find(|c| c.method == Method::Qgi && c.defence == GradientDefence::None);
+            .find(|c| c.method == Method::Qgi && c.defence == GradientMechanismConfig::None);
         for (batch_size, cell) in single
             .map(|c| (1, c))
             .into_iter()
@@ -776,7 +748,7 @@ fn write_report(
             }
             let undefended = cells
                 .iter()
-                .find(|c| c.method == method && c.defence == GradientDefence::None);
+                .find(|c| c.method == method && c.defence == GradientMechanismConfig::None);
             if undefended.is_some_and(|c| c.scores.unrecognisable()) {
                 thresholds.push(format!(
                     "{} against {family}: no threshold, the attack does not reconstruct a \
@@ -836,7 +808,11 @@ fn write_report(
         plan.tv_weight,
         list(&args.dp_sgd_noise),
         args.dp_sgd_clip,
-        list(&args.ldp_epsilon),
+        args.ldp_epsilon
+            .iter()
+            .map(|e| e.slug())
+            .collect::<Vec<_>>()
+            .join(","),
         args.laplace_clip,
         args.prs_clip,
         plan.train_sample_rate,
@@ -888,7 +864,7 @@ fn score_columns(cell: &CellResult) -> Vec<Cell> {
 fn cells_of<'a>(cells: &'a [CellResult], method: Method, family: &str) -> Vec<&'a CellResult> {
     let mut of_family: Vec<&CellResult> = cells
         .iter()
-        .filter(|c| c.method == method && c.defence.family() == family)
+        .filter(|c| c.method == method && c.defence.kind().name() == family)
         .collect();
     of_family.sort_by(|a, b| a.epsilon.total_cmp(&b.epsilon));
     of_family
@@ -1008,7 +984,9 @@ mod tests {
             tv_weight: None,
             dp_sgd_noise: vec![0.001, 0.01, 0.1, 0.3, 1.0],
             dp_sgd_clip: 1.0,
-            ldp_epsilon: vec![1.0, 10.0, 100.0, 1e3, 1e4, 1e5],
+            ldp_epsilon: [1.0, 10.0, 100.0, 1e3, 1e4, 1e5]
+                .map(|e| Epsilon::finite(e).unwrap())
+                .to_vec(),
             laplace_clip: 0.01,
             prs_clip: 1.0,
             train_sample_rate: 0.0128,
@@ -1045,7 +1023,7 @@ mod tests {
         args.image_size = Some(8);
         args.iterations = Some(4);
         args.dp_sgd_noise = vec![0.1];
-        args.ldp_epsilon = vec![10.0];
+        args.ldp_epsilon = vec![Epsilon::finite(10.0).unwrap()];
         args
     }
 
@@ -1092,7 +1070,7 @@ mod tests {
                 plan.backend,
                 LeakageJob {
                     method,
-                    defence: GradientDefence::None,
+                    defence: GradientMechanismConfig::None,
                     samples: samples.clone(),
                     image_size: plan.image_size,
                     iterations: plan.iterations,
@@ -1119,15 +1097,15 @@ mod tests {
         let chance = 1.0 / NUM_ACTIONS as f64;
         for (defence, method) in [
             (
-                GradientDefence::DpSgd {
+                GradientMechanismConfig::DpSgd {
                     clip: 1.0,
                     noise_multiplier: 1e6,
                 },
                 Method::Qgi,
             ),
             (
-                GradientDefence::Laplace {
-                    epsilon: 1e-6,
+                GradientMechanismConfig::Laplace {
+                    epsilon: Epsilon::finite(1e-6).unwrap(),
                     clip: 0.01,
                 },
                 Method::Rgi,
@@ -1217,62 +1195,91 @@ mod tests {
         assert!(error.contains("1..=8"), "{error}");
     }
 
+    /// Serialises either suite's summary through one closure.
+    mod erased {
+        pub trait Json {
+            fn json(&self) -> String;
+        }
+        impl<T: serde::Serialize> Json for T {
+            fn json(&self) -> String {
+                serde_json::to_string(self).unwrap()
+            }
+        }
+    }
+
     #[test]
     fn utility_is_read_from_the_other_suites_summaries() {
         let root = crate::run::tests::temp_dir("leakage-utility");
-        let write = |dir: &str, name: &str, json: &str| {
+        let write = |dir: &str, name: &str, summary: &dyn erased::Json| {
             let path = root.join(dir).join(name);
             std::fs::create_dir_all(&path).unwrap();
-            std::fs::write(path.join("summary.json"), json).unwrap();
+            std::fs::write(path.join("summary.json"), summary.json()).unwrap();
         };
-        write(
-            "dpsgd",
-            "a",
-            r#"{"method":"dp-sgd-dqn","noise":0.1,"mean_return":20.0,"epsilon":5.0}"#,
-        );
-        write(
-            "dpsgd",
-            "b",
-            r#"{"method":"dp-sgd-dqn","noise":0.1,"mean_return":40.0,"epsilon":6.0}"#,
-        );
-        for (i, success) in ["100", "null", "null", "7"].iter().enumerate() {
-            write(
-                "pgc",
-                &format!("t{i}"),
-                &format!(
-                    r#"{{"mechanism":"Lap","epsilon":10.0,"fig2":false,"first_success":{success}}}"#
-                ),
-            );
+        let dpsgd = |mean_return: f64, epsilon: f64| DpsgdRunSummary {
+            method: DpsgdMethod::DpSgdDqn,
+            noise: 0.1,
+            seed: 0,
+            episodes: 1,
+            env_steps: 1,
+            mean_return,
+            median_return: mean_return,
+            solved_at_episode: None,
+            epsilon: Some(epsilon),
+            epsilon_if_every_episode_one_user: None,
+            gradient_steps: 1,
+            observation_noise_std: Vec::new(),
+            wall_s: 0.0,
+        };
+        write("dpsgd", "a", &dpsgd(20.0, 5.0));
+        write("dpsgd", "b", &dpsgd(40.0, 6.0));
+        let pgc = |fig2: bool, first_success: Option<u64>| PgcTrialSummary {
+            mechanism: MechanismKind::Laplace,
+            epsilon: Epsilon::finite(10.0).unwrap(),
+            buffer_size: 1,
+            seed: 0,
+            fig2,
+            first_success,
+            applied: 1,
+            sent: 1,
+            updates: 1,
+            wall_s: 0.0,
+        };
+        for (i, success) in [Some(100), None, None, Some(7)].into_iter().enumerate() {
+            write("pgc", &format!("t{i}"), &pgc(false, success));
         }
-        write(
-            "pgc",
-            "fig2",
-            r#"{"mechanism":"Lap","epsilon":10.0,"fig2":true,"first_success":null}"#,
-        );
-        let table = UtilityTable::read(&root.join("dpsgd"), &root.join("pgc"));
+        write("pgc", "fig2", &pgc(true, None));
+        let table = UtilityTable::read(&root.join("dpsgd"), &root.join("pgc")).unwrap();
         let dqn = table
             .get(
                 Method::Qgi,
-                &GradientDefence::DpSgd {
+                &GradientMechanismConfig::DpSgd {
                     clip: 1.0,
                     noise_multiplier: 0.1,
                 },
             )
             .unwrap();
         assert_eq!((dqn.value, dqn.epsilon), (30.0, Some(6.0)));
-        let lap = GradientDefence::Laplace {
-            epsilon: 10.0,
+        let lap = GradientMechanismConfig::Laplace {
+            epsilon: Epsilon::finite(10.0).unwrap(),
             clip: 0.01,
         };
         assert_eq!(table.get(Method::Rgi, &lap).unwrap().value, 0.5);
         assert!(table
             .get(
                 Method::Rgi,
-                &GradientDefence::DpSgd {
+                &GradientMechanismConfig::DpSgd {
                     clip: 1.0,
                     noise_multiplier: 0.1
                 }
             )
             .is_none());
+
+        // A summary that is not what the suite writes is an error naming its file.
+        std::fs::write(root.join("pgc").join("t0").join("summary.json"), "{}").unwrap();
+        let error = UtilityTable::read(&root.join("dpsgd"), &root.join("pgc")).unwrap_err();
+        assert!(
+            format!("{error:#}").contains("t0/summary.json"),
+            "{error:#}"
+        );
     }
 }

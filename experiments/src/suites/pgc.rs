@@ -11,10 +11,9 @@ use privrl_agents::pgc::{
     median_first_success, relative_area, run_pgc, success_ratio, AppliedSubmission,
 };
 use privrl_agents::{
-    A3cConfig, Exploration, InProcess, OptimizerKind, PgcConfig, PgcMechanism, RedisTransport,
-    Transport,
+    A3cConfig, Exploration, InProcess, OptimizerKind, PgcConfig, RedisTransport, Transport,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::backend::{dispatch, BackendChoice, BackendTask};
 use crate::noise_rng::NoiseRng;
@@ -22,7 +21,9 @@ use crate::report::plot::{Line, LineChart};
 use crate::report::{Cell, Report};
 use crate::run::{suite_dir, RunDir, RunName};
 use crate::sweep::{run_parallel, Job};
-use privrl_privacy::Epsilon;
+use privrl_privacy::{Epsilon, MechanismKind};
+
+use crate::mechanism_arg::{MechanismParser, PGC_MECHANISMS};
 
 const SUITE: &str = "pgc";
 
@@ -84,9 +85,15 @@ pub struct PgcSuiteArgs {
     /// Learning rate η. Default 0.5 with sgd (the paper), 0.005 with adam.
     #[arg(long)]
     pub lr: Option<f64>,
-    /// Mechanisms to run (comma-separated).
-    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Mech::Laplace, Mech::Prs])]
-    pub mechanisms: Vec<Mech>,
+    /// Mechanisms to run (comma-separated): laplace (Algorithm 2, C = 0.01, |B| = 1), prs
+    /// (Algorithm 3, C = 1, |B| = 100), none (the raw gradient, |B| = 1, ε = ∞ only).
+    #[arg(
+        long,
+        value_parser = MechanismParser(&PGC_MECHANISMS),
+        value_delimiter = ',',
+        default_values_t = [MechanismKind::Laplace, MechanismKind::Prs]
+    )]
+    pub mechanisms: Vec<MechanismKind>,
     /// Base seed; trial k of every cell uses seed + k.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -118,7 +125,7 @@ impl PgcSuiteArgs {
             sample_actions: false,
             optimizer: OptimizerChoice::Sgd,
             lr: None,
-            mechanisms: vec![Mech::Laplace, Mech::Prs],
+            mechanisms: vec![MechanismKind::Laplace, MechanismKind::Prs],
             seed,
             backend,
             threads,
@@ -149,7 +156,7 @@ struct Plan {
     sample_actions: bool,
     optimizer: OptimizerChoice,
     lr: f64,
-    mechanisms: Vec<Mech>,
+    mechanisms: Vec<MechanismKind>,
     seed: u64,
     backend: BackendChoice,
     noise_rng: NoiseRng,
@@ -189,20 +196,6 @@ impl PgcSuiteArgs {
     }
 }
 
-/// A mechanism Q of the tables' rows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ValueEnum)]
-pub enum Mech {
-    /// Laplace (Algorithm 2), C = 0.01, |B| = 1 (alias: lap).
-    #[value(name = "laplace", alias = "lap")]
-    Laplace,
-    /// Projected random sign (Algorithm 3), C = 1, |B| = 100.
-    Prs,
-    /// The raw gradient, |B| = 1: the paper's "non-private A3C" (ε = ∞ only). When it runs,
-    /// Table 3 is relative to it, as in the paper.
-    #[value(name = "none")]
-    NonPrivate,
-}
-
 /// The aggregator's update rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ValueEnum)]
 pub enum OptimizerChoice {
@@ -221,36 +214,18 @@ impl OptimizerChoice {
     }
 }
 
-impl Mech {
-    fn name(self) -> &'static str {
-        match self {
-            Mech::Laplace => "Lap",
-            Mech::Prs => "PRS",
-            Mech::NonPrivate => "none",
-        }
+/// MAX_BUF of the paper's runs (Section 4.1): 100 for PRS, 1 for Laplace and the raw gradient.
+fn buffer_size(mech: MechanismKind) -> usize {
+    match mech {
+        MechanismKind::Prs => 100,
+        _ => 1,
     }
+}
 
-    fn mechanism(self, epsilon: Epsilon) -> PgcMechanism {
-        let epsilon = epsilon.get();
-        match self {
-            Mech::Laplace => PgcMechanism::laplace(epsilon),
-            Mech::Prs => PgcMechanism::prs(epsilon),
-            Mech::NonPrivate => PgcMechanism::NonPrivate,
-        }
-    }
-
-    /// MAX_BUF of the paper's runs (Section 4.1).
-    fn buffer_size(self) -> usize {
-        match self {
-            Mech::Prs => 100,
-            Mech::Laplace | Mech::NonPrivate => 1,
-        }
-    }
-
-    /// The cells this row runs: the non-private row has only ε = ∞.
-    fn runs_at(self, epsilon: Epsilon) -> bool {
-        self != Mech::NonPrivate || epsilon == Epsilon::INFINITE
-    }
+/// The cells a row runs: the non-private row (the paper's "non-private A3C", against which
+/// Table 3 is relative when it runs) has only ε = ∞.
+fn runs_at(mech: MechanismKind, epsilon: Epsilon) -> bool {
+    mech != MechanismKind::None || epsilon == Epsilon::INFINITE
 }
 
 /// How `value` is spelled on the command line.
@@ -261,7 +236,10 @@ fn flag_value(value: &impl ValueEnum) -> String {
         .unwrap_or_default()
 }
 
-fn paper_values(mech: Mech, epsilon: Epsilon) -> (&'static str, &'static str, &'static str) {
+fn paper_values(
+    mech: MechanismKind,
+    epsilon: Epsilon,
+) -> (&'static str, &'static str, &'static str) {
     let column = match epsilon.get() {
         None => 4,
         Some(e) => match [1.0, 2.0, 5.0, 10.0].iter().position(|&p| p == e) {
@@ -270,17 +248,18 @@ fn paper_values(mech: Mech, epsilon: Epsilon) -> (&'static str, &'static str, &'
         },
     };
     let (fst, ratio, auc): ([&str; 5], [&str; 5], [&str; 5]) = match mech {
-        Mech::Laplace => (
+        MechanismKind::Laplace => (
             ["?", "20238.5", "?", "?", "1769.0"],
             ["0.80", "0.90", "1.00", "1.00", "1.0"],
             ["?", "0.711", "?", "0.965", "1.0"],
         ),
-        Mech::Prs => (
+        MechanismKind::Prs => (
             ["25226.5", "7549.0", "2656.5", "11217.5", "1709.0"],
             ["0.85", "0.95", "0.90", "0.90", "1.0"],
             ["?", "0.862", "?", "0.771", "1.0"],
         ),
-        Mech::NonPrivate => (
+        // The non-private row (the only other mechanism the PGC commands accept).
+        _ => (
             ["-", "-", "-", "-", "1769.0 / 1709.0"],
             ["-", "-", "-", "-", "1.0"],
             ["-", "-", "-", "-", "1.0"],
@@ -293,7 +272,7 @@ fn paper_values(mech: Mech, epsilon: Epsilon) -> (&'static str, &'static str, &'
 #[derive(Clone)]
 struct Trial {
     plan: Plan,
-    mech: Mech,
+    mech: MechanismKind,
     epsilon: Epsilon,
     buffer_size: usize,
     max_submissions: u64,
@@ -303,23 +282,35 @@ struct Trial {
     redis: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
-struct TrialSummary {
-    mechanism: &'static str,
-    epsilon: Epsilon,
-    buffer_size: usize,
-    seed: u64,
-    fig2: bool,
-    first_success: Option<u64>,
-    applied: u64,
-    sent: u64,
-    updates: u64,
-    wall_s: f64,
+/// What one trial's `summary.json` holds (read back by the leakage suite:
+/// [`crate::summary::PgcTrialSummary`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TrialSummary {
+    /// The mechanism Q.
+    pub mechanism: MechanismKind,
+    /// ε per agent.
+    pub epsilon: Epsilon,
+    /// MAX_BUF = |B|.
+    pub buffer_size: usize,
+    /// The trial's seed.
+    pub seed: u64,
+    /// A Fig. 2 run (a fixed number of submissions) rather than a table trial.
+    pub fig2: bool,
+    /// First success time (eq. 26), `None` if the run never succeeded.
+    pub first_success: Option<u64>,
+    /// Submissions applied.
+    pub applied: u64,
+    /// Submissions sent.
+    pub sent: u64,
+    /// Model updates.
+    pub updates: u64,
+    /// Wall-clock seconds.
+    pub wall_s: f64,
 }
 
 impl Trial {
     fn config(&self) -> PgcConfig {
-        let mut config = PgcConfig::paper(self.mech.mechanism(self.epsilon))
+        let mut config = PgcConfig::paper(self.mech.paper_default(self.epsilon))
             .with_max_submissions(self.max_submissions)
             .with_stop_at_success(self.stop_at_success);
         config.a3c = A3cConfig::pgc_paper()
@@ -387,7 +378,7 @@ impl BackendTask for Trial {
             return Err(e);
         }
         let summary = TrialSummary {
-            mechanism: self.mech.name(),
+            mechanism: self.mech,
             epsilon: self.epsilon,
             buffer_size: self.buffer_size,
             seed: self.seed,
@@ -401,7 +392,7 @@ impl BackendTask for Trial {
         if !curve.is_empty() {
             LineChart::new(format!(
                 "{} ε = {}, |B| = {}: μ_n",
-                self.mech.name(),
+                self.mech.label(),
                 self.epsilon,
                 self.buffer_size
             ))
@@ -445,7 +436,7 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
     let dir = suite_dir(SUITE)?;
     let start = std::time::Instant::now();
     let mut jobs = Vec::new();
-    let trial = |mech: Mech, epsilon, buffer_size, max, stop, seed, name: String| Trial {
+    let trial = |mech: MechanismKind, epsilon, buffer_size, max, stop, seed, name: String| Trial {
         plan: plan.clone(),
         mech,
         epsilon,
@@ -457,8 +448,8 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
         redis: args.redis.clone(),
     };
     for &mech in &plan.mechanisms {
-        let buffer = mech.buffer_size();
-        for &epsilon in plan.epsilons.iter().filter(|&&e| mech.runs_at(e)) {
+        let buffer = buffer_size(mech);
+        for &epsilon in plan.epsilons.iter().filter(|&&e| runs_at(mech, e)) {
             for k in 0..plan.trials {
                 let seed = plan.seed + k as u64;
                 let name = RunName::new(mech.name())
@@ -481,7 +472,11 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
         }
     }
     if plan.fig2_submissions > 0 {
-        for &mech in plan.mechanisms.iter().filter(|&&m| m != Mech::NonPrivate) {
+        for &mech in plan
+            .mechanisms
+            .iter()
+            .filter(|&&m| m != MechanismKind::None)
+        {
             for buffer in [1usize, 100] {
                 let name = RunName::new("fig2")
                     .part(mech.name())
@@ -507,10 +502,10 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
     let outcomes = run_parallel(jobs, args.threads, |job, _| dispatch(backend, job))?.into_ok()?;
     let results: Vec<(TrialSummary, Vec<(f64, f64)>)> =
         outcomes.into_iter().map(|(_, r)| r).collect();
-    let fsts = |mech: Mech, epsilon: Epsilon| -> Vec<Option<u64>> {
+    let fsts = |mech: MechanismKind, epsilon: Epsilon| -> Vec<Option<u64>> {
         results
             .iter()
-            .filter(|(s, _)| s.mechanism == mech.name() && s.epsilon == epsilon && !s.fig2)
+            .filter(|(s, _)| s.mechanism == mech && s.epsilon == epsilon && !s.fig2)
             .map(|(s, _)| s.first_success)
             .collect()
     };
@@ -558,22 +553,22 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
     let mut table3 = Vec::new();
     let mut fig3 = Vec::new();
     // With the non-private row present, Table 3 is relative to it, as in the paper.
-    let has_non_private = plan.mechanisms.contains(&Mech::NonPrivate);
+    let has_non_private = plan.mechanisms.contains(&MechanismKind::None);
     for &mech in &plan.mechanisms {
         let baseline = if has_non_private {
-            fsts(Mech::NonPrivate, Epsilon::INFINITE)
+            fsts(MechanismKind::None, Epsilon::INFINITE)
         } else {
             fsts(mech, Epsilon::INFINITE)
         };
-        let mut row1 = vec![Cell::from(mech.name())];
-        let mut row2 = vec![Cell::from(mech.name())];
-        let mut row3 = vec![Cell::from(mech.name())];
-        let mut chart = LineChart::new(format!("{}: success ratio (Fig. 3)", mech.name()))
+        let mut row1 = vec![Cell::from(mech.label())];
+        let mut row2 = vec![Cell::from(mech.label())];
+        let mut row3 = vec![Cell::from(mech.label())];
+        let mut chart = LineChart::new(format!("{}: success ratio (Fig. 3)", mech.label()))
             .x_label("submissions")
             .y_label("success ratio")
             .legend(plotters::chart::SeriesLabelPosition::LowerRight);
         for &epsilon in &plan.epsilons {
-            if !mech.runs_at(epsilon) {
+            if !runs_at(mech, epsilon) {
                 for row in [&mut row1, &mut row2, &mut row3] {
                     row.push(Cell::from("-"));
                 }
@@ -641,7 +636,7 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
         .table(&header_refs, table3)
         .heading("Fig. 3: success ratio against submissions");
     for (mech, files) in &fig3 {
-        report.plot(&format!("{} success ratio", mech.name()), files);
+        report.plot(&format!("{} success ratio", mech.label()), files);
     }
 
     let fig2: Vec<&(TrialSummary, Vec<(f64, f64)>)> =
@@ -685,7 +680,11 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
     ));
     // Every setting that changes a number here, so that the command reproduces it.
     let epsilons: Vec<String> = plan.epsilons.iter().map(|e| e.slug()).collect();
-    let mechanisms: Vec<String> = plan.mechanisms.iter().map(flag_value).collect();
+    let mechanisms: Vec<String> = plan
+        .mechanisms
+        .iter()
+        .map(|m| m.name().to_string())
+        .collect();
     let optimizer = flag_value(&plan.optimizer);
     let command = format!(
         "cargo xtask suite pgc --trials {} --max-submissions {} --fig2-submissions {} \\\n    \
@@ -719,6 +718,7 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<std::path::PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use privrl_privacy::GradientMechanismConfig;
 
     #[derive(clap::Parser)]
     struct Cli {
@@ -742,14 +742,17 @@ mod tests {
         let paper = parse(&[]).plan();
         assert_eq!(paper.optimizer, OptimizerChoice::Sgd);
         assert_eq!(paper.lr, 0.5);
-        assert_eq!(paper.mechanisms, vec![Mech::Laplace, Mech::Prs]);
+        assert_eq!(
+            paper.mechanisms,
+            vec![MechanismKind::Laplace, MechanismKind::Prs]
+        );
 
         let plan = parse(&["--optimizer", "adam", "--mechanisms", "lap", "--bias"]).plan();
         assert_eq!(plan.lr, 0.005);
-        assert_eq!(plan.mechanisms, vec![Mech::Laplace]);
+        assert_eq!(plan.mechanisms, vec![MechanismKind::Laplace]);
         let trial = Trial {
             plan,
-            mech: Mech::Laplace,
+            mech: MechanismKind::Laplace,
             epsilon: Epsilon::finite(2.0).unwrap(),
             buffer_size: 1,
             max_submissions: 10,
@@ -762,20 +765,28 @@ mod tests {
         assert_eq!(config.a3c.optimizer, OptimizerKind::Adam);
         assert_eq!(config.a3c.lr, 0.005);
         assert!(config.a3c.bias);
-        assert_eq!(config.mechanism, PgcMechanism::laplace(Some(2.0)));
+        assert_eq!(
+            config.mechanism,
+            GradientMechanismConfig::laplace(Epsilon::finite(2.0).unwrap())
+        );
 
         let lr = parse(&["--optimizer", "adam", "--lr", "0.01"]).plan().lr;
         assert_eq!(lr, 0.01);
         assert!(<Cli as clap::Parser>::try_parse_from(["pgc", "--mechanisms", "gauss"]).is_err());
 
         let plan = parse(&["--mechanisms", "none,prs"]).plan();
-        assert_eq!(plan.mechanisms, vec![Mech::NonPrivate, Mech::Prs]);
+        assert_eq!(
+            plan.mechanisms,
+            vec![MechanismKind::None, MechanismKind::Prs]
+        );
         let one = Epsilon::finite(1.0).unwrap();
         assert_eq!(
-            Mech::NonPrivate.mechanism(Epsilon::INFINITE),
-            PgcMechanism::NonPrivate
+            MechanismKind::None.paper_default(Epsilon::INFINITE),
+            GradientMechanismConfig::None
         );
-        assert!(Mech::NonPrivate.runs_at(Epsilon::INFINITE) && !Mech::NonPrivate.runs_at(one));
+        assert!(
+            runs_at(MechanismKind::None, Epsilon::INFINITE) && !runs_at(MechanismKind::None, one)
+        );
         // One parser for ε everywhere: numbers > 0 and the spellings of ∞.
         let plan = parse(&["--epsilons", "0.5,inf,∞"]).plan();
         assert_eq!(
@@ -789,8 +800,8 @@ mod tests {
         assert!(<Cli as clap::Parser>::try_parse_from(["pgc", "--epsilons", "0"]).is_err());
         assert_eq!(
             parse(&["--mechanisms", "lap"]).plan().mechanisms,
-            vec![Mech::Laplace]
+            vec![MechanismKind::Laplace]
         );
-        assert_eq!(Mech::Prs.buffer_size(), 100);
+        assert_eq!(buffer_size(MechanismKind::Prs), 100);
     }
 }

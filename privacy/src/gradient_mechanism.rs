@@ -1,0 +1,910 @@
+//! One home for every mechanism that privatises a gradient before it leaves the learner: the
+//! raw gradient, clipping alone, DP-SGD (paper 004, Figure 7; Abadi et al. 2016), and the local
+//! mechanisms of PGC (paper 003): Laplace (Algorithm 2) and projected random sign (Algorithm 3).
+//!
+//! A [`GradientMechanismConfig`] names a mechanism and its parameters; it is what a user writes
+//! (in a configuration, on a command line through [`MechanismKind`]'s names) and what run
+//! directories record. [`GradientMechanismConfig::build`] validates it once for a gradient
+//! length d and returns a `Box<dyn GradientMechanism>`, the object every consumer holds: PGC
+//! agents release their episode's gradient through it, the DP-SGD agents their batch, the
+//! leakage suite the gradient an attacker then inverts.
+//!
+//! Two entries, because the mechanisms differ in what a record is:
+//! - [`GradientMechanism::release`]: one gradient is one record (a PGC submission, a
+//!   REINFORCE episode), released as a whole.
+//! - [`GradientMechanism::release_batch`] and [`GradientMechanism::release_clipped_sum`]: a
+//!   batch of records, each clipped to [`GradientMechanism::record_clip`] in L2, summed, noised
+//!   once and divided by the expected batch size (DP-SGD). A local mechanism, which has no
+//!   per-record clip, releases the batch's mean as one submission.
+//!
+//! ```
+//! use privrl_privacy::{Epsilon, GradientMechanismConfig, GradientPrivacy, NoiseMode};
+//!
+//! let config: GradientMechanismConfig = "laplace".parse::<privrl_privacy::MechanismKind>()?
+//!     .paper_default(Epsilon::finite(2.0)?);
+//! let mechanism = config.build(3, 1)?; // gradients of length 3, one submission per agent
+//! let mut rng = NoiseMode::Seeded.rng(7)?;
+//! let released = mechanism.release(&[0.5, -0.25, 0.1], &mut rng)?;
+//! assert_eq!(released.len(), 3);
+//! assert_eq!(mechanism.name(), "laplace");
+//! assert!(matches!(mechanism.privacy(), GradientPrivacy::PerRelease(cost) if cost.epsilon == 2.0));
+//! # Ok::<(), privrl_privacy::PrivacyError>(())
+//! ```
+
+use std::fmt;
+use std::str::FromStr;
+
+use rand::{Rng, RngCore};
+use serde::{Deserialize, Serialize};
+
+use crate::dpsgd::{clip_l2, Clipping, DpSgd, DpSgdConfig};
+use crate::error::{all_finite, at_least_one, positive, saturating_f32};
+use crate::laplace::{clip_l1, LaplaceConfig, LaplaceGradient};
+use crate::mechanism::{Mechanism, PrivacyCost};
+use crate::projected_random_sign::{ProjectedRandomSign, ProjectionMatrix, PrsConfig};
+use crate::{Epsilon, PrivacyError};
+
+/// The privacy a gradient mechanism gives, in the form in which it can be stated.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum GradientPrivacy {
+    /// No formal guarantee: the raw gradient, clipping alone, or a local mechanism at ε = ∞.
+    None,
+    /// (ε, 0)-LDP for every release (Laplace, Lemma 2; PRS, Lemma 3). With T submissions per
+    /// agent each spends ε/T, and this is the per-release cost.
+    PerRelease(PrivacyCost),
+    /// The Gaussian mechanism with noise σ·C on a sum of records each clipped to C: ε depends
+    /// on how records are sampled and how many steps a run takes, so it comes from
+    /// [`crate::RdpAccountant`] over the steps actually taken.
+    SubsampledGaussian {
+        /// σ.
+        noise_multiplier: f64,
+    },
+}
+
+/// A validated mechanism that privatises gradients of one length d. Object safe, so that
+/// agents, attacks and suites hold any of them as `Box<dyn GradientMechanism>`.
+pub trait GradientMechanism: fmt::Debug + fmt::Display + Send + Sync {
+    /// Which mechanism this is.
+    fn kind(&self) -> MechanismKind;
+
+    /// Its canonical name (`none`, `clip`, `dp-sgd`, `laplace`, `prs`).
+    fn name(&self) -> &'static str {
+        self.kind().name()
+    }
+
+    /// Gradient length d.
+    fn dimension(&self) -> usize;
+
+    /// What the release guarantees.
+    fn privacy(&self) -> GradientPrivacy;
+
+    /// Whether the release carries noise. Without noise (none, clip) it is the gradient times
+    /// a positive factor per record, which a gradient-matching attacker may rely on.
+    fn adds_noise(&self) -> bool;
+
+    /// One record's gradient (a PGC submission, a REINFORCE episode), released as a whole.
+    /// Fails on a gradient of the wrong length or with non-finite entries.
+    fn release(&self, gradient: &[f32], rng: &mut dyn RngCore) -> Result<Vec<f32>, PrivacyError>;
+
+    /// The L2 bound C that each record of a batch is clipped to before the sum, or `None` for
+    /// a mechanism that releases a batch as one submission.
+    fn record_clip(&self) -> Option<f64> {
+        None
+    }
+
+    /// (1/L)(s + noise) for the sum `s` of a batch's records that the caller has already
+    /// clipped to [`GradientMechanism::record_clip`] (e.g. analytically, without materialising
+    /// the per-record gradients), with L the expected batch size: under Poisson sampling the
+    /// expected, not the drawn, size, which would itself depend on the data (Figure 7).
+    ///
+    /// A mechanism without a per-record clip releases the mean s/L as one submission.
+    fn release_clipped_sum(
+        &self,
+        clipped_sum: Vec<f32>,
+        expected_batch_size: f64,
+        rng: &mut dyn RngCore,
+    ) -> Result<Vec<f32>, PrivacyError> {
+        positive("expected_batch_size", expected_batch_size)?;
+        let mean: Vec<f32> = clipped_sum
+            .into_iter()
+            .map(|x| saturating_f32(f64::from(x) / expected_batch_size))
+            .collect();
+        self.release(&mean, rng)
+    }
+
+    /// A batch of per-record gradients: each clipped to [`GradientMechanism::record_clip`]
+    /// (if any), summed in f64, then [`GradientMechanism::release_clipped_sum`].
+    fn release_batch(
+        &self,
+        per_record: &[Vec<f32>],
+        expected_batch_size: f64,
+        rng: &mut dyn RngCore,
+    ) -> Result<Vec<f32>, PrivacyError> {
+        let dimension = self.dimension();
+        let mut sum = vec![0.0f64; dimension];
+        let mut scratch = vec![0.0f32; dimension];
+        for g in per_record {
+            check_gradient("per-record gradient", g, dimension)?;
+            scratch.copy_from_slice(g);
+            if let Some(clip) = self.record_clip() {
+                clip_l2(&mut scratch, clip);
+            }
+            for (s, &x) in sum.iter_mut().zip(&scratch) {
+                *s += f64::from(x);
+            }
+        }
+        let sum = sum.into_iter().map(saturating_f32).collect();
+        self.release_clipped_sum(sum, expected_batch_size, rng)
+    }
+}
+
+/// The mechanisms by name: the one list of names (and aliases) that every command line,
+/// configuration and report uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MechanismKind {
+    /// The raw gradient.
+    None,
+    /// L2 clipping of each record to C, no noise (not private on its own).
+    Clip,
+    /// DP-SGD: per-record L2 clipping to C, N(0, σ²C²I) on the sum.
+    DpSgd,
+    /// Laplace with L1 clipping to C/2 (paper 003, Algorithm 2).
+    Laplace,
+    /// Projected random sign (paper 003, Algorithm 3).
+    Prs,
+}
+
+impl MechanismKind {
+    /// Every mechanism, in the order tables list them.
+    pub const ALL: [Self; 5] = [
+        Self::None,
+        Self::Clip,
+        Self::DpSgd,
+        Self::Laplace,
+        Self::Prs,
+    ];
+
+    /// The canonical name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Clip => "clip",
+            Self::DpSgd => "dp-sgd",
+            Self::Laplace => "laplace",
+            Self::Prs => "prs",
+        }
+    }
+
+    /// Other names accepted for it.
+    pub fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Self::None => &["non-private"],
+            Self::Clip => &[],
+            Self::DpSgd => &["dpsgd", "gaussian"],
+            Self::Laplace => &["lap"],
+            Self::Prs => &["projected-random-sign"],
+        }
+    }
+
+    /// How tables and plot legends write it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Clip => "clip",
+            Self::DpSgd => "DP-SGD",
+            Self::Laplace => "Laplace",
+            Self::Prs => "PRS",
+        }
+    }
+
+    /// One line for `--help`.
+    pub fn about(self) -> &'static str {
+        match self {
+            Self::None => "the raw gradient (not private)",
+            Self::Clip => "per-record L2 clipping to C, no noise (not private on its own)",
+            Self::DpSgd => "DP-SGD: per-record L2 clipping to C, Gaussian noise σC on the sum",
+            Self::Laplace => "Laplace with L1 clipping to C/2 (PGC, Algorithm 2)",
+            Self::Prs => "projected random sign (PGC, Algorithm 3)",
+        }
+    }
+
+    /// The mechanism at a budget ε with PGC's clipping sizes (Laplace C = 0.01, PRS C = 1).
+    /// `none` ignores ε. Clip and DP-SGD are parameterised by C and σ, not ε: they get
+    /// [`GradientMechanismConfig::DEFAULT_CLIP`] (and σ = 1 for DP-SGD).
+    pub fn paper_default(self, epsilon: Epsilon) -> GradientMechanismConfig {
+        match self {
+            Self::None => GradientMechanismConfig::None,
+            Self::Clip => GradientMechanismConfig::Clip {
+                clip: GradientMechanismConfig::DEFAULT_CLIP,
+            },
+            Self::DpSgd => GradientMechanismConfig::DpSgd {
+                clip: GradientMechanismConfig::DEFAULT_CLIP,
+                noise_multiplier: 1.0,
+            },
+            Self::Laplace => GradientMechanismConfig::laplace(epsilon),
+            Self::Prs => GradientMechanismConfig::prs(epsilon),
+        }
+    }
+}
+
+impl fmt::Display for MechanismKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for MechanismKind {
+    type Err = PrivacyError;
+    fn from_str(text: &str) -> Result<Self, PrivacyError> {
+        let text = text.trim().to_ascii_lowercase();
+        Self::ALL
+            .into_iter()
+            .find(|kind| kind.name() == text || kind.aliases().contains(&text.as_str()))
+            .ok_or(PrivacyError::Parse {
+                what: "gradient mechanism",
+                text,
+                expected: "none, clip, dp-sgd (dpsgd, gaussian), laplace (lap), \
+                           prs (projected-random-sign)",
+            })
+    }
+}
+
+/// A gradient mechanism and its parameters, as a user states it and a run directory records
+/// it. Build it for a gradient length with [`GradientMechanismConfig::build`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mechanism", rename_all = "kebab-case")]
+pub enum GradientMechanismConfig {
+    /// The raw gradient.
+    None,
+    /// Each record clipped to L2 norm C; no noise.
+    Clip {
+        /// C > 0.
+        clip: f64,
+    },
+    /// DP-SGD (Figure 7): each record clipped to L2 norm C, N(0, σ²C²I) on the sum.
+    DpSgd {
+        /// C > 0.
+        clip: f64,
+        /// σ > 0; the noise standard deviation is σC.
+        noise_multiplier: f64,
+    },
+    /// Laplace (Algorithm 2, eq. 19–21): L1 clipping to C/2, Laplace noise of scale C/(ε/T).
+    /// At ε = ∞ the clipping remains and no noise is added.
+    Laplace {
+        /// Budget of one agent over its T submissions.
+        epsilon: Epsilon,
+        /// C > 0 (the paper: 0.01).
+        clip: f64,
+    },
+    /// Projected random sign (Algorithm 3, eq. 5, 23, 24), d̂ = max(1, min(d, ⌊ε/2.5⌋)). At
+    /// ε = ∞, d̂ = d and the flip becomes the unbiased stochastic sign P(+C) = (ū + C)/(2C).
+    Prs {
+        /// Budget of one agent over its T submissions.
+        epsilon: Epsilon,
+        /// Element-wise clip C > 0 (the paper: 1).
+        clip: f64,
+    },
+}
+
+impl GradientMechanismConfig {
+    /// The clipping bound that clip and DP-SGD default to.
+    pub const DEFAULT_CLIP: f64 = 1.0;
+
+    /// PGC's Laplace setting: C = 0.01.
+    pub fn laplace(epsilon: Epsilon) -> Self {
+        Self::Laplace {
+            epsilon,
+            clip: 0.01,
+        }
+    }
+
+    /// PGC's PRS setting: C = 1.
+    pub fn prs(epsilon: Epsilon) -> Self {
+        Self::Prs { epsilon, clip: 1.0 }
+    }
+
+    /// Which mechanism this is.
+    pub fn kind(&self) -> MechanismKind {
+        match self {
+            Self::None => MechanismKind::None,
+            Self::Clip { .. } => MechanismKind::Clip,
+            Self::DpSgd { .. } => MechanismKind::DpSgd,
+            Self::Laplace { .. } => MechanismKind::Laplace,
+            Self::Prs { .. } => MechanismKind::Prs,
+        }
+    }
+
+    /// The budget ε of a local mechanism (`None` for the others, whose ε is not a parameter).
+    pub fn epsilon(&self) -> Option<Epsilon> {
+        match *self {
+            Self::Laplace { epsilon, .. } | Self::Prs { epsilon, .. } => Some(epsilon),
+            _ => None,
+        }
+    }
+
+    /// The L2 bound each record of a batch is clipped to (clip, DP-SGD), as
+    /// [`GradientMechanism::record_clip`] of the built mechanism.
+    pub fn record_clip(&self) -> Option<f64> {
+        match *self {
+            Self::Clip { clip } | Self::DpSgd { clip, .. } => Some(clip),
+            _ => None,
+        }
+    }
+
+    /// Whether the release carries noise, as [`GradientMechanism::adds_noise`] of the built
+    /// mechanism: every mechanism but none, clip and Laplace at ε = ∞ (whose release is the
+    /// gradient times a positive factor).
+    pub fn adds_noise(&self) -> bool {
+        match *self {
+            Self::None | Self::Clip { .. } => false,
+            Self::Laplace { epsilon, .. } => epsilon.get().is_some(),
+            Self::DpSgd { .. } | Self::Prs { .. } => true,
+        }
+    }
+
+    /// Validates the parameters for gradients of length `dimension` and `rounds` submissions
+    /// per agent (T; only the local mechanisms split their ε over rounds).
+    pub fn build(
+        &self,
+        dimension: usize,
+        rounds: usize,
+    ) -> Result<Box<dyn GradientMechanism>, PrivacyError> {
+        at_least_one("dimension", dimension)?;
+        at_least_one("rounds", rounds)?;
+        Ok(match *self {
+            Self::None => Box::new(Identity { dimension }),
+            Self::Clip { clip } => Box::new(ClipL2 {
+                clip: positive("clip", clip)?,
+                dimension,
+            }),
+            Self::DpSgd {
+                clip,
+                noise_multiplier,
+            } => Box::new(GaussianSum(
+                DpSgdConfig {
+                    noise_multiplier,
+                    clipping: Clipping::Flat { clip },
+                    dimension,
+                }
+                .build()?,
+            )),
+            Self::Laplace { epsilon, clip } => match epsilon.get() {
+                Some(epsilon) => Box::new(Laplace(
+                    LaplaceConfig {
+                        epsilon,
+                        clip,
+                        rounds,
+                        dimension,
+                    }
+                    .build()?,
+                )),
+                None => Box::new(ClipL1 {
+                    clip: positive("clip", clip)?,
+                    dimension,
+                }),
+            },
+            Self::Prs { epsilon, clip } => match epsilon.get() {
+                Some(epsilon) => Box::new(Prs(PrsConfig {
+                    epsilon,
+                    clip,
+                    rounds,
+                    dimension,
+                    reduced_dimension: None,
+                    unbiased: false,
+                }
+                .build()?)),
+                None => Box::new(StochasticSign {
+                    clip: positive("clip", clip)?,
+                    dimension,
+                }),
+            },
+        })
+    }
+}
+
+impl fmt::Display for GradientMechanismConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let label = self.kind().label();
+        match *self {
+            Self::None => f.write_str(label),
+            Self::Clip { clip } => write!(f, "{label} C={clip}"),
+            Self::DpSgd {
+                clip,
+                noise_multiplier,
+            } => write!(f, "{label} C={clip} σ={noise_multiplier}"),
+            Self::Laplace { epsilon, clip } | Self::Prs { epsilon, clip } => {
+                write!(f, "{label} ε={epsilon} C={clip}")
+            }
+        }
+    }
+}
+
+fn check_gradient(
+    name: &'static str,
+    gradient: &[f32],
+    dimension: usize,
+) -> Result<(), PrivacyError> {
+    if gradient.len() != dimension {
+        return Err(PrivacyError::DimensionMismatch {
+            name,
+            expected: dimension,
+            found: gradient.len(),
+        });
+    }
+    all_finite(name, gradient)
+}
+
+/// Divides by the expected batch size, and not at all for a batch of one (bit for bit the
+/// gradient then).
+fn mean_of_sum(
+    sum: Vec<f32>,
+    expected_batch_size: f64,
+    dimension: usize,
+) -> Result<Vec<f32>, PrivacyError> {
+    positive("expected_batch_size", expected_batch_size)?;
+    check_gradient("clipped gradient sum", &sum, dimension)?;
+    if expected_batch_size == 1.0 {
+        return Ok(sum);
+    }
+    let scale = expected_batch_size as f32;
+    Ok(sum.into_iter().map(|x| x / scale).collect())
+}
+
+/// g̃ = g.
+#[derive(Debug, Clone, Copy)]
+struct Identity {
+    dimension: usize,
+}
+
+impl fmt::Display for Identity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("none")
+    }
+}
+
+impl GradientMechanism for Identity {
+    fn kind(&self) -> MechanismKind {
+        MechanismKind::None
+    }
+    fn dimension(&self) -> usize {
+        self.dimension
+    }
+    fn privacy(&self) -> GradientPrivacy {
+        GradientPrivacy::None
+    }
+    fn adds_noise(&self) -> bool {
+        false
+    }
+    fn release(&self, gradient: &[f32], _: &mut dyn RngCore) -> Result<Vec<f32>, PrivacyError> {
+        check_gradient("gradient", gradient, self.dimension)?;
+        Ok(gradient.to_vec())
+    }
+    fn release_clipped_sum(
+        &self,
+        sum: Vec<f32>,
+        expected_batch_size: f64,
+        _: &mut dyn RngCore,
+    ) -> Result<Vec<f32>, PrivacyError> {
+        mean_of_sum(sum, expected_batch_size, self.dimension)
+    }
+}
+
+/// Each record clipped to L2 norm C, no noise.
+#[derive(Debug, Clone, Copy)]
+struct ClipL2 {
+    clip: f64,
+    dimension: usize,
+}
+
+impl fmt::Display for ClipL2 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "clip C={}", self.clip)
+    }
+}
+
+impl GradientMechanism for ClipL2 {
+    fn kind(&self) -> MechanismKind {
+        MechanismKind::Clip
+    }
+    fn dimension(&self) -> usize {
+        self.dimension
+    }
+    fn privacy(&self) -> GradientPrivacy {
+        GradientPrivacy::None
+    }
+    fn adds_noise(&self) -> bool {
+        false
+    }
+    fn release(&self, gradient: &[f32], _: &mut dyn RngCore) -> Result<Vec<f32>, PrivacyError> {
+        check_gradient("gradient", gradient, self.dimension)?;
+        let mut out = gradient.to_vec();
+        clip_l2(&mut out, self.clip);
+        Ok(out)
+    }
+    fn record_clip(&self) -> Option<f64> {
+        Some(self.clip)
+    }
+    fn release_clipped_sum(
+        &self,
+        sum: Vec<f32>,
+        expected_batch_size: f64,
+        _: &mut dyn RngCore,
+    ) -> Result<Vec<f32>, PrivacyError> {
+        mean_of_sum(sum, expected_batch_size, self.dimension)
+    }
+}
+
+/// DP-SGD's clipped, noised sum.
+#[derive(Debug, Clone)]
+struct GaussianSum(DpSgd);
+
+impl fmt::Display for GaussianSum {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "DP-SGD C={} σ={}",
+            self.0.sensitivity(),
+            self.0.noise_multiplier()
+        )
+    }
+}
+
+impl GradientMechanism for GaussianSum {
+    fn kind(&self) -> MechanismKind {
+        MechanismKind::DpSgd
+    }
+    fn dimension(&self) -> usize {
+        self.0.dimension()
+    }
+    fn privacy(&self) -> GradientPrivacy {
+        GradientPrivacy::SubsampledGaussian {
+            noise_multiplier: self.0.noise_multiplier(),
+        }
+    }
+    fn adds_noise(&self) -> bool {
+        true
+    }
+    fn release(&self, gradient: &[f32], rng: &mut dyn RngCore) -> Result<Vec<f32>, PrivacyError> {
+        let mut clipped = gradient.to_vec();
+        self.0.clip(&mut clipped)?;
+        self.0
+            .noisy_mean_of_clipped_sum(clipped, 1.0, &mut RngRef(rng))
+    }
+    fn record_clip(&self) -> Option<f64> {
+        Some(self.0.sensitivity())
+    }
+    fn release_clipped_sum(
+        &self,
+        sum: Vec<f32>,
+        expected_batch_size: f64,
+        rng: &mut dyn RngCore,
+    ) -> Result<Vec<f32>, PrivacyError> {
+        self.0
+            .noisy_mean_of_clipped_sum(sum, expected_batch_size, &mut RngRef(rng))
+    }
+    fn release_batch(
+        &self,
+        per_record: &[Vec<f32>],
+        expected_batch_size: f64,
+        rng: &mut dyn RngCore,
+    ) -> Result<Vec<f32>, PrivacyError> {
+        self.0
+            .noisy_mean(per_record, expected_batch_size, &mut RngRef(rng))
+    }
+}
+
+/// Algorithm 2 at finite ε.
+#[derive(Debug, Clone, Copy)]
+struct Laplace(LaplaceGradient);
+
+impl fmt::Display for Laplace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Laplace ε={} per release", self.0.epsilon_per_round())
+    }
+}
+
+impl GradientMechanism for Laplace {
+    fn kind(&self) -> MechanismKind {
+        MechanismKind::Laplace
+    }
+    fn dimension(&self) -> usize {
+        self.0.dimension()
+    }
+    fn privacy(&self) -> GradientPrivacy {
+        GradientPrivacy::PerRelease(self.0.cost())
+    }
+    fn adds_noise(&self) -> bool {
+        true
+    }
+    fn release(&self, gradient: &[f32], rng: &mut dyn RngCore) -> Result<Vec<f32>, PrivacyError> {
+        Mechanism::release(&self.0, gradient, &mut RngRef(rng))
+    }
+}
+
+/// Algorithm 3 at finite ε.
+#[derive(Debug, Clone, Copy)]
+struct Prs(ProjectedRandomSign);
+
+impl fmt::Display for Prs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "PRS ε={} per release, d̂={}",
+            self.0.cost().epsilon,
+            self.0.reduced_dimension()
+        )
+    }
+}
+
+impl GradientMechanism for Prs {
+    fn kind(&self) -> MechanismKind {
+        MechanismKind::Prs
+    }
+    fn dimension(&self) -> usize {
+        self.0.dimension()
+    }
+    fn privacy(&self) -> GradientPrivacy {
+        GradientPrivacy::PerRelease(self.0.cost())
+    }
+    fn adds_noise(&self) -> bool {
+        true
+    }
+    fn release(&self, gradient: &[f32], rng: &mut dyn RngCore) -> Result<Vec<f32>, PrivacyError> {
+        Mechanism::release(&self.0, gradient, &mut RngRef(rng))
+    }
+}
+
+/// Algorithm 2 at ε = ∞: ḡ of eq. 19 (L1 norm ≤ C/2), no noise.
+#[derive(Debug, Clone, Copy)]
+struct ClipL1 {
+    clip: f64,
+    dimension: usize,
+}
+
+impl fmt::Display for ClipL1 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Laplace ε=∞ C={}", self.clip)
+    }
+}
+
+impl GradientMechanism for ClipL1 {
+    fn kind(&self) -> MechanismKind {
+        MechanismKind::Laplace
+    }
+    fn dimension(&self) -> usize {
+        self.dimension
+    }
+    fn privacy(&self) -> GradientPrivacy {
+        GradientPrivacy::None
+    }
+    fn adds_noise(&self) -> bool {
+        false
+    }
+    fn release(&self, gradient: &[f32], _: &mut dyn RngCore) -> Result<Vec<f32>, PrivacyError> {
+        check_gradient("gradient", gradient, self.dimension)?;
+        let mut out = vec![0.0; gradient.len()];
+        clip_l1(gradient, 0.5 * self.clip, &mut out);
+        Ok(out.into_iter().map(|v| v as f32).collect())
+    }
+}
+
+/// Algorithm 3 at ε = ∞: d̂ = d, ũ_i = ±C with P(+C) = (ū_i + C)/(2C), report Mᵀũ.
+#[derive(Debug, Clone, Copy)]
+struct StochasticSign {
+    clip: f64,
+    dimension: usize,
+}
+
+impl fmt::Display for StochasticSign {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PRS ε=∞ C={}", self.clip)
+    }
+}
+
+impl GradientMechanism for StochasticSign {
+    fn kind(&self) -> MechanismKind {
+        MechanismKind::Prs
+    }
+    fn dimension(&self) -> usize {
+        self.dimension
+    }
+    fn privacy(&self) -> GradientPrivacy {
+        GradientPrivacy::None
+    }
+    fn adds_noise(&self) -> bool {
+        true
+    }
+    fn release(&self, gradient: &[f32], rng: &mut dyn RngCore) -> Result<Vec<f32>, PrivacyError> {
+        check_gradient("gradient", gradient, self.dimension)?;
+        let clip = self.clip;
+        let projection =
+            ProjectionMatrix::achlioptas(self.dimension, self.dimension, rng.next_u64())?;
+        let signs: Vec<f64> = projection
+            .project(gradient)
+            .into_iter()
+            .map(|u| {
+                // eq. 23, then eq. 24 with ε/d̂ → ∞.
+                let clipped = u.clamp(-clip, clip);
+                if rng.random::<f64>() < (clipped + clip) / (2.0 * clip) {
+                    clip
+                } else {
+                    -clip
+                }
+            })
+            .collect();
+        Ok(projection
+            .back_project(&signs)
+            .into_iter()
+            .map(|v| v as f32)
+            .collect())
+    }
+}
+
+/// `&mut dyn RngCore` as a sized generator, for the mechanisms' `impl Rng` entry points; it
+/// forwards every call, so the stream is the caller's.
+struct RngRef<'a>(&'a mut dyn RngCore);
+
+impl RngCore for RngRef<'_> {
+    fn next_u32(&mut self) -> u32 {
+        self.0.next_u32()
+    }
+    fn next_u64(&mut self) -> u64 {
+        self.0.next_u64()
+    }
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        self.0.fill_bytes(dest)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::NoiseMode;
+
+    fn rng() -> Box<dyn RngCore> {
+        Box::new(NoiseMode::Seeded.rng(3).unwrap())
+    }
+
+    #[test]
+    fn every_name_and_alias_parses_back_to_its_kind() {
+        for kind in MechanismKind::ALL {
+            assert_eq!(kind.name().parse::<MechanismKind>().unwrap(), kind);
+            for alias in kind.aliases() {
+                assert_eq!(alias.parse::<MechanismKind>().unwrap(), kind);
+            }
+        }
+        assert_eq!(
+            "LAP".parse::<MechanismKind>().unwrap(),
+            MechanismKind::Laplace
+        );
+        assert!("gauss".parse::<MechanismKind>().is_err());
+    }
+
+    #[test]
+    fn none_and_clip_release_the_mean_of_clipped_records() {
+        let records = vec![vec![3.0f32, 4.0], vec![0.3, 0.4]];
+        let none = GradientMechanismConfig::None.build(2, 1).unwrap();
+        let mean = none.release_batch(&records, 2.0, &mut *rng()).unwrap();
+        assert_eq!(mean, vec![1.65, 2.2]);
+        let clip = GradientMechanismConfig::Clip { clip: 1.0 }
+            .build(2, 1)
+            .unwrap();
+        // (3, 4) has norm 5 → (0.6, 0.8); (0.3, 0.4) is inside the ball.
+        let mean = clip.release_batch(&records, 2.0, &mut *rng()).unwrap();
+        assert!((mean[0] - 0.45).abs() < 1e-6 && (mean[1] - 0.6).abs() < 1e-6);
+        assert_eq!(
+            clip.release(&[3.0, 4.0], &mut *rng()).unwrap(),
+            vec![0.6, 0.8]
+        );
+        assert!(!none.adds_noise() && !clip.adds_noise());
+    }
+
+    #[test]
+    fn dp_sgd_noise_has_standard_deviation_sigma_c_over_l() {
+        let config = GradientMechanismConfig::DpSgd {
+            clip: 2.0,
+            noise_multiplier: 1.5,
+        };
+        let d = 20_000;
+        let mechanism = config.build(d, 1).unwrap();
+        let released = mechanism
+            .release_clipped_sum(vec![0.0; d], 4.0, &mut *rng())
+            .unwrap();
+        let var = released.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>() / d as f64;
+        // σC/L = 0.75; the sample std of 20k normals is within 2% of it.
+        assert!((var.sqrt() - 0.75).abs() < 0.015, "std {}", var.sqrt());
+        assert_eq!(
+            mechanism.privacy(),
+            GradientPrivacy::SubsampledGaussian {
+                noise_multiplier: 1.5
+            }
+        );
+        assert_eq!(mechanism.record_clip(), Some(2.0));
+    }
+
+    #[test]
+    fn local_mechanisms_cost_epsilon_over_rounds_and_infinity_keeps_their_clipping() {
+        let laplace = GradientMechanismConfig::laplace(Epsilon::finite(3.0).unwrap())
+            .build(4, 3)
+            .unwrap();
+        assert_eq!(
+            laplace.privacy(),
+            GradientPrivacy::PerRelease(PrivacyCost::pure(1.0).unwrap())
+        );
+        let unbounded = GradientMechanismConfig::Laplace {
+            epsilon: Epsilon::INFINITE,
+            clip: 1.0,
+        }
+        .build(2, 1)
+        .unwrap();
+        // L1 clipping to C/2 = 0.5: (3, 1) → (0.375, 0.125).
+        assert_eq!(
+            unbounded.release(&[3.0, 1.0], &mut *rng()).unwrap(),
+            vec![0.375, 0.125]
+        );
+        assert_eq!(unbounded.privacy(), GradientPrivacy::None);
+        let sign = GradientMechanismConfig::prs(Epsilon::INFINITE)
+            .build(5, 1)
+            .unwrap();
+        assert_eq!(sign.release(&[0.1; 5], &mut *rng()).unwrap().len(), 5);
+    }
+
+    #[test]
+    fn a_config_states_what_its_built_mechanism_does() {
+        let e = Epsilon::finite(4.0).unwrap();
+        for config in [
+            GradientMechanismConfig::None,
+            GradientMechanismConfig::Clip { clip: 0.5 },
+            GradientMechanismConfig::DpSgd {
+                clip: 0.5,
+                noise_multiplier: 1.0,
+            },
+            GradientMechanismConfig::laplace(e),
+            GradientMechanismConfig::laplace(Epsilon::INFINITE),
+            GradientMechanismConfig::prs(e),
+            GradientMechanismConfig::prs(Epsilon::INFINITE),
+        ] {
+            let built = config.build(8, 1).unwrap();
+            assert_eq!(built.kind(), config.kind(), "{config}");
+            assert_eq!(built.record_clip(), config.record_clip(), "{config}");
+            assert_eq!(built.adds_noise(), config.adds_noise(), "{config}");
+            assert_eq!(built.dimension(), 8);
+        }
+    }
+
+    #[test]
+    fn bad_inputs_are_named_errors() {
+        let m = GradientMechanismConfig::None.build(2, 1).unwrap();
+        assert!(matches!(
+            m.release(&[1.0], &mut *rng()),
+            Err(PrivacyError::DimensionMismatch { .. })
+        ));
+        assert!(matches!(
+            m.release(&[1.0, f32::NAN], &mut *rng()),
+            Err(PrivacyError::NonFinite { .. })
+        ));
+        assert!(GradientMechanismConfig::Clip { clip: 0.0 }
+            .build(2, 1)
+            .is_err());
+        assert!(GradientMechanismConfig::None.build(0, 1).is_err());
+        assert!(GradientMechanismConfig::DpSgd {
+            clip: 1.0,
+            noise_multiplier: -1.0
+        }
+        .build(2, 1)
+        .is_err());
+    }
+
+    #[test]
+    fn configs_round_trip_through_json_with_infinite_epsilon_as_null() {
+        let config = GradientMechanismConfig::prs(Epsilon::INFINITE);
+        let json = serde_json::to_string(&config).unwrap();
+        assert_eq!(json, r#"{"mechanism":"prs","epsilon":null,"clip":1.0}"#);
+        assert_eq!(
+            serde_json::from_str::<GradientMechanismConfig>(&json).unwrap(),
+            config
+        );
+        assert_eq!(config.to_string(), "PRS ε=∞ C=1");
+    }
+}
