@@ -11,9 +11,8 @@
 use anyhow::{bail, ensure, Context, Result};
 use serde::de::{DeserializeOwned, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
-use std::fmt::{self, Display, Write as _};
+use std::fmt::{self, Display};
 use std::fs::{self, File};
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 /// Environment variable that overrides the root of all run directories (default `runs`).
@@ -244,13 +243,13 @@ pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T> {
 }
 
 /// Streams `metrics.csv`: the header is fixed by the first row, every later row must have the
-/// same columns in the same order, and each row is written with one `write` call and flushed.
+/// same columns in the same order, and each row is flushed to the file as soon as it is written.
 ///
 /// Column names may not contain `,`, `"` or line breaks; nothing is quoted.
 #[derive(Debug)]
 pub struct MetricsWriter {
     path: PathBuf,
-    file: File,
+    csv: csv::Writer<File>,
     header: Option<Vec<String>>,
     rows: usize,
 }
@@ -260,9 +259,15 @@ impl MetricsWriter {
     pub fn create(path: impl Into<PathBuf>) -> Result<Self> {
         let path = path.into();
         let file = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        // Column names are checked and numbers never need quotes, so `Never` writes exactly
+        // the fields joined by `,`, one `\n`-terminated line per row.
+        let csv = csv::WriterBuilder::new()
+            .quote_style(csv::QuoteStyle::Never)
+            .terminator(csv::Terminator::Any(b'\n'))
+            .from_writer(file);
         Ok(Self {
             path,
-            file,
+            csv,
             header: None,
             rows: 0,
         })
@@ -280,7 +285,6 @@ impl MetricsWriter {
 
     /// Appends a row of `(column, value)` pairs; the first row fixes the header.
     pub fn write_row(&mut self, row: &[(&str, f64)]) -> Result<()> {
-        let mut line = String::new();
         match &self.header {
             None => {
                 ensure!(
@@ -296,8 +300,10 @@ impl MetricsWriter {
                     }
                 }
                 let header: Vec<String> = row.iter().map(|(name, _)| (*name).to_owned()).collect();
-                line.push_str(&header.join(","));
-                line.push('\n');
+                // Buffered with the first row: both reach the file in the flush below.
+                self.csv
+                    .write_record(&header)
+                    .with_context(|| format!("writing {}", self.path.display()))?;
                 self.header = Some(header);
             }
             Some(header) => {
@@ -315,16 +321,11 @@ impl MetricsWriter {
                 }
             }
         }
-        for (i, (_, value)) in row.iter().enumerate() {
-            if i > 0 {
-                line.push(',');
-            }
-            push_number(&mut line, *value);
-        }
-        line.push('\n');
-        self.file
-            .write_all(line.as_bytes())
-            .and_then(|()| self.file.flush())
+        self.csv
+            .write_record(row.iter().map(|(_, value)| format_number(*value)))
+            .with_context(|| format!("writing {}", self.path.display()))?;
+        self.csv
+            .flush()
             .with_context(|| format!("writing {}", self.path.display()))?;
         self.rows += 1;
         Ok(())
@@ -355,15 +356,14 @@ fn check_column_name(name: &str) -> Result<()> {
 
 /// Shortest text that reads back to the same `f64`; plain notation for ordinary magnitudes,
 /// exponent notation for very large or small ones.
-fn push_number(out: &mut String, value: f64) {
+fn format_number(value: f64) -> String {
     let magnitude = value.abs();
     let plain = value == 0.0 || (1e-5..1e16).contains(&magnitude);
-    // Writing into a String cannot fail.
-    let _ = if !value.is_finite() || !plain {
-        write!(out, "{value:?}")
+    if !value.is_finite() || !plain {
+        format!("{value:?}")
     } else {
-        write!(out, "{value}")
-    };
+        format!("{value}")
+    }
 }
 
 /// A flat JSON object read with its key order kept (serde_json's `Value` would sort keys).
@@ -459,19 +459,31 @@ impl Table {
 pub fn read_metrics(path: &Path) -> Result<Table> {
     let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let complete = text.ends_with('\n');
-    let mut lines = text.lines().enumerate().peekable();
-    let Some((_, header)) = lines.next() else {
-        return Ok(Table::default());
-    };
-    let columns: Vec<String> = header.split(',').map(|c| c.trim().to_owned()).collect();
-    let mut rows = Vec::new();
-    while let Some((i, line)) = lines.next() {
-        if line.trim().is_empty() {
+    let mut reader = csv::ReaderBuilder::new()
+        // A row with the wrong number of fields is reported below, with the expected columns.
+        .flexible(true)
+        // Only `\n` ends a row, so that the reader's line numbers count `\n`s; a `\r` before
+        // it is trimmed off with the last field.
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_reader(text.as_bytes());
+    let columns: Vec<String> = reader
+        .headers()
+        .with_context(|| format!("reading {}", path.display()))?
+        .iter()
+        .map(|c| c.trim().to_owned())
+        .collect();
+    let records = reader
+        .into_records()
+        .collect::<Result<Vec<_>, _>>()
+        .with_context(|| format!("reading {}", path.display()))?;
+    let mut rows = Vec::with_capacity(records.len());
+    for (i, record) in records.iter().enumerate() {
+        if record.len() <= 1 && record.iter().all(|field| field.trim().is_empty()) {
             continue;
         }
-        let is_last = lines.peek().is_none();
-        let parsed: Result<Vec<f64>> = line
-            .split(',')
+        let is_last = i + 1 == records.len();
+        let parsed: Result<Vec<f64>> = record
+            .iter()
             .map(|field| {
                 field
                     .trim()
@@ -489,19 +501,33 @@ pub fn read_metrics(path: &Path) -> Result<Table> {
             )),
             Err(e) => Err(e),
         };
+        let line = record_line(&text, record);
         match row {
             Ok(row) => rows.push(row),
             Err(e) if is_last && !complete => {
                 tracing::warn!(
-                    "{}: dropping truncated last line {}: {e:#}",
-                    path.display(),
-                    i + 1
+                    "{}: dropping truncated last line {line}: {e:#}",
+                    path.display()
                 );
             }
-            Err(e) => return Err(e.context(format!("{} line {}", path.display(), i + 1))),
+            Err(e) => return Err(e.context(format!("{} line {line}", path.display()))),
         }
     }
     Ok(Table { columns, rows })
+}
+
+/// The 1-based line on which `record` starts. The reader's position is where it started
+/// looking for the record, before the empty lines that it skips.
+fn record_line(text: &str, record: &csv::StringRecord) -> u64 {
+    let Some(position) = record.position() else {
+        return 0;
+    };
+    let start = usize::try_from(position.byte()).map_or(text.len(), |b| b.min(text.len()));
+    let empty_lines = text.as_bytes()[start..]
+        .iter()
+        .take_while(|&&b| b == b'\n')
+        .count();
+    position.line() + empty_lines as u64
 }
 
 #[cfg(test)]
@@ -691,5 +717,39 @@ pub(crate) mod tests {
         fs::write(&path, "step,return\n0,1\n1,x\n2,3\n").unwrap();
         let err = format!("{:#}", read_metrics(&path).unwrap_err());
         assert!(err.contains("line 3"), "{err}");
+
+        // A bad last line that has its line break was written whole: an error, not dropped.
+        fs::write(&path, "step,return\n0,1\n1,2\n2,\n").unwrap();
+        let err = format!("{:#}", read_metrics(&path).unwrap_err());
+        assert!(
+            err.contains("m.csv line 4") && err.contains("\"\" is not a number"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn read_metrics_numbers_lines_across_blank_lines_and_crlf() {
+        let root = temp_dir("lines");
+        let path = root.join("m.csv");
+        fs::write(
+            &path,
+            "step, return\r\n0,1\r\n\r\n\n  \n1,2\r\n2,x\r\n3,4\r\n",
+        )
+        .unwrap();
+        let err = format!("{:#}", read_metrics(&path).unwrap_err());
+        assert!(
+            err.contains("m.csv line 7") && err.contains("is not a number"),
+            "{err}"
+        );
+
+        fs::write(&path, "step, return\r\n0,1\r\n\n\n1,2\r\n").unwrap();
+        let table = read_metrics(&path).unwrap();
+        assert_eq!(table.columns, ["step", "return"]);
+        assert_eq!(table.rows, [[0.0, 1.0], [1.0, 2.0]]);
+
+        fs::write(&path, "").unwrap();
+        assert_eq!(read_metrics(&path).unwrap(), Table::default());
+        let err = format!("{:#}", read_metrics(&root.join("none.csv")).unwrap_err());
+        assert!(err.contains("none.csv"), "{err}");
     }
 }
