@@ -65,7 +65,7 @@ pub struct FlatVecStep {
 
 impl FlatVecStep {
     /// Buffers for `num_envs` environments with observations of `obs_len` values.
-    pub fn new(num_envs: usize, obs_len: usize) -> Self {
+    fn new(num_envs: usize, obs_len: usize) -> Self {
         Self {
             obs_len,
             obs: vec![0.0; num_envs * obs_len],

@@ -104,12 +104,12 @@ pub const GYMNASIUM_REQUIREMENT: &str = "gymnasium==1.4.0";
 pub const ALE_PY_REQUIREMENT: &str = "ale-py==0.12.1";
 
 /// The prefix that names a bridged environment in [`crate::make`].
-pub const GYMNASIUM_PREFIX: &str = "gymnasium:";
+const GYMNASIUM_PREFIX: &str = "gymnasium:";
 
 /// Default limit on starting the worker and answering `make`.
-pub const DEFAULT_MAKE_TIMEOUT: Duration = Duration::from_secs(30);
+const DEFAULT_MAKE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default limit on answering one reset, step or set_state.
-pub const DEFAULT_STEP_TIMEOUT: Duration = Duration::from_secs(10);
+const DEFAULT_STEP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The Python interpreter the bridge starts: `PRIVRL_PYTHON` if set and non-empty, else
 /// `.venv/bin/python` at the privrl workspace root if it exists, else `python3`.

@@ -21,7 +21,7 @@ pub enum Face {
 
 impl Face {
     /// The unit normal.
-    pub fn normal(self) -> [f32; 3] {
+    pub(crate) fn normal(self) -> [f32; 3] {
         match self {
             Face::NegX => [-1.0, 0.0, 0.0],
             Face::PosX => [1.0, 0.0, 0.0],
@@ -33,7 +33,7 @@ impl Face {
     }
 
     /// Whether the face is vertical (a side rather than a top or bottom).
-    pub fn is_vertical(self) -> bool {
+    pub(crate) fn is_vertical(self) -> bool {
         !matches!(self, Face::NegZ | Face::PosZ)
     }
 }

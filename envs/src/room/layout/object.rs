@@ -118,7 +118,7 @@ impl Object {
     }
 
     /// Whether the agent's disc of `radius` centred at `(x, y)` overlaps the box's footprint.
-    pub fn blocks_disc(&self, x: f32, y: f32, radius: f32) -> bool {
+    pub(super) fn blocks_disc(&self, x: f32, y: f32, radius: f32) -> bool {
         let dx = (self.min[0] - x).max(x - self.max[0]).max(0.0);
         let dy = (self.min[1] - y).max(y - self.max[1]).max(0.0);
         dx * dx + dy * dy < radius * radius

@@ -41,15 +41,15 @@ const EPSILON_M: f32 = 1e-4;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Camera {
     /// Position `(x, y, z)` in metres.
-    pub position: [f32; 3],
+    pub(crate) position: [f32; 3],
     /// Heading in radians, anticlockwise from `+x`.
-    pub heading: f32,
+    pub(crate) heading: f32,
     /// Horizontal field of view in radians.
-    pub fov_rad: f32,
+    pub(crate) fov_rad: f32,
     /// Image width in pixels.
-    pub width: usize,
+    pub(crate) width: usize,
     /// Image height in pixels.
-    pub height: usize,
+    pub(crate) height: usize,
 }
 
 impl Camera {
