@@ -111,9 +111,10 @@ pub fn restrict_to_simplex(p: &[f64], eta: f64, map: SimplexMap) -> Result<Vec<f
 
 /// One draw of Dirichlet(α) into `out`, for any α with α_i > 0 (validated).
 ///
-/// Gamma variates are drawn in log space ([`LogGammaSampler`]), so tiny shapes (kπ_i ≪ 1) still
-/// give a point of the simplex, never NaN. When every shape is so small that even the logs
-/// overflow, the draw is the shapes' vanishing limit: a vertex of the simplex.
+/// Gamma variates are drawn in log space (Marsaglia–Tsang, with the shape boost taken in logs),
+/// so tiny shapes (kπ_i ≪ 1) still give a point of the simplex, never NaN. When every shape is
+/// so small that even the logs overflow, the draw is the shapes' vanishing limit: a vertex of
+/// the simplex.
 pub fn sample_dirichlet(
     alpha: &[f64],
     rng: &mut impl Rng,

@@ -132,7 +132,7 @@ impl GaussianMechanism {
 }
 
 /// Adds N(0, std²) to every entry of `values` in place.
-pub fn add_gaussian_noise(values: &mut [f32], std: f64, rng: &mut impl Rng) {
+pub(crate) fn add_gaussian_noise(values: &mut [f32], std: f64, rng: &mut impl Rng) {
     for v in values.iter_mut() {
         *v = saturating_f32(f64::from(*v) + std * standard_normal(rng));
     }

@@ -65,7 +65,7 @@ pub mod observation_noise;
 pub mod projected_random_sign;
 pub mod randomness;
 pub mod rdp;
-pub mod special;
+mod special;
 
 pub use composition::{
     advanced_composition, basic_composition, drv_advanced_composition, Accountant,

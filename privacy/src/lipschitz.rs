@@ -14,7 +14,7 @@
 //! * `upper_bound`: a certified bound from the Schatten norm, σ_max ≤ ‖W‖_{S_{2p}} =
 //!   tr((WᵀW)^p)^{1/(2p)}. With G the smaller Gram matrix (WᵀW or WWᵀ) squared S times with
 //!   rescaling (power iteration on the whole matrix), p = 2^{S+1} and tr(G^p) = ‖G^{p/2}‖²_F.
-//!   It over-states σ_max by at most rank^{1/(2p)}: with S = [`GRAM_SQUARINGS`] = 8,
+//!   It over-states σ_max by at most rank^{1/(2p)}: with S = 8 squarings,
 //!   rank^{1/1024}, i.e. < 0.7 % for rank ≤ 1000. A relative margin of 1e-9 covers f64
 //!   rounding in the squarings. Cost O(S·n³) with n = min(rows, cols), fine for RL-sized layers.
 //!
@@ -33,10 +33,10 @@ use crate::error::all_finite;
 use crate::PrivacyError;
 
 /// Number of Gram-matrix squarings in [`spectral_norm`].
-pub const GRAM_SQUARINGS: u32 = 8;
+const GRAM_SQUARINGS: u32 = 8;
 
 /// Relative margin added to the Schatten bound for floating-point rounding.
-pub const ROUNDING_MARGIN: f64 = 1e-9;
+const ROUNDING_MARGIN: f64 = 1e-9;
 
 /// A dense row-major matrix of a linear layer, y = W x: `rows` outputs, `cols` inputs.
 ///

@@ -167,13 +167,13 @@ impl RngCore for MechanismRng {
 /// A uniform double in the open interval (0, 1): 53 random bits, offset by half a step, so that
 /// `ln` of it is always finite.
 #[inline]
-pub fn open01<R: Rng + ?Sized>(rng: &mut R) -> f64 {
+pub(crate) fn open01<R: Rng + ?Sized>(rng: &mut R) -> f64 {
     ((rng.next_u64() >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64)
 }
 
 /// A standard normal draw.
 #[inline]
-pub fn standard_normal<R: Rng + ?Sized>(rng: &mut R) -> f64 {
+pub(crate) fn standard_normal<R: Rng + ?Sized>(rng: &mut R) -> f64 {
     StandardNormal.sample(rng)
 }
 
@@ -193,7 +193,7 @@ pub fn laplace<R: Rng + ?Sized>(rng: &mut R, scale: f64) -> f64 {
 /// finite for every a ≥ 1e-300 and keeps the ratios of tiny Gamma variates exact, where the
 /// linear-space sampler of `rand_distr` returns 0 (and a Dirichlet built on it 0/0 = NaN).
 #[derive(Debug, Clone, Copy)]
-pub struct LogGammaSampler {
+pub(crate) struct LogGammaSampler {
     /// Marsaglia–Tsang d = a' − 1/3 with a' = max(a, a + 1 if a < 1).
     d: f64,
     /// c = 1/√(9d).
@@ -207,7 +207,7 @@ pub struct LogGammaSampler {
 impl LogGammaSampler {
     /// Prepares a sampler for `shape` > 0 (callers validate).
     #[inline]
-    pub fn new(shape: f64) -> Self {
+    pub(crate) fn new(shape: f64) -> Self {
         let (base, boost) = if shape < 1.0 {
             (shape + 1.0, Some(1.0 / shape))
         } else {
@@ -224,7 +224,7 @@ impl LogGammaSampler {
 
     /// One draw of ln G.
     #[inline]
-    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> f64 {
+    pub(crate) fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> f64 {
         self.sample_with_magnitude(rng).0
     }
 
@@ -232,7 +232,7 @@ impl LogGammaSampler {
     /// ln(U)/a (−∞ when no boost is used). When ln G itself overflows to −∞ for a vanishing
     /// shape, the magnitude still orders the draws: a smaller magnitude means a larger G.
     #[inline]
-    pub fn sample_with_magnitude<R: Rng + ?Sized>(&self, rng: &mut R) -> (f64, f64) {
+    pub(crate) fn sample_with_magnitude<R: Rng + ?Sized>(&self, rng: &mut R) -> (f64, f64) {
         let base = loop {
             let x = standard_normal(rng);
             let t = 1.0 + self.c * x;

@@ -3,18 +3,18 @@
 
 /// ln Γ(x) for x > 0 (musl's `lgamma` through `libm`, about 1 ulp).
 #[inline]
-pub fn ln_gamma(x: f64) -> f64 {
+pub(crate) fn ln_gamma(x: f64) -> f64 {
     libm::lgamma(x)
 }
 
 /// ln B(a, b) = ln Γ(a) + ln Γ(b) − ln Γ(a + b).
-pub fn ln_beta(a: f64, b: f64) -> f64 {
+pub(crate) fn ln_beta(a: f64, b: f64) -> f64 {
     ln_gamma(a) + ln_gamma(b) - ln_gamma(a + b)
 }
 
 /// ln(e^x + e^y) without overflow; `-inf` stands for 0.
 #[inline]
-pub fn log_add(x: f64, y: f64) -> f64 {
+pub(crate) fn log_add(x: f64, y: f64) -> f64 {
     let (lo, hi) = if x < y { (x, y) } else { (y, x) };
     if lo == f64::NEG_INFINITY {
         return hi;
@@ -27,7 +27,7 @@ pub fn log_add(x: f64, y: f64) -> f64 {
 /// Follows Opacus' `_log_sub` exactly, including its overflow branch (returns x when e^{x−y}
 /// overflows), so that the RDP values agree with Opacus to the last digits.
 #[inline]
-pub fn log_sub(x: f64, y: f64) -> Option<f64> {
+pub(crate) fn log_sub(x: f64, y: f64) -> Option<f64> {
     if x < y {
         return None;
     }
@@ -50,7 +50,7 @@ pub fn log_sub(x: f64, y: f64) -> Option<f64> {
 /// relative precision). Above, the asymptotic series
 /// erfc(x) = e^{−x²}/(x√π) · Σ_n (−1)^n (2n−1)!! / (2x²)^n is used with 7 terms; at x ≥ 20 the
 /// first omitted term is below 1e-16.
-pub fn log_erfc(x: f64) -> f64 {
+pub(crate) fn log_erfc(x: f64) -> f64 {
     if x < 20.0 {
         return libm::erfc(x).ln();
     }
@@ -66,12 +66,12 @@ pub fn log_erfc(x: f64) -> f64 {
 }
 
 /// ln Φ(x) of the standard normal CDF.
-pub fn log_normal_cdf(x: f64) -> f64 {
+pub(crate) fn log_normal_cdf(x: f64) -> f64 {
     log_erfc(-x / std::f64::consts::SQRT_2) - std::f64::consts::LN_2
 }
 
 /// Φ(x), the standard normal CDF.
-pub fn normal_cdf(x: f64) -> f64 {
+pub(crate) fn normal_cdf(x: f64) -> f64 {
     0.5 * libm::erfc(-x / std::f64::consts::SQRT_2)
 }
 
@@ -81,7 +81,7 @@ pub fn normal_cdf(x: f64) -> f64 {
 /// Lentz method, using the symmetry I_x(a,b) = 1 − I_{1−x}(b,a) on the side where the fraction
 /// converges fast. Returns `None` if the fraction does not converge (it does for every
 /// a, b ≤ 1e7 in practice: it needs O(√max(a, b)) iterations).
-pub fn beta_reg(a: f64, b: f64, x: f64) -> Option<f64> {
+pub(crate) fn beta_reg(a: f64, b: f64, x: f64) -> Option<f64> {
     if !(a > 0.0 && b > 0.0 && (0.0..=1.0).contains(&x)) {
         return None;
     }
