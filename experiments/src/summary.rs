@@ -7,9 +7,55 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::report::Report;
 
 pub use crate::suites::dpsgd::RunSummary as DpsgdRunSummary;
 pub use crate::suites::pgc::TrialSummary as PgcTrialSummary;
+
+/// The effect a suite's quick mode is sized to show, judged by a criterion written in the
+/// suite's code before any run, with what this run measured. The quickstart collects one per
+/// suite, so a reader sees at a glance whether each paper's headline came out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Headline {
+    /// The effect and its criterion, in words.
+    pub effect: String,
+    /// What this run measured, in the criterion's terms.
+    pub measured: String,
+    /// Whether the measurement meets the criterion.
+    pub visible: bool,
+}
+
+impl Headline {
+    /// `visible` or `not visible`.
+    pub fn verdict(&self) -> &'static str {
+        if self.visible {
+            "visible"
+        } else {
+            "not visible"
+        }
+    }
+
+    /// Adds a "Headline" section to a suite's report.
+    pub fn add_to(&self, report: &mut Report) {
+        report.heading("Headline").paragraph(&format!(
+            "**{}**: {} Measured: {}.",
+            self.verdict(),
+            self.effect,
+            self.measured
+        ));
+    }
+}
+
+/// What a suite run returns: its report and its headline.
+#[derive(Debug, Clone)]
+pub struct SuiteOutcome {
+    /// `runs/<suite>/report.md`.
+    pub report: PathBuf,
+    /// The suite's headline effect in this run.
+    pub headline: Headline,
+}
 
 /// Every `<run>/summary.json` directly under `suite_dir`, parsed as `T`, in path order. A run
 /// directory without a summary (unfinished, or killed) is skipped; a summary that does not

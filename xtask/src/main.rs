@@ -136,6 +136,17 @@ fn main() {
     }
 }
 
+/// A suite's headline on the terminal, after its report's path.
+fn print_headline(outcome: privrl_experiments::summary::SuiteOutcome) {
+    let headline = outcome.headline;
+    println!(
+        "headline: {}: {}\n  measured: {}",
+        headline.verdict(),
+        headline.effect,
+        headline.measured
+    );
+}
+
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Quickstart(args) => quickstart::run(args),
@@ -143,11 +154,11 @@ fn run(cli: Cli) -> Result<()> {
         Command::Train(args) => train::run(args),
         Command::Attack(args) => inversion::run_attack(args).map(|_| ()),
         Command::Env(cmd) => env_cmd::run(cmd),
-        Command::Suite(SuiteCommand::Inversion(args)) => inversion::run(args).map(|_| ()),
-        Command::Suite(SuiteCommand::Dpsgd(args)) => dpsgd::run(args).map(|_| ()),
+        Command::Suite(SuiteCommand::Inversion(args)) => inversion::run(args).map(print_headline),
+        Command::Suite(SuiteCommand::Dpsgd(args)) => dpsgd::run(args).map(print_headline),
         Command::Suite(SuiteCommand::Kickstart(args)) => kickstart::run(args).map(|_| ()),
-        Command::Suite(SuiteCommand::Pgc(args)) => pgc::run(args).map(|_| ()),
-        Command::Suite(SuiteCommand::Leakage(args)) => leakage::run(args).map(|_| ()),
+        Command::Suite(SuiteCommand::Pgc(args)) => pgc::run(args).map(print_headline),
+        Command::Suite(SuiteCommand::Leakage(args)) => leakage::run(args).map(print_headline),
         Command::Pgc(cmd) => pgc_cmd::run(cmd),
         Command::Check(cmd) => check::run(cmd),
         Command::Privacy(cmd) => privacy_cli::run(cmd),

@@ -6,7 +6,7 @@
 //! it spent (δ = 1e-5 unless set; the unit of privacy is documented in
 //! `privrl_agents::private_training`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -29,6 +29,7 @@ use crate::noise_rng::NoiseRng;
 use crate::report::plot::{median, LearningCurves, Line, LineChart, PlotFiles};
 use crate::report::{format_mean_std, format_number, Cell, Report};
 use crate::run::{runs_root, suite_dir, RunDir, RunName};
+use crate::summary::{Headline, SuiteOutcome};
 use crate::sweep::{run_parallel, Job, JobProgress, Seeds};
 
 /// The environment of the slides.
@@ -579,13 +580,13 @@ fn family_charts(
 }
 
 /// Runs the suite and writes `runs/dpsgd/report.md`; returns the report's path.
-pub fn run(args: DpsgdArgs) -> Result<PathBuf> {
+pub fn run(args: DpsgdArgs) -> Result<SuiteOutcome> {
     suite_dir("dpsgd")?;
     run_in(&runs_root(), args)
 }
 
 /// [`run`] under the runs root `root`.
-fn run_in(root: &Path, args: DpsgdArgs) -> Result<PathBuf> {
+fn run_in(root: &Path, args: DpsgdArgs) -> Result<SuiteOutcome> {
     let plan = args.plan();
     anyhow::ensure!(!plan.seeds.is_empty(), "--seeds is empty");
     anyhow::ensure!(plan.episodes > 0, "--episodes must be at least 1");
@@ -800,10 +801,67 @@ fn run_in(root: &Path, args: DpsgdArgs) -> Result<PathBuf> {
         )
     };
     let command = command + plan.noise_rng.reproduce_flag();
+    let headline = headline(&points);
+    headline.add_to(&mut report);
     report.reproduce([command]);
     let path = report.write()?;
     println!("wrote {}", path.display());
-    Ok(path)
+    Ok(SuiteOutcome {
+        report: path,
+        headline,
+    })
+}
+
+/// The average reward of a uniformly random policy on CartPole-v1 (about 22): a run learns
+/// when its average reward is at least twice this.
+const RANDOM_POLICY_RETURN: f64 = 22.0;
+
+/// The slides' headline: DP-SGD buys a finite ε at a cost in reward. Judged on DP-SGD
+/// REINFORCE, the method that learns within the quick budget: at its smallest σ it learns
+/// (average reward at least twice a random policy's), and at its largest σ it spends a finite
+/// ε and earns a lower average reward (means over seeds). DP-SGD DQN is reported beside it
+/// but not judged: at these step budgets it does not learn even without noise, so a drop in
+/// its reward would be noise.
+fn headline(points: &[Point]) -> Headline {
+    let extremes = |method: Method| {
+        let of_method: Vec<&Point> = points.iter().filter(|p| p.method == method).collect();
+        let lowest = of_method.iter().min_by(|a, b| a.noise.total_cmp(&b.noise))?;
+        let highest = of_method.iter().max_by(|a, b| a.noise.total_cmp(&b.noise))?;
+        (lowest.noise < highest.noise).then_some((*lowest, *highest))
+    };
+    let describe = |method: Method, (lowest, highest): (&Point, &Point)| {
+        format!(
+            "{}: average reward {} at σ = {} (ε = {}) against {} at σ = {}",
+            method.name(),
+            format_number(mean(&highest.mean_returns())),
+            format_number(highest.noise),
+            format_number(highest.epsilon()),
+            format_number(mean(&lowest.mean_returns())),
+            format_number(lowest.noise)
+        )
+    };
+    let judged = extremes(Method::DpSgdReinforce);
+    let visible = judged.is_some_and(|(lowest, highest)| {
+        let (low, high) = (mean(&lowest.mean_returns()), mean(&highest.mean_returns()));
+        low >= 2.0 * RANDOM_POLICY_RETURN && high < low && highest.epsilon().is_finite()
+    });
+    let mut measured = vec![judged.map_or_else(
+        || "DP-SGD REINFORCE did not run at two noise levels".to_string(),
+        |p| describe(Method::DpSgdReinforce, p),
+    )];
+    if let Some(p) = extremes(Method::DpSgdDqn) {
+        measured.push(format!("not judged: {}", describe(Method::DpSgdDqn, p)));
+    }
+    Headline {
+        effect: format!(
+            "DP-SGD buys a finite ε at a cost in reward: DP-SGD REINFORCE learns at the smallest \
+             σ (average reward ≥ {}, twice a random policy's) and earns less at the largest σ, \
+             which spends a finite ε.",
+            2.0 * RANDOM_POLICY_RETURN
+        ),
+        measured: measured.join("; "),
+        visible,
+    }
 }
 
 fn join(values: &[f64]) -> String {
@@ -826,8 +884,12 @@ mod tests {
         args.ldp_noise = Some(vec![0.5]);
         args.episodes = Some(60);
         args.dqn_steps = Some(1_100);
-        let report = run_in(&root, args).unwrap();
-        let markdown = std::fs::read_to_string(&report).unwrap();
+        let outcome = run_in(&root, args).unwrap();
+        let markdown = std::fs::read_to_string(&outcome.report).unwrap();
+        // The headline judges REINFORCE at σ = 1 against σ = 0 and shows DQN beside it.
+        assert_eq!(outcome.headline.measured.matches("σ = 1 (ε = ").count(), 2);
+        assert!(outcome.headline.measured.contains("not judged: DP-SGD DQN"));
+        assert!(markdown.contains("## Headline"), "{markdown}");
         // 2 DP-SGD methods × 2 σ + 2 LDP methods × 1 σ rows.
         let rows = markdown
             .lines()

@@ -28,7 +28,7 @@ use crate::suites::inversion::ENTROPY_WEIGHT;
 use crate::suites::inversion::{
     reconstruction_sheet, room_samples, summary, victim_config, write_rows, Method,
 };
-use crate::summary::{read_summaries, DpsgdRunSummary, PgcTrialSummary};
+use crate::summary::{read_summaries, DpsgdRunSummary, Headline, PgcTrialSummary, SuiteOutcome};
 use crate::sweep::{run_parallel, Job};
 use privrl_privacy::{
     Epsilon, GradientMechanismConfig, MechanismKind, MechanismRng, RandomnessSource,
@@ -124,6 +124,35 @@ pub struct LeakageArgs {
 }
 
 impl LeakageArgs {
+    /// `--quick` with everything else at its default (the quickstart's leakage part).
+    pub fn quick(seed: u64, backend: BackendChoice, threads: usize) -> Self {
+        Self {
+            quick: true,
+            samples: None,
+            image_size: None,
+            iterations: None,
+            tv_weight: None,
+            dp_sgd_noise: vec![0.001, 0.01, 0.1, 0.3, 1.0],
+            dp_sgd_clip: 1.0,
+            ldp_epsilon: [1.0, 10.0, 100.0, 1e3, 1e4, 1e5]
+                .map(|e| Epsilon::finite(e).unwrap())
+                .to_vec(),
+            laplace_clip: 0.01,
+            prs_clip: 1.0,
+            train_sample_rate: 0.0128,
+            train_steps: 10_000,
+            delta: 1e-5,
+            dpsgd_runs: None,
+            pgc_runs: None,
+            victim_train_steps: 0,
+            batch_sizes: vec![1],
+            seed,
+            backend,
+            threads,
+            noise_rng: NoiseRng::Seeded,
+        }
+    }
+
     fn plan(&self) -> Result<LeakagePlan> {
         let pick =
             |v: Option<usize>, quick, full| v.unwrap_or(if self.quick { quick } else { full });
@@ -473,13 +502,13 @@ struct CellResult {
 const METHODS: [Method; 2] = [Method::Qgi, Method::Rgi];
 
 /// Runs the suite and writes `runs/leakage/report.md`; returns the report's path.
-pub fn run(args: LeakageArgs) -> Result<PathBuf> {
+pub fn run(args: LeakageArgs) -> Result<SuiteOutcome> {
     suite_dir("leakage")?;
     run_in(&runs_root(), args)
 }
 
 /// [`run`] under the runs root `root`.
-fn run_in(root: &Path, args: LeakageArgs) -> Result<PathBuf> {
+fn run_in(root: &Path, args: LeakageArgs) -> Result<SuiteOutcome> {
     let plan = args.plan()?;
     let dir = root.join("leakage");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -579,9 +608,72 @@ fn run_in(root: &Path, args: LeakageArgs) -> Result<PathBuf> {
             .unwrap_or_else(|| root.join("dpsgd")),
         &args.pgc_runs.clone().unwrap_or_else(|| root.join("pgc")),
     )?;
-    let report = write_report(&dir, &args, &plan, &cells, &batch_cells, &utility)?;
+    let headline = headline(&cells);
+    let report = write_report(
+        &dir,
+        &args,
+        &plan,
+        &cells,
+        &batch_cells,
+        &utility,
+        &headline,
+    )?;
     println!("wrote {}", report.display());
-    Ok(report)
+    Ok(SuiteOutcome { report, headline })
+}
+
+/// The headline: privacy defeats the inversion. Judged on QGI: undefended, its reconstruction
+/// is recognisable (an image at SSIM ≥ [`SSIM_THRESHOLD`] or the box at IoU ≥
+/// [`IOU_THRESHOLD`]), and under DP-SGD at the largest σ and Laplace at the smallest ε it is
+/// not.
+fn headline(cells: &[CellResult]) -> Headline {
+    let qgi = |kind: MechanismKind| {
+        cells
+            .iter()
+            .filter(move |c| c.method == Method::Qgi && c.defence.kind() == kind)
+    };
+    let undefended = qgi(MechanismKind::None).next();
+    // The strongest defence of a family has the smallest ε (for DP-SGD, the largest σ).
+    let strongest =
+        |kind| qgi(kind).min_by(|a: &&CellResult, b: &&CellResult| a.epsilon.total_cmp(&b.epsilon));
+    let cells = [
+        ("no defence", undefended),
+        ("DP-SGD at the largest σ", strongest(MechanismKind::DpSgd)),
+        (
+            "Laplace at the smallest ε",
+            strongest(MechanismKind::Laplace),
+        ),
+    ];
+    let measured: Vec<String> = cells
+        .iter()
+        .map(|(what, cell)| match cell {
+            Some(c) => format!(
+                "{what} ({}): RGB / depth SSIM {} / {}, IoU {}",
+                c.defence,
+                format_number(c.scores.rgb_ssim),
+                format_number(c.scores.depth_ssim),
+                format_number(c.scores.iou)
+            ),
+            None => format!("{what}: not run"),
+        })
+        .collect();
+    let visible = match cells.map(|(_, c)| c) {
+        [Some(none), Some(dp_sgd), Some(laplace)] => {
+            !none.scores.unrecognisable()
+                && dp_sgd.scores.unrecognisable()
+                && laplace.scores.unrecognisable()
+        }
+        _ => false,
+    };
+    Headline {
+        effect: format!(
+            "privacy defeats the inversion: undefended, QGI's reconstruction is recognisable (an \
+             image at SSIM ≥ {SSIM_THRESHOLD} or the box at IoU ≥ {IOU_THRESHOLD}); under DP-SGD \
+             at the largest σ and Laplace at the smallest ε it is not."
+        ),
+        measured: measured.join("; "),
+        visible,
+    }
 }
 
 /// `qgi-none`, `rgi-dp-sgd-sigma0.1`, `qgi-laplace-eps10`: one run directory per cell.
@@ -605,6 +697,7 @@ fn write_report(
     cells: &[CellResult],
     batch_cells: &[(usize, CellResult)],
     utility: &UtilityTable,
+    headline: &Headline,
 ) -> Result<PathBuf> {
     let mut report = Report::new(
         dir,
@@ -828,6 +921,7 @@ fn write_report(
             .join(","),
         plan.backend,
     ) + plan.noise_rng.reproduce_flag();
+    headline.add_to(&mut report);
     report.reproduce([command]);
     report.write()
 }
@@ -974,35 +1068,6 @@ mod tests {
     use super::*;
     use crate::suites::inversion::{InversionJob, InversionPlan};
 
-    /// Quick mode with the given seed, as `--quick` parses.
-    fn quick(seed: u64, backend: BackendChoice, threads: usize) -> LeakageArgs {
-        LeakageArgs {
-            quick: true,
-            samples: None,
-            image_size: None,
-            iterations: None,
-            tv_weight: None,
-            dp_sgd_noise: vec![0.001, 0.01, 0.1, 0.3, 1.0],
-            dp_sgd_clip: 1.0,
-            ldp_epsilon: [1.0, 10.0, 100.0, 1e3, 1e4, 1e5]
-                .map(|e| Epsilon::finite(e).unwrap())
-                .to_vec(),
-            laplace_clip: 0.01,
-            prs_clip: 1.0,
-            train_sample_rate: 0.0128,
-            train_steps: 10_000,
-            delta: 1e-5,
-            dpsgd_runs: None,
-            pgc_runs: None,
-            victim_train_steps: 0,
-            batch_sizes: vec![1],
-            seed,
-            backend,
-            threads,
-            noise_rng: NoiseRng::Seeded,
-        }
-    }
-
     #[test]
     fn quick_matches_what_clap_parses() {
         #[derive(clap::Parser)]
@@ -1011,14 +1076,14 @@ mod tests {
             args: LeakageArgs,
         }
         let parsed = <Cli as clap::Parser>::parse_from(["leakage", "--quick", "--seed", "3"]).args;
-        let built = quick(3, BackendChoice::default(), 0);
+        let built = LeakageArgs::quick(3, BackendChoice::default(), 0);
         assert_eq!(format!("{parsed:?}"), format!("{built:?}"));
     }
 
     fn tiny_args() -> LeakageArgs {
         // Two cells at a time: autodiff sections make concurrent cells safe, and each cell's
         // numbers must not depend on what runs beside it.
-        let mut args = quick(3, BackendChoice::default(), 2);
+        let mut args = LeakageArgs::quick(3, BackendChoice::default(), 2);
         args.samples = Some(2);
         args.image_size = Some(8);
         args.iterations = Some(4);
@@ -1143,8 +1208,17 @@ mod tests {
         let root = crate::run::tests::temp_dir("leakage-suite");
         let mut args = tiny_args();
         args.batch_sizes = vec![1, 2];
-        let report = run_in(&root, args).unwrap();
-        let markdown = std::fs::read_to_string(&report).unwrap();
+        let outcome = run_in(&root, args).unwrap();
+        let markdown = std::fs::read_to_string(&outcome.report).unwrap();
+        assert!(markdown.contains("## Headline"), "{markdown}");
+        assert!(
+            outcome
+                .headline
+                .measured
+                .contains("DP-SGD at the largest σ (DP-SGD C=1 σ=0.1)"),
+            "{}",
+            outcome.headline.measured
+        );
         // 2 attacks × (none, clip, 1 σ, Laplace and PRS at 1 ε).
         let rows = markdown
             .lines()
