@@ -1,0 +1,231 @@
+//! `suite kickstart`'s command-line arguments and the plan they resolve to (what the suite's
+//! `config.json` records).
+
+use clap::{Args, ValueEnum};
+use privrl_agents::{ExhaustedTeacher, PpoConfig, PrivateTeacherConfig, VanishingUnit};
+use serde::{Deserialize, Serialize};
+
+use crate::backend::BackendChoice;
+use crate::noise_rng::NoiseRng;
+
+/// What an exhausted teacher shares (command-line form of [`ExhaustedTeacher`]).
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Exhausted {
+    /// Uniformly random policies, (0, 0)-DP.
+    Uniform,
+    /// Nothing.
+    Stop,
+}
+
+/// Command-line form of [`VanishingUnit`].
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VanishingPer {
+    /// Every PPO epoch.
+    Rollout,
+    /// Every episode.
+    Trajectory,
+}
+
+/// Arguments of `suite kickstart`.
+#[derive(Args, Debug, Clone, Serialize)]
+pub struct KickstartArgs {
+    /// Quick mode: 2 seeds, 500 steps per epoch, 6 student epochs, 12 teacher epochs.
+    #[arg(long)]
+    pub quick: bool,
+    /// Number of seeds per setting (0, 1, …, K−1). Default 2 quick, 10 otherwise (the
+    /// paper: 30).
+    #[arg(long)]
+    pub seeds: Option<usize>,
+    /// Environment id (`cargo xtask env list`, or `gymnasium:<id>` with the gymnasium
+    /// feature). CartPole-v1 by measurement: (32, 32) PPO clearly lags (64, 64) there.
+    #[arg(long, default_value = "CartPole-v1")]
+    pub env: String,
+    /// Student and baseline epochs per seed. Default 6 quick, 30 otherwise.
+    #[arg(long)]
+    pub epochs: Option<usize>,
+    /// Teacher training epochs. Default 12 quick, 40 otherwise.
+    #[arg(long)]
+    pub teacher_epochs: Option<usize>,
+    /// Environment steps per epoch (the paper: 1000). Default 500 quick, 1000 otherwise.
+    #[arg(long)]
+    pub steps_per_epoch: Option<usize>,
+    /// Initial concentration k₀ of the Dirichlet mechanism (the paper: 5).
+    #[arg(long, default_value_t = 5.0)]
+    pub k0: f64,
+    /// λ of the privacy-aware students in (c) (the paper: 0.5).
+    #[arg(long, default_value_t = 0.5)]
+    pub lambda: f64,
+    /// Confidence level β of Lemma 1 in α_λ (eq. 15).
+    #[arg(long, default_value_t = 0.05)]
+    pub beta: f64,
+    /// Weight of E\[φ_λ\] against the PPO surrogate (the paper's optional balance coefficient).
+    #[arg(long, default_value_t = 1.0)]
+    pub balance: f64,
+    /// η of Δ_{m,η}. Default 0.4/m (0.2 for two actions: with τ = 0.0127 that gives δ ≈ 0.05
+    /// at k = 5, the paper's δ).
+    #[arg(long)]
+    pub eta: Option<f64>,
+    /// τ of Theorem 1 (outputs with an entry below τ are the δ event, eq. 6).
+    #[arg(long, default_value_t = 0.0127)]
+    pub tau: f64,
+    /// Adjacency radius b of Definition 1 (the paper does not give its value).
+    #[arg(long, default_value_t = 0.01)]
+    pub adjacency: f64,
+    /// The teacher is exhausted once k falls below this floor.
+    #[arg(long, default_value_t = 0.01)]
+    pub concentration_floor: f64,
+    /// Total ε budget of the teacher under basic composition (none by default: the floor
+    /// ends the sharing).
+    #[arg(long)]
+    pub budget_epsilon: Option<f64>,
+    /// What an exhausted teacher shares.
+    #[arg(long, value_enum, default_value_t = Exhausted::Uniform)]
+    pub exhausted: Exhausted,
+    /// When k is multiplied by the vanishing coefficient: every rollout (epoch; the default,
+    /// because a paper AirRaid episode lasts about one 1000-step epoch while a CartPole episode
+    /// starts at ~20 steps) or every trajectory (episode; the paper's wording).
+    #[arg(long, value_enum, default_value_t = VanishingPer::Rollout)]
+    pub vanishing_per: VanishingPer,
+    /// Also run the full sweeps of (c): vanishing coefficients 0.1…0.9 at λ, and λ ∈ {0.1,
+    /// 0.5, 1, 2} at coefficient 0.3.
+    #[arg(long)]
+    pub sweep: bool,
+    /// Seed of the teacher's training (students and baselines use seeds 0..K).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Backend.
+    #[arg(long, value_enum, default_value_t = BackendChoice::default())]
+    pub backend: BackendChoice,
+    /// Worker threads (0: one per core); each trains one (setting, seed).
+    #[arg(long, default_value_t = 0)]
+    #[serde(skip)]
+    pub threads: usize,
+    /// Where the teacher's Dirichlet releases draw from: `seeded` (from each run's seed,
+    /// reproducible) or `secure` (the OS CSPRNG).
+    #[arg(long, value_enum, default_value_t = NoiseRng::Seeded)]
+    pub noise_rng: NoiseRng,
+}
+
+/// Resolved parameters (what the suite's `config.json` records).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub(super) struct KickstartPlan {
+    pub(super) env: String,
+    pub(super) seeds: usize,
+    pub(super) epochs: usize,
+    pub(super) teacher_epochs: usize,
+    pub(super) steps_per_epoch: usize,
+    pub(super) teacher_hidden: Vec<usize>,
+    pub(super) student_hidden: Vec<usize>,
+    pub(super) k0: f64,
+    pub(super) lambda: f64,
+    pub(super) beta: f64,
+    pub(super) balance: f64,
+    pub(super) eta: Option<f64>,
+    pub(super) tau: f64,
+    pub(super) adjacency: f64,
+    pub(super) concentration_floor: f64,
+    pub(super) budget_epsilon: Option<f64>,
+    pub(super) exhausted: Exhausted,
+    pub(super) vanishing_per: VanishingPer,
+    pub(super) sweep: bool,
+    pub(super) seed: u64,
+    pub(super) backend: BackendChoice,
+    pub(super) band_percentiles: (f64, f64),
+    pub(super) noise_rng: NoiseRng,
+}
+
+impl KickstartArgs {
+    /// Quick mode with every other flag at its default (for `quickstart`).
+    pub fn quick(seed: u64, backend: BackendChoice, threads: usize) -> Self {
+        Self {
+            quick: true,
+            seeds: None,
+            env: "CartPole-v1".into(),
+            epochs: None,
+            teacher_epochs: None,
+            steps_per_epoch: None,
+            k0: 5.0,
+            lambda: 0.5,
+            beta: 0.05,
+            balance: 1.0,
+            eta: None,
+            tau: 0.0127,
+            adjacency: 0.01,
+            concentration_floor: 0.01,
+            budget_epsilon: None,
+            exhausted: Exhausted::Uniform,
+            vanishing_per: VanishingPer::Rollout,
+            sweep: false,
+            seed,
+            backend,
+            threads,
+            noise_rng: NoiseRng::Seeded,
+        }
+    }
+
+    pub(super) fn plan(&self) -> KickstartPlan {
+        let pick =
+            |v: Option<usize>, quick, full| v.unwrap_or(if self.quick { quick } else { full });
+        KickstartPlan {
+            env: self.env.clone(),
+            seeds: pick(self.seeds, 2, 10),
+            epochs: pick(self.epochs, 6, 30),
+            teacher_epochs: pick(self.teacher_epochs, 12, 40),
+            steps_per_epoch: pick(self.steps_per_epoch, 500, 1000),
+            teacher_hidden: vec![64, 64],
+            student_hidden: vec![32, 32],
+            k0: self.k0,
+            lambda: self.lambda,
+            beta: self.beta,
+            balance: self.balance,
+            eta: self.eta,
+            tau: self.tau,
+            adjacency: self.adjacency,
+            concentration_floor: self.concentration_floor,
+            budget_epsilon: self.budget_epsilon,
+            exhausted: self.exhausted,
+            vanishing_per: self.vanishing_per,
+            sweep: self.sweep,
+            seed: self.seed,
+            backend: self.backend,
+            band_percentiles: (7.5, 92.5),
+            noise_rng: self.noise_rng,
+        }
+    }
+}
+
+impl KickstartPlan {
+    pub(super) fn ppo(&self, hidden: &[usize]) -> PpoConfig {
+        PpoConfig::new()
+            .with_steps_per_epoch(self.steps_per_epoch)
+            .with_hidden(hidden.to_vec())
+    }
+
+    pub(super) fn teacher_config(
+        &self,
+        actions: usize,
+        mechanism: bool,
+        vanishing: f64,
+    ) -> PrivateTeacherConfig {
+        PrivateTeacherConfig::new()
+            .with_mechanism(mechanism)
+            .with_initial_concentration(self.k0)
+            .with_vanishing_coefficient(vanishing)
+            .with_vanishing_unit(match self.vanishing_per {
+                VanishingPer::Rollout => VanishingUnit::Rollout,
+                VanishingPer::Trajectory => VanishingUnit::Trajectory,
+            })
+            .with_concentration_floor(self.concentration_floor)
+            .with_eta(self.eta.unwrap_or(0.4 / actions as f64))
+            .with_tau(self.tau)
+            .with_adjacency(self.adjacency)
+            .with_budget_epsilon(self.budget_epsilon)
+            .with_exhausted(match self.exhausted {
+                Exhausted::Uniform => ExhaustedTeacher::Uniform,
+                Exhausted::Stop => ExhaustedTeacher::Stop,
+            })
+            .with_noise_rng(self.noise_rng.mode())
+    }
+}

@@ -1,0 +1,140 @@
+//! The teacher: a teacher-size PPO agent trained once (or reloaded), evaluated against a
+//! random policy, with its Lipschitz bound.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use burn::backend::Autodiff;
+use burn::tensor::backend::Backend;
+use privrl_agents::{ActMode, Agent, Ppo, Teacher};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use super::plan::KickstartPlan;
+use super::SUITE;
+use crate::report::format_number;
+use crate::report::plot::LearningCurves;
+use crate::run::{read_json, RunDir};
+
+/// `summary.json` of the teacher run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct TeacherSummary {
+    /// Mean return of `evaluation_episodes` episodes of its stochastic policy.
+    pub(super) final_return: f64,
+    pub(super) evaluation_episodes: usize,
+    /// Mean return of a uniformly random policy (the 0% level of the threshold).
+    pub(super) random_return: f64,
+    /// Certified Lipschitz bound of softmax ∘ MLP.
+    pub(super) lipschitz: f64,
+    /// Epoch returns of its training.
+    curve: Vec<(f64, f64)>,
+}
+
+/// Mean return of `episodes` episodes of a uniformly random policy.
+fn random_return(env: &str, episodes: usize, seed: u64) -> Result<f64> {
+    let mut env = privrl_envs::make(env)?;
+    let n = env
+        .action_space()
+        .discrete_n()
+        .context("discrete actions")?;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut total = 0.0;
+    env.reset(Some(seed));
+    for _ in 0..episodes {
+        loop {
+            let step = env.step(rng.random_range(0..n))?;
+            total += step.reward;
+            if step.done() {
+                break;
+            }
+        }
+        env.reset(None);
+    }
+    Ok(total / episodes as f64)
+}
+
+fn flat(obs: &privrl_envs::Obs) -> Result<Vec<f32>> {
+    let mut out = vec![0.0; obs.flat_len()];
+    obs.write_flat(&mut out)?;
+    Ok(out)
+}
+
+/// Mean return of `episodes` episodes of `agent`'s stochastic policy on a fresh environment.
+fn evaluate(agent: &mut dyn Agent, env: &str, episodes: usize, seed: u64) -> Result<f64> {
+    let mut env = privrl_envs::make(env)?;
+    let mut total = 0.0;
+    let mut obs = flat(&env.reset(Some(seed)))?;
+    for _ in 0..episodes {
+        for _ in 0..100_000 {
+            let step = env.step(agent.act(&obs, ActMode::Stochastic))?;
+            total += step.reward;
+            if step.done() {
+                break;
+            }
+            obs = flat(&step.obs)?;
+        }
+        obs = flat(&env.reset(None))?;
+    }
+    Ok(total / episodes as f64)
+}
+
+/// Trains (or reloads) the teacher; returns its policy and summary.
+pub(super) fn teacher<B: Backend>(
+    plan: &KickstartPlan,
+    root: &Path,
+    device: &B::Device,
+) -> Result<(Teacher, TeacherSummary)> {
+    let run = RunDir::create_in(root, SUITE, "teacher")?;
+    let config = (
+        &plan.env,
+        plan.teacher_epochs,
+        plan.ppo(&plan.teacher_hidden),
+        plan.seed,
+    );
+    let config_json = serde_json::to_value(&config)?;
+    let checkpoint = run.file("checkpoint");
+    let mut ppo = Ppo::<Autodiff<B>>::new(
+        plan.ppo(&plan.teacher_hidden),
+        privrl_envs::make(&plan.env)?,
+        device,
+        plan.seed + 10_000,
+    )?;
+    let reuse = run.is_complete()
+        && read_json::<serde_json::Value>(&run.file("config.json")).ok() == Some(config_json);
+    if reuse {
+        ppo.load_checkpoint(&checkpoint)?;
+        let summary: TeacherSummary = read_json(&run.file("summary.json"))?;
+        tracing::info!("reusing the teacher in {}", run.path().display());
+        return Ok((Teacher::from_actor(ppo.actor())?, summary));
+    }
+    run.write_config(&config)?;
+    let mut metrics = run.metrics()?;
+    let bar = crate::sweep::progress_bar(plan.teacher_epochs as u64, "teacher");
+    let mut curve = Vec::new();
+    for _ in 0..plan.teacher_epochs {
+        let stats = ppo.train_epoch()?;
+        metrics.write_row(&stats.row())?;
+        curve.push((stats.epoch as f64, stats.epoch_return));
+        bar.inc(1);
+        bar.set_message(format!("return {}", format_number(stats.epoch_return)));
+    }
+    bar.finish_and_clear();
+    ppo.save_checkpoint(&checkpoint)?;
+    let teacher = Teacher::from_actor(ppo.actor())?;
+    let episodes = 20;
+    let summary = TeacherSummary {
+        final_return: evaluate(&mut ppo, &plan.env, episodes, plan.seed + 20_000)?,
+        evaluation_episodes: episodes,
+        random_return: random_return(&plan.env, 100, plan.seed + 30_000)?,
+        lipschitz: teacher.lipschitz().upper_bound,
+        curve,
+    };
+    LearningCurves::new(format!("teacher (64, 64) PPO on {}", plan.env))
+        .x_label("epoch")
+        .y_label("epoch return")
+        .series("teacher", vec![summary.curve.clone()])
+        .save(&run.file("curve"))?;
+    run.write_summary(&summary)?;
+    Ok((teacher, summary))
+}
