@@ -29,6 +29,7 @@ use serde::Serialize;
 use crate::agent::{load_module, save_module, ActMode, Agent, AgentState, EpisodeLog, EpochStats};
 use crate::autodiff;
 use crate::buffer::discount_cumsum;
+use crate::env::{discrete_env_dims, RolloutEnv};
 use crate::error::{
     check_count, check_non_negative, check_positive, check_unit_interval, AgentError,
 };
@@ -40,7 +41,6 @@ use crate::network::{trainable_from_inner, HostMlp, Network};
 use crate::nn::Activation;
 use crate::optim::{AgentOptimizer, OptimizerKind};
 use crate::record::GradientRecord;
-use crate::{discrete_env_dims, RolloutEnv};
 
 // ---------------------------------------------------------------------------------------------
 // Config
@@ -569,7 +569,7 @@ impl<B: AutodiffBackend> A3c<B> {
 /// submission `n` (the exploration schedule's clock), as an A3C worker or a PGC agent does
 /// (Algorithm 1's inner loop). The episode ends at a terminal state or at the time limit; a cut
 /// episode bootstraps from V(s_T).
-pub fn play_episode(
+pub(crate) fn play_episode(
     env: &mut RolloutEnv,
     policy: &HostMlp,
     value: &HostMlp,

@@ -37,7 +37,7 @@ pub struct EpisodeLog {
 
 impl EpisodeLog {
     /// Records one finished episode ending at the current step count.
-    pub fn record(&mut self, episode_return: f64, length: usize) {
+    pub(crate) fn record(&mut self, episode_return: f64, length: usize) {
         self.returns.push(episode_return);
         self.lengths.push(length);
         self.end_steps.push(self.env_steps);
@@ -97,7 +97,12 @@ pub struct EpochStats {
 impl EpochStats {
     /// Builds the common part from an episode log; `first_episode` is the number of episodes
     /// that had finished when the epoch began.
-    pub fn from_log(log: &EpisodeLog, epoch: u64, updates: u64, first_episode: usize) -> Self {
+    pub(crate) fn from_log(
+        log: &EpisodeLog,
+        epoch: u64,
+        updates: u64,
+        first_episode: usize,
+    ) -> Self {
         let recent = &log.returns[first_episode.min(log.returns.len())..];
         Self {
             epoch,
@@ -245,24 +250,24 @@ pub fn load_record<B: Backend, R: Record<B>>(
 
 /// The state of an agent besides its networks: generator position, counters, episode log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AgentState {
+pub(crate) struct AgentState {
     /// Seed of the agent's ChaCha8 generator.
-    pub rng_seed: [u8; 32],
+    pub(crate) rng_seed: [u8; 32],
     /// Stream of the generator.
-    pub rng_stream: u64,
+    pub(crate) rng_stream: u64,
     /// Word position of the generator (where the next number comes from).
-    pub rng_word_pos: u128,
+    pub(crate) rng_word_pos: u128,
     /// Epochs finished.
-    pub epoch: u64,
+    pub(crate) epoch: u64,
     /// Updates applied.
-    pub updates: u64,
+    pub(crate) updates: u64,
     /// Finished episodes.
-    pub log: EpisodeLog,
+    pub(crate) log: EpisodeLog,
 }
 
 impl AgentState {
     /// Captures the generator and the counters.
-    pub fn capture(rng: &ChaCha8Rng, epoch: u64, updates: u64, log: &EpisodeLog) -> Self {
+    pub(crate) fn capture(rng: &ChaCha8Rng, epoch: u64, updates: u64, log: &EpisodeLog) -> Self {
         Self {
             rng_seed: rng.get_seed(),
             rng_stream: rng.get_stream(),
@@ -274,7 +279,7 @@ impl AgentState {
     }
 
     /// The generator, positioned where it was captured.
-    pub fn rng(&self) -> ChaCha8Rng {
+    pub(crate) fn rng(&self) -> ChaCha8Rng {
         use rand::SeedableRng;
         let mut rng = ChaCha8Rng::from_seed(self.rng_seed);
         rng.set_stream(self.rng_stream);
@@ -283,7 +288,7 @@ impl AgentState {
     }
 
     /// Writes `dir/state.json`.
-    pub fn save(&self, dir: &Path) -> Result<(), AgentError> {
+    pub(crate) fn save(&self, dir: &Path) -> Result<(), AgentError> {
         std::fs::create_dir_all(dir).map_err(|e| checkpoint_error(dir, e))?;
         let path = state_path(dir);
         let text = serde_json::to_string(self).map_err(|e| checkpoint_error(&path, e))?;
@@ -291,7 +296,7 @@ impl AgentState {
     }
 
     /// Reads `dir/state.json`.
-    pub fn load(dir: &Path) -> Result<Self, AgentError> {
+    pub(crate) fn load(dir: &Path) -> Result<Self, AgentError> {
         let path = state_path(dir);
         let text = std::fs::read_to_string(&path).map_err(|e| checkpoint_error(&path, e))?;
         serde_json::from_str(&text).map_err(|e| checkpoint_error(&path, e))

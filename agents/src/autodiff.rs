@@ -108,7 +108,7 @@ fn pool() -> &'static rayon::ThreadPool {
 }
 
 /// Whether the current thread is running inside an autodiff section.
-pub fn in_section() -> bool {
+pub(crate) fn in_section() -> bool {
     POOL.get()
         .is_some_and(|pool| pool.current_thread_index().is_some())
 }

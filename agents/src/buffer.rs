@@ -6,7 +6,7 @@ use rand::Rng;
 
 /// Discounted cumulative sums: `out[t] = Σ_{k≥t} γ^{k−t} x[k]` (Spinning Up's
 /// `discount_cumsum`).
-pub fn discount_cumsum(x: &[f64], gamma: f64) -> Vec<f64> {
+pub(crate) fn discount_cumsum(x: &[f64], gamma: f64) -> Vec<f64> {
     let mut out = vec![0.0; x.len()];
     let mut running = 0.0;
     for t in (0..x.len()).rev() {
@@ -48,7 +48,7 @@ impl RolloutBatch {
 /// Spinning Up's `PPOBuffer`: stores one epoch of interaction and, at the end of each
 /// trajectory, computes GAE-λ advantages and rewards-to-go.
 #[derive(Debug, Clone)]
-pub struct RolloutBuffer {
+pub(crate) struct RolloutBuffer {
     obs_len: usize,
     gamma: f64,
     lambda: f64,
@@ -64,7 +64,7 @@ pub struct RolloutBuffer {
 
 impl RolloutBuffer {
     /// An empty buffer for `capacity` steps.
-    pub fn new(obs_len: usize, capacity: usize, gamma: f64, lambda: f64) -> Self {
+    pub(crate) fn new(obs_len: usize, capacity: usize, gamma: f64, lambda: f64) -> Self {
         Self {
             obs_len,
             gamma,
@@ -81,17 +81,25 @@ impl RolloutBuffer {
     }
 
     /// Steps stored so far.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.actions.len()
     }
 
     /// Whether nothing is stored.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
         self.actions.is_empty()
     }
 
     /// Appends one step of interaction.
-    pub fn store(&mut self, obs: &[f32], action: usize, reward: f64, value: f64, log_prob: f32) {
+    pub(crate) fn store(
+        &mut self,
+        obs: &[f32],
+        action: usize,
+        reward: f64,
+        value: f64,
+        log_prob: f32,
+    ) {
         debug_assert_eq!(obs.len(), self.obs_len);
         self.obs.extend_from_slice(obs);
         self.actions.push(action);
@@ -102,7 +110,7 @@ impl RolloutBuffer {
 
     /// Closes the current trajectory. `last_value` is V(s_T) if the trajectory was cut off
     /// (time limit or end of epoch) and 0 if it reached a terminal state.
-    pub fn finish_path(&mut self, last_value: f64) {
+    pub(crate) fn finish_path(&mut self, last_value: f64) {
         let end = self.len();
         if self.advantages.len() < end {
             self.advantages.resize(end, 0.0);
@@ -127,7 +135,7 @@ impl RolloutBuffer {
 
     /// Takes the stored epoch as a batch, normalising the advantages (mean 0, population
     /// standard deviation 1, as Spinning Up does), and empties the buffer.
-    pub fn take(&mut self) -> RolloutBatch {
+    pub(crate) fn take(&mut self) -> RolloutBatch {
         let n = self.len();
         let advantages = &self.advantages[..n];
         let mean = advantages.iter().sum::<f64>() / n.max(1) as f64;
@@ -197,7 +205,7 @@ pub struct ReplayBuffer {
 
 impl ReplayBuffer {
     /// An empty buffer holding at most `capacity` transitions.
-    pub fn new(obs_len: usize, capacity: usize) -> Self {
+    pub(crate) fn new(obs_len: usize, capacity: usize) -> Self {
         Self {
             obs_len,
             capacity,
@@ -222,7 +230,7 @@ impl ReplayBuffer {
     }
 
     /// Stores a transition, overwriting the oldest once full.
-    pub fn push(
+    pub(crate) fn push(
         &mut self,
         obs: &[f32],
         action: usize,

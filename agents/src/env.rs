@@ -8,7 +8,7 @@ use crate::error::AgentError;
 
 /// Observation width and number of actions of an environment with flat observations and a
 /// discrete action space, or an error saying which of the two is missing.
-pub fn discrete_env_dims(env: &dyn Env) -> Result<(usize, usize), AgentError> {
+pub(crate) fn discrete_env_dims(env: &dyn Env) -> Result<(usize, usize), AgentError> {
     let num_actions =
         env.action_space()
             .discrete_n()
@@ -28,7 +28,7 @@ pub fn discrete_env_dims(env: &dyn Env) -> Result<(usize, usize), AgentError> {
 /// One environment with its current observation (flat, as `Obs::write_flat` lays it out) and
 /// the return and length of the episode in progress.
 #[derive(Debug)]
-pub struct RolloutEnv {
+pub(crate) struct RolloutEnv {
     env: Box<dyn Env>,
     obs: Vec<f32>,
     next_obs: Vec<f32>,
@@ -38,7 +38,7 @@ pub struct RolloutEnv {
 
 impl RolloutEnv {
     /// Wraps `env` and starts its first episode from `seed`.
-    pub fn new(mut env: Box<dyn Env>, seed: u64) -> Result<Self, AgentError> {
+    pub(crate) fn new(mut env: Box<dyn Env>, seed: u64) -> Result<Self, AgentError> {
         let obs_len = env.observation_space().flat_dim();
         let mut obs = vec![0.0; obs_len];
         env.reset_into(Some(seed), &mut obs)?;
@@ -53,32 +53,26 @@ impl RolloutEnv {
 
     /// The current observation: after a step that ended an episode, its final observation
     /// until [`RolloutEnv::end_episode`] starts the next one.
-    pub fn obs(&self) -> &[f32] {
+    pub(crate) fn obs(&self) -> &[f32] {
         &self.obs
     }
 
     /// Values per observation.
-    pub fn obs_len(&self) -> usize {
+    pub(crate) fn obs_len(&self) -> usize {
         self.obs.len()
     }
 
     /// Steps taken in the current episode.
-    pub fn episode_len(&self) -> usize {
+    pub(crate) fn episode_len(&self) -> usize {
         self.episode_len
     }
 
-    /// Return so far of the current episode.
-    pub fn episode_return(&self) -> f64 {
-        self.episode_return
-    }
-
-    /// The wrapped environment.
-    pub fn env(&self) -> &dyn Env {
-        &*self.env
-    }
-
     /// Applies `action`, counts the step in `log`, and makes the next observation current.
-    pub fn step(&mut self, action: usize, log: &mut EpisodeLog) -> Result<StepInfo, AgentError> {
+    pub(crate) fn step(
+        &mut self,
+        action: usize,
+        log: &mut EpisodeLog,
+    ) -> Result<StepInfo, AgentError> {
         let info = self.env.step_into(action, &mut self.next_obs)?;
         std::mem::swap(&mut self.obs, &mut self.next_obs);
         self.episode_return += info.reward;
@@ -88,7 +82,7 @@ impl RolloutEnv {
     }
 
     /// Records the finished (or cut) episode in `log` and starts the next one.
-    pub fn end_episode(&mut self, log: &mut EpisodeLog) -> Result<(), AgentError> {
+    pub(crate) fn end_episode(&mut self, log: &mut EpisodeLog) -> Result<(), AgentError> {
         log.record(self.episode_return, self.episode_len);
         self.episode_return = 0.0;
         self.episode_len = 0;

@@ -49,17 +49,12 @@ pub fn vector<B: Backend>(values: &[f32], device: &B::Device) -> Tensor<B, 1> {
 }
 
 /// Copies a tensor's values to the host.
-pub fn to_host<B: Backend, const D: usize>(tensor: Tensor<B, D>) -> Vec<f32> {
+pub(crate) fn to_host<B: Backend, const D: usize>(tensor: Tensor<B, D>) -> Vec<f32> {
     tensor
         .into_data()
         .convert::<f32>()
         .into_vec::<f32>()
         .expect("float tensor data")
-}
-
-/// A scalar tensor's value on the host.
-pub fn scalar<B: Backend>(tensor: Tensor<B, 1>) -> f64 {
-    f64::from(to_host(tensor)[0])
 }
 
 /// Categorical policy head: a distribution over discrete actions given by logits
@@ -109,7 +104,7 @@ pub fn state_value<B: Backend>(output: Tensor<B, 2>) -> Tensor<B, 1> {
 }
 
 /// Q head: Q(s, a) of the actions given as one-hot rows, `[batch]`.
-pub fn q_of_actions<B: Backend>(
+pub(crate) fn q_of_actions<B: Backend>(
     q_values: Tensor<B, 2>,
     actions_one_hot: Tensor<B, 2>,
 ) -> Tensor<B, 1> {
@@ -117,12 +112,12 @@ pub fn q_of_actions<B: Backend>(
 }
 
 /// Q head: max_a Q(s, a), `[batch]`.
-pub fn max_q<B: Backend>(q_values: Tensor<B, 2>) -> Tensor<B, 1> {
+pub(crate) fn max_q<B: Backend>(q_values: Tensor<B, 2>) -> Tensor<B, 1> {
     q_values.max_dim(1).squeeze_dim(1)
 }
 
 /// Softmax of one row of logits, on the host (max-subtracted, as `log_softmax` is).
-pub fn host_softmax(logits: &[f32]) -> Vec<f32> {
+pub(crate) fn host_softmax(logits: &[f32]) -> Vec<f32> {
     let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let exps: Vec<f32> = logits.iter().map(|&l| (l - max).exp()).collect();
     let sum: f32 = exps.iter().sum();
@@ -130,14 +125,14 @@ pub fn host_softmax(logits: &[f32]) -> Vec<f32> {
 }
 
 /// log π(a) for one row of logits, on the host.
-pub fn host_log_prob(logits: &[f32], action: usize) -> f32 {
+pub(crate) fn host_log_prob(logits: &[f32], action: usize) -> f32 {
     let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let log_sum = logits.iter().map(|&l| (l - max).exp()).sum::<f32>().ln();
     logits[action] - max - log_sum
 }
 
 /// Samples an action from probabilities that sum to one (inverse CDF with one uniform draw).
-pub fn sample_categorical(probs: &[f32], rng: &mut impl Rng) -> usize {
+pub(crate) fn sample_categorical(probs: &[f32], rng: &mut impl Rng) -> usize {
     let u: f32 = rng.random();
     let mut cumulative = 0.0f32;
     for (a, &p) in probs.iter().enumerate() {
@@ -151,7 +146,7 @@ pub fn sample_categorical(probs: &[f32], rng: &mut impl Rng) -> usize {
 }
 
 /// Index of the largest value (the first one on ties).
-pub fn argmax(values: &[f32]) -> usize {
+pub(crate) fn argmax(values: &[f32]) -> usize {
     let mut best = 0;
     for (i, &v) in values.iter().enumerate() {
         if v > values[best] {

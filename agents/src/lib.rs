@@ -63,11 +63,11 @@
 pub mod a3c;
 pub mod agent;
 pub mod autodiff;
-pub mod buffer;
+mod buffer;
 pub mod dqn;
-pub mod env;
-pub mod error;
-pub mod gradient;
+mod env;
+mod error;
+mod gradient;
 pub mod heads;
 pub mod kickstart;
 pub mod network;
@@ -81,13 +81,11 @@ pub mod record;
 pub mod reinforce;
 
 pub use a3c::{
-    play_episode, A3c, A3cConfig, A3cEpisode, A3cStats, EnvFactory, Exploration, GradientHook,
-    SubmissionRecord,
+    A3c, A3cConfig, A3cEpisode, A3cStats, EnvFactory, Exploration, GradientHook, SubmissionRecord,
 };
-pub use agent::{ActMode, Agent, AgentState, EpisodeLog, EpochStats};
-pub use buffer::{discount_cumsum, ReplayBuffer, RolloutBatch, RolloutBuffer, TransitionBatch};
+pub use agent::{ActMode, Agent, EpisodeLog, EpochStats};
+pub use buffer::{ReplayBuffer, RolloutBatch, TransitionBatch};
 pub use dqn::{Dqn, DqnConfig, DqnStats};
-pub use env::{discrete_env_dims, RolloutEnv};
 pub use error::{AgentError, RecordError};
 pub use gradient::{param_gradients, ParamGradient};
 pub use heads::{ActorCritic, ActorCriticConfig, Categorical};

@@ -235,7 +235,7 @@ impl HostMlp {
 }
 
 /// Draws one inverted-dropout mask: each entry is 0 with probability `p`, else 1/(1−p).
-pub fn draw_dropout_mask(rng: &mut impl Rng, width: usize, p: f64) -> Vec<f32> {
+pub(crate) fn draw_dropout_mask(rng: &mut impl Rng, width: usize, p: f64) -> Vec<f32> {
     let keep = 1.0 - p;
     let scale = (1.0 / keep) as f32;
     (0..width)
@@ -251,7 +251,7 @@ pub fn draw_dropout_mask(rng: &mut impl Rng, width: usize, p: f64) -> Vec<f32> {
 
 /// Runs `net` on one flat observation: through a [`HostMlp`] if one is given, else through
 /// the network on its own backend.
-pub fn forward_one<B: Backend, N: Network<B>>(
+pub(crate) fn forward_one<B: Backend, N: Network<B>>(
     net: &N,
     host: Option<&HostMlp>,
     obs: &[f32],

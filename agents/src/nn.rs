@@ -38,7 +38,10 @@ impl Activation {
 
     /// The non-linearity on a tensor that no graph tracks: tanh as t = 1 − 2 / (e^{2x} + 1)
     /// alone, without [`fast_tanh`]'s graph terms.
-    pub fn forward_untracked<B: Backend, const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
+    pub(crate) fn forward_untracked<B: Backend, const D: usize>(
+        &self,
+        x: Tensor<B, D>,
+    ) -> Tensor<B, D> {
         match self {
             Activation::Tanh => ((x * 2.0).exp() + 1.0).recip() * -2.0 + 1.0,
             Activation::Relu => activation::relu(x),
@@ -46,7 +49,7 @@ impl Activation {
     }
 
     /// σ′(z) from the activation a = σ(z): 1 − a² for tanh, 1{a > 0} for ReLU.
-    pub fn derivative_from_output<B: Backend, const D: usize>(
+    pub(crate) fn derivative_from_output<B: Backend, const D: usize>(
         &self,
         output: Tensor<B, D>,
     ) -> Tensor<B, D> {
@@ -116,7 +119,7 @@ fn digest(values: &[f32], shape: &[usize]) -> u64 {
 
 /// Mixes each parameter's id with its position in `module`, so that ids stay unique within a
 /// module even where two parameters start from equal values. Every network's `init` ends here.
-pub fn with_unique_param_ids<B: Backend, M: Module<B>>(module: M) -> M {
+pub(crate) fn with_unique_param_ids<B: Backend, M: Module<B>>(module: M) -> M {
     struct Rekey {
         position: u64,
     }
@@ -834,7 +837,7 @@ impl<B: Backend> MultimodalNet<B> {
 
     /// Splits flat observations `[batch, flat_obs_len()]` into the images and the vector.
     #[allow(clippy::type_complexity)]
-    pub fn split_flat(
+    pub(crate) fn split_flat(
         &self,
         obs: Tensor<B, 2>,
     ) -> (Option<Tensor<B, 4>>, Option<Tensor<B, 4>>, Tensor<B, 2>) {

@@ -30,6 +30,7 @@ use serde::Serialize;
 use crate::agent::{load_module, save_module, ActMode, Agent, AgentState, EpisodeLog, EpochStats};
 use crate::autodiff;
 use crate::buffer::{RolloutBatch, RolloutBuffer};
+use crate::env::{discrete_env_dims, RolloutEnv};
 use crate::error::{check_count, check_positive, check_unit_interval, AgentError};
 use crate::heads::{
     argmax, host_log_prob, host_softmax, matrix, one_hot, sample_categorical, state_value, to_host,
@@ -39,7 +40,6 @@ use crate::network::{forward_one, trainable_from_inner, HostMlp, Network, Traina
 use crate::nn::{Activation, Mlp, MlpConfig};
 use crate::optim::{AgentOptimizer, OptimizerKind};
 use crate::record::GradientRecord;
-use crate::{discrete_env_dims, RolloutEnv};
 
 // ---------------------------------------------------------------------------------------------
 // Config

@@ -341,7 +341,7 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
         self.tally.epsilon()
     }
 
-    /// One environment step of [`Dqn::step_with`], whose gradient steps are DP-SGD steps on a
+    /// One environment step of the DQN, whose gradient steps are DP-SGD steps on a
     /// Poisson sample with q_t = min(1, |B| / n_t), divided by the expected batch q_t·n_t.
     /// Returns the mean TD loss of the gradient steps, if any ran (NaN for an empty sample).
     pub fn step(&mut self) -> Result<Option<f64>, AgentError> {

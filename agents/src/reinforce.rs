@@ -20,6 +20,7 @@ use serde::Serialize;
 use crate::agent::{load_module, save_module, ActMode, Agent, AgentState, EpisodeLog, EpochStats};
 use crate::autodiff;
 use crate::buffer::discount_cumsum;
+use crate::env::{discrete_env_dims, RolloutEnv};
 use crate::error::{
     check_non_negative, check_positive, check_probability_below_one, check_unit_interval,
     AgentError,
@@ -31,7 +32,6 @@ use crate::network::{draw_dropout_mask, forward_one, HostMlp, TrainableNetwork};
 use crate::nn::{Activation, Mlp, MlpConfig};
 use crate::optim::{AgentOptimizer, OptimizerKind};
 use crate::record::GradientRecord;
-use crate::{discrete_env_dims, RolloutEnv};
 
 // ---------------------------------------------------------------------------------------------
 // Config
@@ -293,7 +293,7 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Reinforce<B, N> {
     }
 
     /// The loss weights R_t: G_t = Σ_{k≥t} γ^{k−t} r_k, standardised if configured.
-    pub fn returns(&self, rewards: &[f32]) -> Vec<f32> {
+    pub(crate) fn returns(&self, rewards: &[f32]) -> Vec<f32> {
         let rewards: Vec<f64> = rewards.iter().map(|&r| f64::from(r)).collect();
         let mut returns = discount_cumsum(&rewards, self.config.gamma);
         if self.config.normalize_returns && returns.len() > 1 {

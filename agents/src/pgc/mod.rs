@@ -25,7 +25,7 @@
 mod redis;
 mod transport;
 
-pub use self::redis::{RedisTransport, Reply, RespConnection};
+pub use self::redis::RedisTransport;
 pub use self::transport::{InProcess, Transport};
 
 use std::collections::{BTreeMap, VecDeque};
@@ -491,7 +491,7 @@ impl<B: AutodiffBackend> PgcAgent<B> {
 }
 
 /// Waits until the transport has θ (polling every 5 ms), or it is closed (`None`).
-pub fn wait_for_parameters(
+pub(crate) fn wait_for_parameters(
     transport: &dyn Transport,
     timeout: Duration,
 ) -> Result<Option<Parameters>, PgcError> {
@@ -773,7 +773,7 @@ impl Aggregator {
 }
 
 /// Reads an aggregator checkpoint.
-pub fn read_state(path: &Path) -> Result<AggregatorState, PgcError> {
+pub(crate) fn read_state(path: &Path) -> Result<AggregatorState, PgcError> {
     let error = |message: String| PgcError::Checkpoint {
         path: path.to_path_buf(),
         message,

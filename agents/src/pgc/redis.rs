@@ -39,7 +39,7 @@ fn json_error(error: serde_json::Error) -> PgcError {
 
 /// One RESP2 reply.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Reply {
+pub(crate) enum Reply {
     /// `+OK`.
     Simple(String),
     /// `-ERR ...`.
@@ -84,7 +84,7 @@ impl Reply {
 }
 
 /// A blocking RESP2 connection.
-pub struct RespConnection {
+pub(crate) struct RespConnection {
     reader: BufReader<TcpStream>,
     writer: TcpStream,
 }
@@ -135,7 +135,7 @@ fn parse_url(url: &str) -> Result<(String, u16, Option<String>, Option<u32>), Pg
 
 impl RespConnection {
     /// Connects to `url`, authenticating and selecting the database if the URL says so.
-    pub fn open(url: &str, timeout: Duration) -> Result<Self, PgcError> {
+    pub(crate) fn open(url: &str, timeout: Duration) -> Result<Self, PgcError> {
         let (host, port, password, db) = parse_url(url)?;
         let address = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), port))
             .map_err(|e| transport_error(format!("resolving {host}:{port}: {e}")))?
@@ -164,7 +164,7 @@ impl RespConnection {
     }
 
     /// Sends one command and reads its reply; a Redis error reply becomes `Err`.
-    pub fn command(&mut self, args: &[&[u8]]) -> Result<Reply, PgcError> {
+    pub(crate) fn command(&mut self, args: &[&[u8]]) -> Result<Reply, PgcError> {
         let mut out = Vec::with_capacity(64 + args.iter().map(|a| a.len() + 16).sum::<usize>());
         out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
         for arg in args {
