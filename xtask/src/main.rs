@@ -156,7 +156,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Env(cmd) => env_cmd::run(cmd),
         Command::Suite(SuiteCommand::Inversion(args)) => inversion::run(args).map(print_headline),
         Command::Suite(SuiteCommand::Dpsgd(args)) => dpsgd::run(args).map(print_headline),
-        Command::Suite(SuiteCommand::Kickstart(args)) => kickstart::run(args).map(|_| ()),
+        Command::Suite(SuiteCommand::Kickstart(args)) => kickstart::run(args).map(print_headline),
         Command::Suite(SuiteCommand::Pgc(args)) => pgc::run(args).map(print_headline),
         Command::Suite(SuiteCommand::Leakage(args)) => leakage::run(args).map(print_headline),
         Command::Pgc(cmd) => pgc_cmd::run(cmd),

@@ -22,7 +22,7 @@ mod settings;
 mod students;
 mod teacher;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{ensure, Result};
 
@@ -30,13 +30,14 @@ use self::report::write_report;
 use self::students::SuiteTask;
 use crate::backend::dispatch;
 use crate::run::{runs_root, write_json};
+use crate::summary::SuiteOutcome;
 
 pub use self::plan::{Exhausted, KickstartArgs, VanishingPer};
 
 const SUITE: &str = "kickstart";
 
 /// Runs the suite under the run root `root` and writes its report; returns the report's path.
-fn run_in(root: &Path, args: &KickstartArgs) -> Result<PathBuf> {
+fn run_in(root: &Path, args: &KickstartArgs) -> Result<SuiteOutcome> {
     let plan = args.plan();
     ensure!(plan.seeds >= 1, "--seeds must be at least 1");
     ensure!(plan.epochs >= 1, "--epochs must be at least 1");
@@ -59,10 +60,10 @@ fn run_in(root: &Path, args: &KickstartArgs) -> Result<PathBuf> {
 }
 
 /// Runs `suite kickstart` and prints where the report went.
-pub fn run(args: KickstartArgs) -> Result<PathBuf> {
-    let path = run_in(&runs_root(), &args)?;
-    println!("wrote {}", path.display());
-    Ok(path)
+pub fn run(args: KickstartArgs) -> Result<SuiteOutcome> {
+    let outcome = run_in(&runs_root(), &args)?;
+    println!("wrote {}", outcome.report.display());
+    Ok(outcome)
 }
 
 #[cfg(test)]
@@ -96,8 +97,12 @@ mod tests {
             "1",
         ])
         .args;
-        let report = run_in(&root, &args).unwrap();
-        let text = std::fs::read_to_string(&report).unwrap();
+        let outcome = run_in(&root, &args).unwrap();
+        let text = std::fs::read_to_string(&outcome.report).unwrap();
+        assert!(
+            outcome.headline.measured.contains("kickstarted against"),
+            "{text}"
+        );
         assert!(text.contains("privacy-aware, c = 0.3"), "{text}");
         assert!(text.contains("fig2c.png"));
         let run = root.join(SUITE).join("aware-c0.3-l0.5-seed0");
