@@ -58,7 +58,7 @@
 pub mod adam;
 pub mod attack;
 pub mod defence;
-pub mod error;
+mod error;
 pub mod metrics;
 pub mod parts;
 pub mod recovery;
@@ -89,7 +89,4 @@ pub use suite::{
     best_matching, evaluate_defended_batch_inversion, evaluate_defended_inversion,
     evaluate_inversion, score_reconstruction, InversionRow, ReconstructedState,
 };
-pub use victim::{
-    linear_part_forward, Inner, LinearPartInput, LinearPartOutput, Outer, Sample, Victim,
-    VictimKind,
-};
+pub use victim::{Inner, LinearPartInput, LinearPartOutput, Outer, Sample, Victim, VictimKind};

@@ -259,7 +259,10 @@ pub fn q_value_from_error_magnitude<B: Backend>(
 }
 
 /// The action by a rule that needs only ∇_{b_last} (`None` for a rule that needs p_rec).
-pub fn action_before_reconstruction(rule: ActionRecovery, bias_gradient: &[f32]) -> Option<usize> {
+pub(crate) fn action_before_reconstruction(
+    rule: ActionRecovery,
+    bias_gradient: &[f32],
+) -> Option<usize> {
     match rule {
         ActionRecovery::LargestBiasGradient => Some(action_from_bias_gradient(bias_gradient)),
         ActionRecovery::OddSignBiasGradient => Some(odd_sign_action(bias_gradient)),

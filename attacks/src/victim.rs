@@ -200,7 +200,7 @@ impl<B: Backend> Victim<B> {
 
     /// Whether a parameter path belongs to a Dense layer (the linear part that stage 1
     /// matches) rather than to a convolution.
-    pub fn is_linear_parameter(name: &str) -> bool {
+    pub(crate) fn is_linear_parameter(name: &str) -> bool {
         name.starts_with("vector_layers.") || name.starts_with("head.")
     }
 
@@ -481,7 +481,7 @@ impl<B: Backend> Victim<B> {
 /// The forward pass of the victim's linear part from free conv features: the vector branch on
 /// s_c, concatenation `[rgb features, depth features, vector features]` (the order of
 /// `MultimodalNet::features`), then the head. Returns the output and the last layer's input.
-pub fn linear_part_forward<BB: Backend>(
+pub(crate) fn linear_part_forward<BB: Backend>(
     net: &MultimodalNet<BB>,
     rgb_features: Option<Tensor<BB, 2>>,
     depth_features: Option<Tensor<BB, 2>>,
@@ -495,7 +495,7 @@ pub fn linear_part_forward<BB: Backend>(
 
 /// The head's input from free conv features and s_c: the vector branch on s_c, then the
 /// concatenation `[rgb features, depth features, vector features]`.
-pub fn head_input<BB: Backend>(
+pub(crate) fn head_input<BB: Backend>(
     net: &MultimodalNet<BB>,
     rgb_features: Option<Tensor<BB, 2>>,
     depth_features: Option<Tensor<BB, 2>>,

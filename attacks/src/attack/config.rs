@@ -124,7 +124,7 @@ impl AttackConfig {
     }
 
     /// Checks that the parts fit together and fit the victim.
-    pub fn check_compatible(&self, kind: VictimKind) -> Result<(), AttackError> {
+    pub(crate) fn check_compatible(&self, kind: VictimKind) -> Result<(), AttackError> {
         if self.action_recovery == ActionRecovery::PolicyGradientDirection {
             if kind == VictimKind::Dqn {
                 return Err(AttackError::Incompatible(
