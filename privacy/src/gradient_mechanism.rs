@@ -39,9 +39,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::dpsgd::{clip_l2, Clipping, DpSgd, DpSgdConfig};
 use crate::error::{all_finite, at_least_one, positive, saturating_f32};
-use crate::laplace::{clip_l1, LaplaceConfig, LaplaceGradient};
+use crate::laplace::{clip_l1, LaplaceConfig};
 use crate::mechanism::{Mechanism, PrivacyCost};
-use crate::projected_random_sign::{ProjectedRandomSign, ProjectionMatrix, PrsConfig};
+use crate::projected_random_sign::{ProjectionMatrix, PrsConfig};
 use crate::{Epsilon, PrivacyError};
 
 /// The privacy a gradient mechanism gives, in the form in which it can be stated.
@@ -104,11 +104,7 @@ pub trait GradientMechanism: fmt::Debug + fmt::Display + Send + Sync {
         expected_batch_size: f64,
         rng: &mut dyn RngCore,
     ) -> Result<Vec<f32>, PrivacyError> {
-        positive("expected_batch_size", expected_batch_size)?;
-        let mean: Vec<f32> = clipped_sum
-            .into_iter()
-            .map(|x| saturating_f32(f64::from(x) / expected_batch_size))
-            .collect();
+        let mean = mean_as_one_submission(clipped_sum, expected_batch_size)?;
         self.release(&mean, rng)
     }
 
@@ -353,9 +349,12 @@ impl GradientMechanismConfig {
         at_least_one("dimension", dimension)?;
         at_least_one("rounds", rounds)?;
         Ok(match *self {
-            Self::None => Box::new(Identity { dimension }),
-            Self::Clip { clip } => Box::new(ClipL2 {
-                clip: positive("clip", clip)?,
+            Self::None => Box::new(NoiseFree {
+                rescaling: Rescaling::Identity,
+                dimension,
+            }),
+            Self::Clip { clip } => Box::new(NoiseFree {
+                rescaling: Rescaling::L2(positive("clip", clip)?),
                 dimension,
             }),
             Self::DpSgd {
@@ -370,30 +369,48 @@ impl GradientMechanismConfig {
                 .build()?,
             )),
             Self::Laplace { epsilon, clip } => match epsilon.get() {
-                Some(epsilon) => Box::new(Laplace(
-                    LaplaceConfig {
+                Some(epsilon) => {
+                    let inner = LaplaceConfig {
                         epsilon,
                         clip,
                         rounds,
                         dimension,
                     }
-                    .build()?,
-                )),
-                None => Box::new(ClipL1 {
-                    clip: positive("clip", clip)?,
+                    .build()?;
+                    Box::new(Local {
+                        kind: MechanismKind::Laplace,
+                        description: format!("Laplace ε={} per release", inner.epsilon_per_round()),
+                        inner,
+                        dimension,
+                    })
+                }
+                None => Box::new(NoiseFree {
+                    rescaling: Rescaling::HalfL1(positive("clip", clip)?),
                     dimension,
                 }),
             },
             Self::Prs { epsilon, clip } => match epsilon.get() {
-                Some(epsilon) => Box::new(Prs(PrsConfig {
-                    epsilon,
-                    clip,
-                    rounds,
-                    dimension,
-                    reduced_dimension: None,
-                    unbiased: false,
+                Some(epsilon) => {
+                    let inner = PrsConfig {
+                        epsilon,
+                        clip,
+                        rounds,
+                        dimension,
+                        reduced_dimension: None,
+                        unbiased: false,
+                    }
+                    .build()?;
+                    Box::new(Local {
+                        kind: MechanismKind::Prs,
+                        description: format!(
+                            "PRS ε={} per release, d̂={}",
+                            inner.cost().epsilon,
+                            inner.reduced_dimension()
+                        ),
+                        inner,
+                        dimension,
+                    })
                 }
-                .build()?)),
                 None => Box::new(StochasticSign {
                     clip: positive("clip", clip)?,
                     dimension,
@@ -435,6 +452,18 @@ fn check_gradient(
     all_finite(name, gradient)
 }
 
+/// s/L: the mean that a local mechanism releases as one submission.
+fn mean_as_one_submission(
+    sum: Vec<f32>,
+    expected_batch_size: f64,
+) -> Result<Vec<f32>, PrivacyError> {
+    positive("expected_batch_size", expected_batch_size)?;
+    Ok(sum
+        .into_iter()
+        .map(|x| saturating_f32(f64::from(x) / expected_batch_size))
+        .collect())
+}
+
 /// Divides by the expected batch size, and not at all for a batch of one (bit for bit the
 /// gradient then).
 fn mean_of_sum(
@@ -451,21 +480,42 @@ fn mean_of_sum(
     Ok(sum.into_iter().map(|x| x / scale).collect())
 }
 
-/// g̃ = g.
+/// How a noise-free mechanism rescales each record.
 #[derive(Debug, Clone, Copy)]
-struct Identity {
+enum Rescaling {
+    /// g̃ = g.
+    Identity,
+    /// g / max(1, ‖g‖₂/C), per record (DP-SGD's clipping without its noise).
+    L2(f64),
+    /// ḡ of eq. 19, g / max(1, ‖g‖₁/(C/2)): Algorithm 2 at ε = ∞.
+    HalfL1(f64),
+}
+
+/// The mechanisms without noise: the raw gradient, clipping alone, Laplace at ε = ∞. Each
+/// release is its record times a positive factor.
+#[derive(Debug, Clone, Copy)]
+struct NoiseFree {
+    rescaling: Rescaling,
     dimension: usize,
 }
 
-impl fmt::Display for Identity {
+impl fmt::Display for NoiseFree {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("none")
+        match self.rescaling {
+            Rescaling::Identity => f.write_str("none"),
+            Rescaling::L2(clip) => write!(f, "clip C={clip}"),
+            Rescaling::HalfL1(clip) => write!(f, "Laplace ε=∞ C={clip}"),
+        }
     }
 }
 
-impl GradientMechanism for Identity {
+impl GradientMechanism for NoiseFree {
     fn kind(&self) -> MechanismKind {
-        MechanismKind::None
+        match self.rescaling {
+            Rescaling::Identity => MechanismKind::None,
+            Rescaling::L2(_) => MechanismKind::Clip,
+            Rescaling::HalfL1(_) => MechanismKind::Laplace,
+        }
     }
     fn dimension(&self) -> usize {
         self.dimension
@@ -478,60 +528,42 @@ impl GradientMechanism for Identity {
     }
     fn release(&self, gradient: &[f32], _: &mut dyn RngCore) -> Result<Vec<f32>, PrivacyError> {
         check_gradient("gradient", gradient, self.dimension)?;
-        Ok(gradient.to_vec())
-    }
-    fn release_clipped_sum(
-        &self,
-        sum: Vec<f32>,
-        expected_batch_size: f64,
-        _: &mut dyn RngCore,
-    ) -> Result<Vec<f32>, PrivacyError> {
-        mean_of_sum(sum, expected_batch_size, self.dimension)
-    }
-}
-
-/// Each record clipped to L2 norm C, no noise.
-#[derive(Debug, Clone, Copy)]
-struct ClipL2 {
-    clip: f64,
-    dimension: usize,
-}
-
-impl fmt::Display for ClipL2 {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "clip C={}", self.clip)
-    }
-}
-
-impl GradientMechanism for ClipL2 {
-    fn kind(&self) -> MechanismKind {
-        MechanismKind::Clip
-    }
-    fn dimension(&self) -> usize {
-        self.dimension
-    }
-    fn privacy(&self) -> GradientPrivacy {
-        GradientPrivacy::None
-    }
-    fn adds_noise(&self) -> bool {
-        false
-    }
-    fn release(&self, gradient: &[f32], _: &mut dyn RngCore) -> Result<Vec<f32>, PrivacyError> {
-        check_gradient("gradient", gradient, self.dimension)?;
-        let mut out = gradient.to_vec();
-        clip_l2(&mut out, self.clip);
-        Ok(out)
+        Ok(match self.rescaling {
+            Rescaling::Identity => gradient.to_vec(),
+            Rescaling::L2(clip) => {
+                let mut out = gradient.to_vec();
+                clip_l2(&mut out, clip);
+                out
+            }
+            Rescaling::HalfL1(clip) => {
+                let mut out = vec![0.0; gradient.len()];
+                clip_l1(gradient, 0.5 * clip, &mut out);
+                out.into_iter().map(|v| v as f32).collect()
+            }
+        })
     }
     fn record_clip(&self) -> Option<f64> {
-        Some(self.clip)
+        match self.rescaling {
+            Rescaling::L2(clip) => Some(clip),
+            _ => None,
+        }
     }
     fn release_clipped_sum(
         &self,
         sum: Vec<f32>,
         expected_batch_size: f64,
-        _: &mut dyn RngCore,
+        rng: &mut dyn RngCore,
     ) -> Result<Vec<f32>, PrivacyError> {
-        mean_of_sum(sum, expected_batch_size, self.dimension)
+        match self.rescaling {
+            // The records are (already) clipped: the release is their mean.
+            Rescaling::Identity | Rescaling::L2(_) => {
+                mean_of_sum(sum, expected_batch_size, self.dimension)
+            }
+            // A local mechanism: the batch's mean is one submission.
+            Rescaling::HalfL1(_) => {
+                self.release(&mean_as_one_submission(sum, expected_batch_size)?, rng)
+            }
+        }
     }
 }
 
@@ -594,98 +626,41 @@ impl GradientMechanism for GaussianSum {
     }
 }
 
-/// Algorithm 2 at finite ε.
-#[derive(Debug, Clone, Copy)]
-struct Laplace(LaplaceGradient);
-
-impl fmt::Display for Laplace {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Laplace ε={} per release", self.0.epsilon_per_round())
-    }
-}
-
-impl GradientMechanism for Laplace {
-    fn kind(&self) -> MechanismKind {
-        MechanismKind::Laplace
-    }
-    fn dimension(&self) -> usize {
-        self.0.dimension()
-    }
-    fn privacy(&self) -> GradientPrivacy {
-        GradientPrivacy::PerRelease(self.0.cost())
-    }
-    fn adds_noise(&self) -> bool {
-        true
-    }
-    fn release(&self, gradient: &[f32], rng: &mut dyn RngCore) -> Result<Vec<f32>, PrivacyError> {
-        Mechanism::release(&self.0, gradient, &mut RngRef(rng))
-    }
-}
-
-/// Algorithm 3 at finite ε.
-#[derive(Debug, Clone, Copy)]
-struct Prs(ProjectedRandomSign);
-
-impl fmt::Display for Prs {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "PRS ε={} per release, d̂={}",
-            self.0.cost().epsilon,
-            self.0.reduced_dimension()
-        )
-    }
-}
-
-impl GradientMechanism for Prs {
-    fn kind(&self) -> MechanismKind {
-        MechanismKind::Prs
-    }
-    fn dimension(&self) -> usize {
-        self.0.dimension()
-    }
-    fn privacy(&self) -> GradientPrivacy {
-        GradientPrivacy::PerRelease(self.0.cost())
-    }
-    fn adds_noise(&self) -> bool {
-        true
-    }
-    fn release(&self, gradient: &[f32], rng: &mut dyn RngCore) -> Result<Vec<f32>, PrivacyError> {
-        Mechanism::release(&self.0, gradient, &mut RngRef(rng))
-    }
-}
-
-/// Algorithm 2 at ε = ∞: ḡ of eq. 19 (L1 norm ≤ C/2), no noise.
-#[derive(Debug, Clone, Copy)]
-struct ClipL1 {
-    clip: f64,
+/// The local mechanisms at finite ε (Laplace, Algorithm 2; PRS, Algorithm 3): ε-LDP per
+/// release through privrl-privacy's [`Mechanism`] on a flat gradient.
+#[derive(Debug, Clone)]
+struct Local<M> {
+    kind: MechanismKind,
+    inner: M,
     dimension: usize,
+    /// For `Display`: the parameters that say which release this is.
+    description: String,
 }
 
-impl fmt::Display for ClipL1 {
+impl<M> fmt::Display for Local<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Laplace ε=∞ C={}", self.clip)
+        f.write_str(&self.description)
     }
 }
 
-impl GradientMechanism for ClipL1 {
+impl<M> GradientMechanism for Local<M>
+where
+    M: Mechanism<Input = [f32], Output = Vec<f32>> + fmt::Debug + Send + Sync,
+{
     fn kind(&self) -> MechanismKind {
-        MechanismKind::Laplace
+        self.kind
     }
     fn dimension(&self) -> usize {
         self.dimension
     }
     fn privacy(&self) -> GradientPrivacy {
-        GradientPrivacy::None
+        GradientPrivacy::PerRelease(self.inner.cost())
     }
     fn adds_noise(&self) -> bool {
-        false
+        true
     }
-    fn release(&self, gradient: &[f32], _: &mut dyn RngCore) -> Result<Vec<f32>, PrivacyError> {
-        check_gradient("gradient", gradient, self.dimension)?;
-        let mut out = vec![0.0; gradient.len()];
-        clip_l1(gradient, 0.5 * self.clip, &mut out);
-        Ok(out.into_iter().map(|v| v as f32).collect())
+    fn release(&self, gradient: &[f32], rng: &mut dyn RngCore) -> Result<Vec<f32>, PrivacyError> {
+        self.inner.release(gradient, &mut RngRef(rng))
     }
 }
 
@@ -754,157 +729,5 @@ impl RngCore for RngRef<'_> {
     }
     fn fill_bytes(&mut self, dest: &mut [u8]) {
         self.0.fill_bytes(dest)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::NoiseMode;
-
-    fn rng() -> Box<dyn RngCore> {
-        Box::new(NoiseMode::Seeded.rng(3).unwrap())
-    }
-
-    #[test]
-    fn every_name_and_alias_parses_back_to_its_kind() {
-        for kind in MechanismKind::ALL {
-            assert_eq!(kind.name().parse::<MechanismKind>().unwrap(), kind);
-            for alias in kind.aliases() {
-                assert_eq!(alias.parse::<MechanismKind>().unwrap(), kind);
-            }
-        }
-        assert_eq!(
-            "LAP".parse::<MechanismKind>().unwrap(),
-            MechanismKind::Laplace
-        );
-        assert!("gauss".parse::<MechanismKind>().is_err());
-    }
-
-    #[test]
-    fn none_and_clip_release_the_mean_of_clipped_records() {
-        let records = vec![vec![3.0f32, 4.0], vec![0.3, 0.4]];
-        let none = GradientMechanismConfig::None.build(2, 1).unwrap();
-        let mean = none.release_batch(&records, 2.0, &mut *rng()).unwrap();
-        assert_eq!(mean, vec![1.65, 2.2]);
-        let clip = GradientMechanismConfig::Clip { clip: 1.0 }
-            .build(2, 1)
-            .unwrap();
-        // (3, 4) has norm 5 → (0.6, 0.8); (0.3, 0.4) is inside the ball.
-        let mean = clip.release_batch(&records, 2.0, &mut *rng()).unwrap();
-        assert!((mean[0] - 0.45).abs() < 1e-6 && (mean[1] - 0.6).abs() < 1e-6);
-        assert_eq!(
-            clip.release(&[3.0, 4.0], &mut *rng()).unwrap(),
-            vec![0.6, 0.8]
-        );
-        assert!(!none.adds_noise() && !clip.adds_noise());
-    }
-
-    #[test]
-    fn dp_sgd_noise_has_standard_deviation_sigma_c_over_l() {
-        let config = GradientMechanismConfig::DpSgd {
-            clip: 2.0,
-            noise_multiplier: 1.5,
-        };
-        let d = 20_000;
-        let mechanism = config.build(d, 1).unwrap();
-        let released = mechanism
-            .release_clipped_sum(vec![0.0; d], 4.0, &mut *rng())
-            .unwrap();
-        let var = released.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>() / d as f64;
-        // σC/L = 0.75; the sample std of 20k normals is within 2% of it.
-        assert!((var.sqrt() - 0.75).abs() < 0.015, "std {}", var.sqrt());
-        assert_eq!(
-            mechanism.privacy(),
-            GradientPrivacy::SubsampledGaussian {
-                noise_multiplier: 1.5
-            }
-        );
-        assert_eq!(mechanism.record_clip(), Some(2.0));
-    }
-
-    #[test]
-    fn local_mechanisms_cost_epsilon_over_rounds_and_infinity_keeps_their_clipping() {
-        let laplace = GradientMechanismConfig::laplace(Epsilon::finite(3.0).unwrap())
-            .build(4, 3)
-            .unwrap();
-        assert_eq!(
-            laplace.privacy(),
-            GradientPrivacy::PerRelease(PrivacyCost::pure(1.0).unwrap())
-        );
-        let unbounded = GradientMechanismConfig::Laplace {
-            epsilon: Epsilon::INFINITE,
-            clip: 1.0,
-        }
-        .build(2, 1)
-        .unwrap();
-        // L1 clipping to C/2 = 0.5: (3, 1) → (0.375, 0.125).
-        assert_eq!(
-            unbounded.release(&[3.0, 1.0], &mut *rng()).unwrap(),
-            vec![0.375, 0.125]
-        );
-        assert_eq!(unbounded.privacy(), GradientPrivacy::None);
-        let sign = GradientMechanismConfig::prs(Epsilon::INFINITE)
-            .build(5, 1)
-            .unwrap();
-        assert_eq!(sign.release(&[0.1; 5], &mut *rng()).unwrap().len(), 5);
-    }
-
-    #[test]
-    fn a_config_states_what_its_built_mechanism_does() {
-        let e = Epsilon::finite(4.0).unwrap();
-        for config in [
-            GradientMechanismConfig::None,
-            GradientMechanismConfig::Clip { clip: 0.5 },
-            GradientMechanismConfig::DpSgd {
-                clip: 0.5,
-                noise_multiplier: 1.0,
-            },
-            GradientMechanismConfig::laplace(e),
-            GradientMechanismConfig::laplace(Epsilon::INFINITE),
-            GradientMechanismConfig::prs(e),
-            GradientMechanismConfig::prs(Epsilon::INFINITE),
-        ] {
-            let built = config.build(8, 1).unwrap();
-            assert_eq!(built.kind(), config.kind(), "{config}");
-            assert_eq!(built.record_clip(), config.record_clip(), "{config}");
-            assert_eq!(built.adds_noise(), config.adds_noise(), "{config}");
-            assert_eq!(built.dimension(), 8);
-        }
-    }
-
-    #[test]
-    fn bad_inputs_are_named_errors() {
-        let m = GradientMechanismConfig::None.build(2, 1).unwrap();
-        assert!(matches!(
-            m.release(&[1.0], &mut *rng()),
-            Err(PrivacyError::DimensionMismatch { .. })
-        ));
-        assert!(matches!(
-            m.release(&[1.0, f32::NAN], &mut *rng()),
-            Err(PrivacyError::NonFinite { .. })
-        ));
-        assert!(GradientMechanismConfig::Clip { clip: 0.0 }
-            .build(2, 1)
-            .is_err());
-        assert!(GradientMechanismConfig::None.build(0, 1).is_err());
-        assert!(GradientMechanismConfig::DpSgd {
-            clip: 1.0,
-            noise_multiplier: -1.0
-        }
-        .build(2, 1)
-        .is_err());
-    }
-
-    #[test]
-    fn configs_round_trip_through_json_with_infinite_epsilon_as_null() {
-        let config = GradientMechanismConfig::prs(Epsilon::INFINITE);
-        let json = serde_json::to_string(&config).unwrap();
-        assert_eq!(json, r#"{"mechanism":"prs","epsilon":null,"clip":1.0}"#);
-        assert_eq!(
-            serde_json::from_str::<GradientMechanismConfig>(&json).unwrap(),
-            config
-        );
-        assert_eq!(config.to_string(), "PRS ε=∞ C=1");
     }
 }
