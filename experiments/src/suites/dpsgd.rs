@@ -825,8 +825,12 @@ const RANDOM_POLICY_RETURN: f64 = 22.0;
 fn headline(points: &[Point]) -> Headline {
     let extremes = |method: Method| {
         let of_method: Vec<&Point> = points.iter().filter(|p| p.method == method).collect();
-        let lowest = of_method.iter().min_by(|a, b| a.noise.total_cmp(&b.noise))?;
-        let highest = of_method.iter().max_by(|a, b| a.noise.total_cmp(&b.noise))?;
+        let lowest = of_method
+            .iter()
+            .min_by(|a, b| a.noise.total_cmp(&b.noise))?;
+        let highest = of_method
+            .iter()
+            .max_by(|a, b| a.noise.total_cmp(&b.noise))?;
         (lowest.noise < highest.noise).then_some((*lowest, *highest))
     };
     let describe = |method: Method, (lowest, highest): (&Point, &Point)| {

@@ -749,7 +749,11 @@ fn headline(plan: &Plan, results: &[(TrialSummary, Vec<(f64, f64)>)]) -> Headlin
         .and_then(|e| Epsilon::finite(e).ok());
     let mut measured = Vec::new();
     let (mut learners, mut visible) = (0, true);
-    for &mech in plan.mechanisms.iter().filter(|&&m| m != MechanismKind::None) {
+    for &mech in plan
+        .mechanisms
+        .iter()
+        .filter(|&&m| m != MechanismKind::None)
+    {
         let Some(smallest) = smallest else { break };
         let (free, free_n) = ratio(mech, Epsilon::INFINITE);
         let (noisy, noisy_n) = ratio(mech, smallest);
