@@ -1,0 +1,286 @@
+//! `suite leakage`'s command-line arguments and the plan they resolve to (what the suite's
+//! `config.json` records): the defences swept and the ε each cell is plotted at.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use privrl_privacy::{Epsilon, GradientMechanismConfig};
+use serde::Serialize;
+
+use crate::backend::BackendChoice;
+use crate::noise_rng::NoiseRng;
+
+/// Arguments of `suite leakage`.
+#[derive(Args, Debug, Clone, Serialize)]
+pub struct LeakageArgs {
+    /// Quick mode: 16×16 images, 20 samples per cell, 300 iterations per stage (as `suite
+    /// inversion --quick`).
+    #[arg(long)]
+    pub quick: bool,
+    /// Samples per cell (attack × defence). Default 20 quick, 40 otherwise.
+    #[arg(long)]
+    pub samples: Option<usize>,
+    /// Image size in pixels. Default 16 quick, 32 otherwise.
+    #[arg(long)]
+    pub image_size: Option<usize>,
+    /// Optimisation iterations per attack stage. Default 300 quick, 1000 otherwise.
+    #[arg(long)]
+    pub iterations: Option<usize>,
+    /// Weight λ of the attack's TV prior. Default 0.01 quick, 0.1 otherwise (as `suite
+    /// inversion`).
+    #[arg(long)]
+    pub tv_weight: Option<f64>,
+    /// DP-SGD noise multipliers σ to sweep (comma-separated, each > 0).
+    #[arg(long, value_delimiter = ',', default_values_t = [0.001, 0.01, 0.1, 0.3, 1.0])]
+    pub dp_sgd_noise: Vec<f64>,
+    /// DP-SGD clipping norm C (the DP-SGD suite's default).
+    #[arg(long, default_value_t = 1.0)]
+    pub dp_sgd_clip: f64,
+    /// ε of the Laplace and projected-random-sign releases to sweep (comma-separated, > 0, or
+    /// `inf` for the mechanisms' noise-free limits). The PGC paper runs 1–10; larger values
+    /// find where reconstruction comes back.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_values = ["1", "10", "100", "1e3", "1e4", "1e5"]
+    )]
+    pub ldp_epsilon: Vec<Epsilon>,
+    /// Laplace clipping C (L1 norm ≤ C/2; the PGC paper's 0.01). Whenever C/2 is below the
+    /// gradient's L1 norm, the signal-to-noise ratio does not depend on C.
+    #[arg(long, default_value_t = 0.01)]
+    pub laplace_clip: f64,
+    /// Projected-random-sign element-wise clip C (the PGC paper's 1).
+    #[arg(long, default_value_t = 1.0)]
+    pub prs_clip: f64,
+    /// Poisson sampling rate q of the DP-SGD training run that σ is accounted over (the DP-SGD
+    /// suite's DQN: |B| = 128 from a 10k buffer).
+    #[arg(long, default_value_t = 0.0128)]
+    pub train_sample_rate: f64,
+    /// Gradient steps of that training run (the DP-SGD suite's DQN: 20k env steps, one step
+    /// every second).
+    #[arg(long, default_value_t = 10_000)]
+    pub train_steps: u64,
+    /// δ of the DP-SGD accounting.
+    #[arg(long, default_value_t = 1e-5)]
+    pub delta: f64,
+    /// The DP-SGD suite's runs, for the utility column (skipped if absent).
+    #[arg(long)]
+    pub dpsgd_runs: Option<PathBuf>,
+    /// The PGC suite's runs, for the utility column (skipped if absent).
+    #[arg(long)]
+    pub pgc_runs: Option<PathBuf>,
+    /// Seed of the samples, the victims, the attacks and the defences' noise.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Backend.
+    #[arg(long, value_enum, default_value_t = BackendChoice::default())]
+    pub backend: BackendChoice,
+    /// Adam steps (lr 1e-3, minibatches of 16) that train each victim on its own objective
+    /// before it is attacked, on 64 room samples apart from the attacked ones; 0 attacks
+    /// freshly initialised victims, as the paper does.
+    #[arg(long, default_value_t = 0)]
+    pub victim_train_steps: usize,
+    /// Batch sizes of the shared gradient for QGI without a defence (comma-separated, each in
+    /// 1..=8): every size above 1 adds a cell `qgi-none-batch<B>`, attacked by the batch
+    /// extension of QGI (actions enumerated from ∇b_last, Section IV-C1).
+    #[arg(long, value_delimiter = ',', default_values_t = [1])]
+    pub batch_sizes: Vec<usize>,
+    /// Worker threads (0: one per core); each runs one (attack, defence) cell.
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    /// Where the defences' noise comes from: `seeded` (from --seed, reproducible) or `secure`
+    /// (the OS CSPRNG: the attacker faces noise that no seed predicts).
+    #[arg(long, value_enum, default_value_t = NoiseRng::Seeded)]
+    pub noise_rng: NoiseRng,
+}
+
+impl LeakageArgs {
+    /// `--quick` with everything else at its default (the quickstart's leakage part).
+    pub fn quick(seed: u64, backend: BackendChoice, threads: usize) -> Self {
+        Self {
+            quick: true,
+            samples: None,
+            image_size: None,
+            iterations: None,
+            tv_weight: None,
+            dp_sgd_noise: vec![0.001, 0.01, 0.1, 0.3, 1.0],
+            dp_sgd_clip: 1.0,
+            ldp_epsilon: [1.0, 10.0, 100.0, 1e3, 1e4, 1e5]
+                .map(|e| Epsilon::finite(e).unwrap())
+                .to_vec(),
+            laplace_clip: 0.01,
+            prs_clip: 1.0,
+            train_sample_rate: 0.0128,
+            train_steps: 10_000,
+            delta: 1e-5,
+            dpsgd_runs: None,
+            pgc_runs: None,
+            victim_train_steps: 0,
+            batch_sizes: vec![1],
+            seed,
+            backend,
+            threads,
+            noise_rng: NoiseRng::Seeded,
+        }
+    }
+
+    pub(super) fn plan(&self) -> Result<LeakagePlan> {
+        let pick =
+            |v: Option<usize>, quick, full| v.unwrap_or(if self.quick { quick } else { full });
+        let plan = LeakagePlan {
+            samples: pick(self.samples, 20, 40),
+            image_size: pick(self.image_size, 16, 32),
+            iterations: pick(self.iterations, 300, 1000),
+            tv_weight: self
+                .tv_weight
+                .unwrap_or(if self.quick { 0.01 } else { 0.1 }),
+            seed: self.seed,
+            backend: self.backend,
+            train_sample_rate: self.train_sample_rate,
+            train_steps: self.train_steps,
+            delta: self.delta,
+            defences: self.defences(),
+            victim_train_steps: self.victim_train_steps,
+            batch_sizes: self.batch_sizes.clone(),
+            noise_rng: self.noise_rng,
+        };
+        for &b in &plan.batch_sizes {
+            anyhow::ensure!(
+                (1..=privrl_attacks::MAX_BATCH).contains(&b),
+                "--batch-sizes must each be in 1..={}, got {b}",
+                privrl_attacks::MAX_BATCH
+            );
+        }
+        anyhow::ensure!(plan.samples >= 1, "--samples must be at least 1");
+        anyhow::ensure!(
+            (8..=512).contains(&plan.image_size),
+            "--image-size must be in 8..=512, got {}",
+            plan.image_size
+        );
+        anyhow::ensure!(
+            self.train_sample_rate > 0.0 && self.train_sample_rate <= 1.0,
+            "--train-sample-rate must be in (0, 1], got {}",
+            self.train_sample_rate
+        );
+        anyhow::ensure!(
+            self.delta > 0.0 && self.delta < 1.0,
+            "--delta must be in (0, 1), got {}",
+            self.delta
+        );
+        for defence in &plan.defences {
+            defence
+                .build(1, 1)
+                .with_context(|| format!("defence {defence}"))?;
+        }
+        Ok(plan)
+    }
+
+    /// No defence, clipping alone, DP-SGD over σ, Laplace and PRS over ε.
+    fn defences(&self) -> Vec<GradientMechanismConfig> {
+        let mut defences = vec![
+            GradientMechanismConfig::None,
+            GradientMechanismConfig::Clip {
+                clip: self.dp_sgd_clip,
+            },
+        ];
+        defences.extend(self.dp_sgd_noise.iter().map(|&noise_multiplier| {
+            GradientMechanismConfig::DpSgd {
+                clip: self.dp_sgd_clip,
+                noise_multiplier,
+            }
+        }));
+        defences.extend(
+            self.ldp_epsilon
+                .iter()
+                .map(|&epsilon| GradientMechanismConfig::Laplace {
+                    epsilon,
+                    clip: self.laplace_clip,
+                }),
+        );
+        defences.extend(
+            self.ldp_epsilon
+                .iter()
+                .map(|&epsilon| GradientMechanismConfig::Prs {
+                    epsilon,
+                    clip: self.prs_clip,
+                }),
+        );
+        defences
+    }
+}
+
+/// Resolved parameters (what `config.json` records).
+#[derive(Debug, Clone, Serialize)]
+pub(super) struct LeakagePlan {
+    pub(super) samples: usize,
+    pub(super) image_size: usize,
+    pub(super) iterations: usize,
+    pub(super) tv_weight: f64,
+    pub(super) seed: u64,
+    pub(super) backend: BackendChoice,
+    pub(super) train_sample_rate: f64,
+    pub(super) train_steps: u64,
+    pub(super) delta: f64,
+    pub(super) defences: Vec<GradientMechanismConfig>,
+    pub(super) victim_train_steps: usize,
+    pub(super) batch_sizes: Vec<usize>,
+    pub(super) noise_rng: NoiseRng,
+}
+
+impl LeakagePlan {
+    /// ε of a DP-SGD training run at noise σ (RDP accountant, Poisson rate q, T steps, δ).
+    fn training_epsilon(&self, noise_multiplier: f64) -> f64 {
+        privrl_privacy::dp_sgd_epsilon(
+            self.train_sample_rate,
+            noise_multiplier,
+            self.train_steps,
+            self.delta,
+        )
+        .unwrap_or(f64::INFINITY)
+    }
+
+    /// The ε a cell is plotted at: per release for Laplace and PRS, over the training run
+    /// for DP-SGD, ∞ without a guarantee.
+    pub(super) fn epsilon(&self, defence: &GradientMechanismConfig) -> f64 {
+        match *defence {
+            GradientMechanismConfig::DpSgd {
+                noise_multiplier, ..
+            } => self.training_epsilon(noise_multiplier),
+            _ => defence.epsilon().map_or(f64::INFINITY, Epsilon::value),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suites::leakage::tests::tiny_args;
+
+    #[test]
+    fn quick_matches_what_clap_parses() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: LeakageArgs,
+        }
+        let parsed = <Cli as clap::Parser>::parse_from(["leakage", "--quick", "--seed", "3"]).args;
+        let built = LeakageArgs::quick(3, BackendChoice::default(), 0);
+        assert_eq!(format!("{parsed:?}"), format!("{built:?}"));
+    }
+
+    #[test]
+    fn bad_input_is_refused_with_the_allowed_range() {
+        let mut args = tiny_args();
+        args.dp_sgd_noise = vec![-1.0];
+        let error = format!("{:#}", args.plan().unwrap_err());
+        assert!(error.contains("noise_multiplier"), "{error}");
+        let mut args = tiny_args();
+        args.train_sample_rate = 2.0;
+        assert!(args.plan().is_err());
+        let mut args = tiny_args();
+        args.batch_sizes = vec![16];
+        let error = format!("{:#}", args.plan().unwrap_err());
+        assert!(error.contains("1..=8"), "{error}");
+    }
+}

@@ -1,0 +1,281 @@
+//! The suite's report: the privacy, utility and leakage table, the batch-size table, where
+//! reconstruction stops being recognisable, the plots and the command that reproduces it.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use privrl_envs::room::NUM_ACTIONS;
+use privrl_privacy::GradientMechanismConfig;
+
+use super::cell::{cells_of, CellResult, VICTIM_BATCH, VICTIM_LR, VICTIM_TRAINING_SAMPLES};
+use super::plan::{LeakageArgs, LeakagePlan};
+use super::plots::family_plot;
+use super::utility::UtilityTable;
+use super::{IOU_THRESHOLD, METHODS, SSIM_THRESHOLD};
+use crate::report::{format_number, Cell, Report};
+use crate::suites::inversion::{summary, Method};
+use crate::summary::Headline;
+
+pub(super) fn write_report(
+    dir: &Path,
+    args: &LeakageArgs,
+    plan: &LeakagePlan,
+    cells: &[CellResult],
+    batch_cells: &[(usize, CellResult)],
+    utility: &UtilityTable,
+    headline: &Headline,
+) -> Result<PathBuf> {
+    let mut report = Report::new(
+        dir,
+        "Leakage: gradient inversion against privatised gradients",
+    );
+    report.paragraph(&plan.noise_rng.report_line());
+    report.paragraph(&format!(
+        "QGI (DQN victim) and RGI (REINFORCE victim) in setting S1 (RGB + depth + bounding box) \
+         attack one single-sample gradient per sample after it passes through a defence: DP-SGD \
+         clipping alone (C = {clip}), DP-SGD clipping + Gaussian noise σC (ε: the RDP \
+         accountant over a training run of {steps} steps at Poisson rate q = {q}, δ = {delta}), \
+         and the PGC mechanisms Laplace (C = {lap}) and projected random sign (C = {prs}) at \
+         their per-release ε. The attacker knows the defence; cosine matching ignores the \
+         scale that clipping and the mechanisms introduce, and all noise is zero-mean, so it \
+         matches the released gradient directly; under noise it drops the magnitude term, \
+         since the released norm includes the noise's. {n} samples per cell from the rooms at \
+         {size}×{size} px, {iters} iterations per stage, λ = {tv}, backend `{backend}`, the \
+         same samples (and, untrained, the same victims) as `suite inversion` with the same \
+         settings. Victims: \
+         {victims}. Chance action accuracy is 1/{actions} = {chance:.2}.",
+        clip = args.dp_sgd_clip,
+        steps = plan.train_steps,
+        q = plan.train_sample_rate,
+        delta = plan.delta,
+        lap = args.laplace_clip,
+        prs = args.prs_clip,
+        n = plan.samples,
+        size = plan.image_size,
+        iters = plan.iterations,
+        tv = plan.tv_weight,
+        backend = plan.backend,
+        victims = if plan.victim_train_steps == 0 {
+            "freshly initialised (the paper)".to_string()
+        } else {
+            format!(
+                "trained on their own objective first ({} Adam steps, lr {VICTIM_LR}, \
+                 minibatches of {VICTIM_BATCH} from {VICTIM_TRAINING_SAMPLES} other room samples)",
+                plan.victim_train_steps
+            )
+        },
+        actions = NUM_ACTIONS,
+        chance = 1.0 / NUM_ACTIONS as f64,
+    ));
+    report.paragraph(&format!(
+        "A reconstruction counts as **unrecognisable** when the mean SSIM of both images is \
+         below {SSIM_THRESHOLD} and the mean bounding-box IoU is below {IOU_THRESHOLD}."
+    ));
+    if utility.sources.is_empty() {
+        report.paragraph(
+            "No DP-SGD or PGC suite runs were found, so the utility column is empty: run \
+             `cargo xtask suite dpsgd` and `cargo xtask suite pgc` first (or pass \
+             `--dpsgd-runs` / `--pgc-runs`).",
+        );
+    } else {
+        report.bullets(utility.sources.iter().map(|s| format!("Utility: {s}")));
+    }
+    let mut rows = Vec::new();
+    for cell in cells {
+        let util = utility.get(cell.method, &cell.defence);
+        rows.push(vec![
+            Cell::from(cell.method.name()),
+            Cell::from(cell.defence.to_string()),
+            Cell::from(format_number(cell.epsilon)),
+            Cell::from(util.map_or("-".into(), |u| {
+                let eps = u
+                    .epsilon
+                    .map_or(String::new(), |e| format!(" (ε {})", format_number(e)));
+                format!("{}{eps}", format_number(u.value))
+            })),
+        ]);
+        rows.last_mut().expect("pushed").extend(score_columns(cell));
+    }
+    report
+        .heading("Privacy, utility and leakage")
+        .paragraph(
+            "Mean ± std over samples. Utility: DP-SGD rows, the DP-SGD suite's mean training \
+             return at the same σ (its own ε in brackets: its run length differs from the one \
+             assumed here); Laplace and PRS rows, the PGC suite's success ratio at the same ε.",
+        )
+        .table(
+            &[
+                "attack",
+                "defence",
+                "ε",
+                "utility",
+                "RGB PSNR / SSIM",
+                "depth PSNR / SSIM",
+                "bbox IoU",
+                "action accuracy",
+                "ε(Q) % or |r − r_rec|",
+                "recognisable",
+            ],
+            rows,
+        );
+
+    if !batch_cells.is_empty() {
+        let mut rows: Vec<Vec<Cell>> = Vec::new();
+        let single = cells
+            .iter()
+            .find(|c| c.method == Method::Qgi && c.defence == GradientMechanismConfig::None);
+        for (batch_size, cell) in single
+            .map(|c| (1, c))
+            .into_iter()
+            .chain(batch_cells.iter().map(|(b, c)| (*b, c)))
+        {
+            let mut row = vec![Cell::from(batch_size as f64)];
+            row.extend(score_columns(cell));
+            rows.push(row);
+        }
+        report
+            .heading("Batch size (QGI, no defence)")
+            .paragraph(
+                "The shared gradient is the DQN victim's over a batch of consecutive samples \
+                 (J is the batch mean). The batch attack reads the batch's actions off \
+                 ∇b_last, tries every assignment of them to the samples in stage 1 and keeps \
+                 the best, then reconstructs all images at once. Each sample is scored \
+                 against the reconstruction it matches best (the permutation maximising RGB \
+                 SSIM + depth SSIM + IoU), as Yin et al. (2021) score batch recovery.",
+            )
+            .table(
+                &[
+                    "batch size",
+                    "RGB PSNR / SSIM",
+                    "depth PSNR / SSIM",
+                    "bbox IoU",
+                    "action accuracy",
+                    "ε(Q) %",
+                    "recognisable",
+                ],
+                rows,
+            );
+    }
+
+    report.heading("Where reconstruction stops being recognisable");
+    let mut thresholds = Vec::new();
+    for method in METHODS {
+        for family in ["dp-sgd", "laplace", "prs"] {
+            let of_family = cells_of(cells, method, family);
+            if of_family.is_empty() {
+                continue;
+            }
+            let undefended = cells
+                .iter()
+                .find(|c| c.method == method && c.defence == GradientMechanismConfig::None);
+            if undefended.is_some_and(|c| c.scores.unrecognisable()) {
+                thresholds.push(format!(
+                    "{} against {family}: no threshold, the attack does not reconstruct a \
+                     recognisable state even without a defence at this scale",
+                    method.name()
+                ));
+                continue;
+            }
+            // The largest ε below which every tested strength is unrecognisable.
+            let safe = of_family
+                .iter()
+                .take_while(|c| c.scores.unrecognisable())
+                .last();
+            thresholds.push(match safe {
+                Some(c) => format!(
+                    "{} against {family}: unrecognisable at every tested ε ≤ {} ({})",
+                    method.name(),
+                    format_number(c.epsilon),
+                    c.defence
+                ),
+                None => format!(
+                    "{} against {family}: recognisable already at the smallest tested ε {}",
+                    method.name(),
+                    format_number(of_family[0].epsilon)
+                ),
+            });
+        }
+    }
+    report.bullets(thresholds);
+
+    report.heading("Plots");
+    for family in ["dp-sgd", "laplace", "prs"] {
+        if let Some(files) = family_plot(dir, family, cells, utility)? {
+            report.image(
+                &format!("{family}: utility and reconstruction quality against ε"),
+                &files.png,
+                Some(&files.svg),
+            );
+        }
+    }
+    // Every setting that changes a number in this report, so that the command reproduces it.
+    let list = |values: &[f64]| {
+        values
+            .iter()
+            .map(f64::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let command = format!(
+        "cargo xtask suite leakage --samples {} --image-size {} --iterations {} --tv-weight {} \\\n    \
+         --dp-sgd-noise {} --dp-sgd-clip {} --ldp-epsilon {} --laplace-clip {} --prs-clip {} \\\n    \
+         --train-sample-rate {} --train-steps {} --delta {} --victim-train-steps {} --seed {} \\\n    \
+         --batch-sizes {} --backend {}",
+        plan.samples,
+        plan.image_size,
+        plan.iterations,
+        plan.tv_weight,
+        list(&args.dp_sgd_noise),
+        args.dp_sgd_clip,
+        args.ldp_epsilon
+            .iter()
+            .map(|e| e.slug())
+            .collect::<Vec<_>>()
+            .join(","),
+        args.laplace_clip,
+        args.prs_clip,
+        plan.train_sample_rate,
+        plan.train_steps,
+        plan.delta,
+        plan.victim_train_steps,
+        plan.seed,
+        plan
+            .batch_sizes
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(","),
+        plan.backend,
+    ) + plan.noise_rng.reproduce_flag();
+    headline.add_to(&mut report);
+    report.reproduce([command]);
+    report.write()
+}
+
+/// The score columns of a cell: both images' PSNR / SSIM, IoU, action accuracy, the signal's
+/// error and whether it is recognisable.
+fn score_columns(cell: &CellResult) -> Vec<Cell> {
+    vec![
+        Cell::from(format!(
+            "{} / {}",
+            summary(&cell.rows, |r| r.rgb.map(|s| s.psnr)),
+            summary(&cell.rows, |r| r.rgb.map(|s| s.ssim))
+        )),
+        Cell::from(format!(
+            "{} / {}",
+            summary(&cell.rows, |r| r.depth.map(|s| s.psnr)),
+            summary(&cell.rows, |r| r.depth.map(|s| s.ssim))
+        )),
+        Cell::from(summary(&cell.rows, |r| r.vector_iou)),
+        Cell::from(format!("{:.0}%", 100.0 * cell.scores.action_accuracy)),
+        Cell::from(match cell.method {
+            Method::Rgi => summary(&cell.rows, |r| r.reward_abs_error),
+            _ => summary(&cell.rows, |r| r.target_q_error_pct),
+        }),
+        Cell::from(if cell.scores.unrecognisable() {
+            "no"
+        } else {
+            "yes"
+        }),
+    ]
+}
