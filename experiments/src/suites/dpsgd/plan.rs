@@ -1,0 +1,196 @@
+//! `suite dpsgd`'s command-line arguments, the four private methods, and the plan they
+//! resolve to (what every run's `config.json` records).
+
+use clap::{Args, ValueEnum};
+use privrl_agents::{DqnConfig, ReinforceConfig};
+use serde::{Deserialize, Serialize};
+
+use super::{ENV, SOLVED_RETURN, SOLVED_WINDOW, WARMUP_STEPS};
+use crate::backend::BackendChoice;
+use crate::noise_rng::NoiseRng;
+use crate::sweep::Seeds;
+
+/// Arguments of `suite dpsgd`.
+#[derive(Args, Debug, Clone, Serialize)]
+pub struct DpsgdArgs {
+    /// Quick mode: one seed, two noise levels per method, 150 episodes and at most 8000
+    /// environment steps per run (about a minute on 2 cores).
+    #[arg(long)]
+    pub quick: bool,
+    /// Seeds per point, e.g. `0..5` or `0,3,7`. Default 0..5, quick 0.
+    #[arg(long)]
+    #[serde(skip)]
+    pub seeds: Option<Seeds>,
+    /// Noise multipliers σ of DP-SGD (noise std σ·C on the clipped sum), comma-separated.
+    /// Default 0,0.1,0.3,1 (quick 0,0.3); σ = 0 clips without noise.
+    #[arg(long, value_delimiter = ',')]
+    pub dp_sgd_noise: Option<Vec<f64>>,
+    /// Noise scales σ of the observation noise N(0, (σ·IQR)²), comma-separated. Default
+    /// 0,0.1,0.3,1 (quick 0,0.3).
+    #[arg(long, value_delimiter = ',')]
+    pub ldp_noise: Option<Vec<f64>>,
+    /// Episodes per run (every run trains this many, so rewards average over equal spans).
+    /// Default 2000, quick 150.
+    #[arg(long)]
+    pub episodes: Option<usize>,
+    /// Also stop a DQN run after this many environment steps (DQN takes a gradient step per
+    /// environment step, so its cost grows with the return). Default 20000, quick 8000.
+    #[arg(long)]
+    pub dqn_steps: Option<u64>,
+    /// DP-SGD clipping bound C on each record's gradient (an episode's for REINFORCE, a
+    /// transition's for DQN).
+    #[arg(long, default_value_t = 1.0)]
+    pub clip: f64,
+    /// δ of the reported (ε, δ).
+    #[arg(long, default_value_t = 1e-5)]
+    pub delta: f64,
+    /// Which methods to run, comma-separated (default: all four).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub methods: Option<Vec<Method>>,
+    /// Backend.
+    #[arg(long, value_enum, default_value_t = BackendChoice::default())]
+    pub backend: BackendChoice,
+    /// Worker threads (0: one per core); each runs one (method, σ, seed).
+    #[arg(long, default_value_t = 0)]
+    #[serde(skip)]
+    pub threads: usize,
+    /// Where the DP-SGD noise, the Poisson sampling and the observation noise come from:
+    /// `seeded` (from each run's seed, reproducible) or `secure` (the OS CSPRNG).
+    #[arg(long, value_enum, default_value_t = NoiseRng::Seeded)]
+    pub noise_rng: NoiseRng,
+}
+
+/// One of the slides' four private variants.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    /// REINFORCE with a clipped, noised one-episode gradient.
+    DpSgdReinforce,
+    /// DQN with per-transition clipping and noise on Poisson-sampled replay batches.
+    DpSgdDqn,
+    /// REINFORCE on observations with N(0, (σ·IQR)²) noise.
+    LdpReinforce,
+    /// DQN on observations with N(0, (σ·IQR)²) noise.
+    LdpDqn,
+}
+
+impl Method {
+    pub(super) const ALL: [Method; 4] = [
+        Method::DpSgdReinforce,
+        Method::DpSgdDqn,
+        Method::LdpReinforce,
+        Method::LdpDqn,
+    ];
+
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Method::DpSgdReinforce => "DP-SGD REINFORCE",
+            Method::DpSgdDqn => "DP-SGD DQN",
+            Method::LdpReinforce => "LDP REINFORCE",
+            Method::LdpDqn => "LDP DQN",
+        }
+    }
+
+    pub(super) fn slug(self) -> &'static str {
+        match self {
+            Method::DpSgdReinforce => "dp-sgd-reinforce",
+            Method::DpSgdDqn => "dp-sgd-dqn",
+            Method::LdpReinforce => "ldp-reinforce",
+            Method::LdpDqn => "ldp-dqn",
+        }
+    }
+
+    pub(super) fn is_dp_sgd(self) -> bool {
+        matches!(self, Method::DpSgdReinforce | Method::DpSgdDqn)
+    }
+
+    pub(super) fn is_dqn(self) -> bool {
+        matches!(self, Method::DpSgdDqn | Method::LdpDqn)
+    }
+}
+
+/// Resolved parameters of the suite (what every run's `config.json` records).
+#[derive(Debug, Clone, Serialize)]
+pub(super) struct DpsgdPlan {
+    pub(super) env: &'static str,
+    pub(super) seeds: Vec<u64>,
+    pub(super) dp_sgd_noise: Vec<f64>,
+    pub(super) ldp_noise: Vec<f64>,
+    pub(super) episodes: usize,
+    pub(super) dqn_steps: u64,
+    pub(super) clip: f64,
+    pub(super) delta: f64,
+    pub(super) methods: Vec<Method>,
+    pub(super) backend: BackendChoice,
+    pub(super) solved_window: usize,
+    pub(super) solved_return: f64,
+    pub(super) warmup_steps: usize,
+    pub(super) reinforce: ReinforceConfig,
+    pub(super) dqn: DqnConfig,
+    pub(super) noise_rng: NoiseRng,
+}
+
+impl DpsgdArgs {
+    /// Quick mode with one seed (what `quickstart` runs).
+    pub fn quick(seed: u64, backend: BackendChoice, threads: usize) -> Self {
+        Self {
+            quick: true,
+            seeds: Some(Seeds(vec![seed])),
+            dp_sgd_noise: None,
+            ldp_noise: None,
+            episodes: None,
+            dqn_steps: None,
+            clip: 1.0,
+            delta: 1e-5,
+            methods: None,
+            backend,
+            threads,
+            noise_rng: NoiseRng::Seeded,
+        }
+    }
+
+    pub(super) fn plan(&self) -> DpsgdPlan {
+        let quick = self.quick;
+        DpsgdPlan {
+            env: ENV,
+            seeds: self.seeds.as_ref().map_or_else(
+                || if quick { vec![0] } else { (0..5).collect() },
+                |s| s.0.clone(),
+            ),
+            dp_sgd_noise: self.dp_sgd_noise.clone().unwrap_or_else(|| {
+                if quick {
+                    vec![0.0, 0.3]
+                } else {
+                    vec![0.0, 0.1, 0.3, 1.0]
+                }
+            }),
+            ldp_noise: self.ldp_noise.clone().unwrap_or_else(|| {
+                if quick {
+                    vec![0.0, 0.3]
+                } else {
+                    vec![0.0, 0.1, 0.3, 1.0]
+                }
+            }),
+            episodes: self.episodes.unwrap_or(if quick { 150 } else { 2000 }),
+            dqn_steps: self.dqn_steps.unwrap_or(if quick { 8_000 } else { 20_000 }),
+            clip: self.clip,
+            delta: self.delta,
+            methods: self.methods.clone().unwrap_or_else(|| Method::ALL.to_vec()),
+            backend: self.backend,
+            noise_rng: self.noise_rng,
+            solved_window: SOLVED_WINDOW,
+            solved_return: SOLVED_RETURN,
+            warmup_steps: WARMUP_STEPS,
+            // The slides: a 2-layer perceptron, h = 128, dropout 0.5, one episode per gradient.
+            reinforce: ReinforceConfig::new(),
+            // The slides: a 3-layer perceptron, h = 128, |B| = 128. A 10k buffer keeps the
+            // Poisson rate |B|/n ≥ 1.28%; ε decays over 10k steps and a gradient step every
+            // second environment step, to fit the step budget on 2 cores.
+            dqn: DqnConfig::new()
+                .with_train_frequency(2)
+                .with_buffer_capacity(10_000)
+                .with_epsilon_decay_steps(10_000)
+                .with_lr(1e-3),
+        }
+    }
+}

@@ -1,0 +1,304 @@
+//! The suite's report: the sweep's points (a method at a noise level, over seeds), the table,
+//! the slides' figures against σ, the learning curves and the command that reproduces it.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use plotters::prelude::SeriesLabelPosition;
+
+use super::headline::headline;
+use super::mean;
+use super::plan::{DpsgdArgs, DpsgdPlan, Method};
+use super::runs::RunSummary;
+use crate::report::plot::{median, LearningCurves, Line, LineChart, PlotFiles};
+use crate::report::{format_mean_std, format_number, Cell, Report};
+use crate::summary::SuiteOutcome;
+
+/// One point of the sweep: a method at a noise level, over seeds.
+pub(super) struct Point {
+    pub(super) method: Method,
+    pub(super) noise: f64,
+    pub(super) runs: Vec<RunSummary>,
+    pub(super) curves: Vec<Vec<(f64, f64)>>,
+}
+
+impl Point {
+    pub(super) fn mean_returns(&self) -> Vec<f64> {
+        self.runs.iter().map(|r| r.mean_return).collect()
+    }
+
+    fn median_returns(&self) -> Vec<f64> {
+        self.runs.iter().map(|r| r.median_return).collect()
+    }
+
+    /// Episodes to solved per seed, an unsolved seed counting as the episodes it ran
+    /// (censored: for the plots).
+    fn convergence(&self) -> Vec<f64> {
+        self.runs
+            .iter()
+            .map(|r| r.solved_at_episode.unwrap_or(r.episodes) as f64)
+            .collect()
+    }
+
+    /// Median episodes to solved over seeds, an unsolved seed counting as ∞ (for the table).
+    fn median_convergence(&self) -> f64 {
+        median(
+            &self
+                .runs
+                .iter()
+                .map(|r| r.solved_at_episode.map_or(f64::INFINITY, |e| e as f64))
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    fn solved(&self) -> usize {
+        self.runs
+            .iter()
+            .filter(|r| r.solved_at_episode.is_some())
+            .count()
+    }
+
+    /// The largest ε over seeds (DQN's varies with the number of gradient steps).
+    pub(super) fn epsilon(&self) -> f64 {
+        self.runs
+            .iter()
+            .map(|r| r.epsilon.unwrap_or(f64::INFINITY))
+            .fold(0.0, f64::max)
+    }
+}
+
+/// The three charts of one family (DP-SGD or LDP): average reward, median reward and
+/// convergence time against σ, one line per algorithm, each point annotated with ε.
+fn family_charts(
+    dir: &std::path::Path,
+    family: &str,
+    x_label: &str,
+    points: &[&Point],
+) -> Result<Vec<(String, PlotFiles)>> {
+    type Statistic = fn(&Point) -> f64;
+    let charts: [(&str, &str, &str, Statistic); 3] = [
+        (
+            "average",
+            "average reward",
+            "mean training return (mean over seeds)",
+            |p| mean(&p.mean_returns()),
+        ),
+        (
+            "median",
+            "median reward",
+            "median training return (median over seeds)",
+            |p| median(&p.median_returns()),
+        ),
+        (
+            "convergence",
+            "convergence time",
+            "episodes to solved (median over seeds; unsolved = episodes run)",
+            |p| median(&p.convergence()),
+        ),
+    ];
+    let mut out = Vec::new();
+    for (stem, what, y_label, statistic) in charts {
+        let mut chart =
+            LineChart::new(format!("{family}: impact of the noise level on the {what}"))
+                .x_label(x_label)
+                .y_label(y_label)
+                .legend(SeriesLabelPosition::UpperRight);
+        for method in Method::ALL {
+            let mut of_method: Vec<&&Point> =
+                points.iter().filter(|p| p.method == method).collect();
+            if of_method.is_empty() {
+                continue;
+            }
+            of_method.sort_by(|a, b| a.noise.total_cmp(&b.noise));
+            let line = Line::new(
+                method.name(),
+                of_method.iter().map(|p| (p.noise, statistic(p))).collect(),
+            )
+            .annotations(
+                of_method
+                    .iter()
+                    .map(|p| format!("ε={}", format_number(p.epsilon()))),
+            );
+            chart = chart.line(line);
+        }
+        let slug = family.to_lowercase().replace(' ', "-");
+        let files = chart.save(&dir.join(format!("{slug}-{stem}")))?;
+        out.push((
+            format!("{family}: {what} against σ (points annotated with ε at δ)"),
+            files,
+        ));
+    }
+    Ok(out)
+}
+
+/// Writes `report.md` (and its figures) in `dir` over the sweep's `points`.
+pub(super) fn write_report(
+    dir: PathBuf,
+    args: &DpsgdArgs,
+    plan: &DpsgdPlan,
+    points: Vec<Point>,
+) -> Result<SuiteOutcome> {
+    let mut report = Report::new(
+        &dir,
+        "DP-SGD and local DP for REINFORCE and DQN on CartPole-v1",
+    );
+    report.paragraph(&format!(
+        "Doulazmi & Odonnat, *Differential Privacy in Reinforcement Learning* (MVA slides, 2023). \
+         REINFORCE: a 2-layer perceptron (h = 128, dropout 0.5), one episode per gradient, Adam \
+         lr {}. DQN: a 3-layer perceptron (h = 128), |B| = {}, Adam lr {}, buffer {}, ε-greedy \
+         over {} steps, target copy every {} steps. DP-SGD clips each record's gradient to \
+         C = {} (flat L2) and adds N(0, σ²C²I) to the sum (slides, Figure 7). LDP adds \
+         N(0, (σ·IQR_j)²) to every observed state dimension j, the IQR from {} states of a \
+         random policy. Every run trains {} episodes (DQN also stops at {} environment steps); \
+         seeds {:?}; backend `{}`.",
+        plan.reinforce.lr,
+        plan.dqn.batch_size,
+        plan.dqn.lr,
+        plan.dqn.buffer_capacity,
+        plan.dqn.epsilon_decay_steps,
+        plan.dqn.target_update_interval,
+        plan.clip,
+        plan.warmup_steps,
+        plan.episodes,
+        plan.dqn_steps,
+        plan.seeds,
+        plan.backend,
+    ));
+    report.paragraph(&plan.noise_rng.report_line());
+    report.heading("The privacy each run spends").bullets([
+        format!(
+            "DP-SGD REINFORCE: an episode is one record. Each episode is collected once, used for \
+             one gradient step and discarded, so each record enters one Gaussian release \
+             (q = 1, one step): ε below at δ = {}. A user contributing every episode would \
+             compose over all of them: that ε is in each run's summary.json \
+             (`epsilon_if_every_episode_one_user`).",
+            plan.delta
+        ),
+        "DP-SGD DQN: a transition is one record. Each gradient step Poisson-samples the replay \
+         buffer at q_t = |B|/n_t (expected batch |B|, not the slides' uniform sampling with \
+         replacement, which the accountant does not cover); the RDP accountant composes every \
+         step of the run at its q_t (rounded up to a 1% grid), which bounds every transition. \
+         ε is the largest over seeds."
+            .to_string(),
+        "σ = 0 (DP-SGD) clips without noise and LDP has no sensitivity bound: ε = ∞ (the \
+         slides' 'need for theoretical guarantees')."
+            .to_string(),
+    ]);
+
+    let mut rows = Vec::new();
+    for point in &points {
+        rows.push(vec![
+            Cell::from(point.method.name()),
+            Cell::from(format_number(point.noise)),
+            Cell::from(format_number(point.epsilon())),
+            Cell::from(format_mean_std(&point.mean_returns())),
+            Cell::from(format_number(median(&point.median_returns()))),
+            Cell::from(format!(
+                "{} ({}/{} solved)",
+                match point.median_convergence() {
+                    e if e.is_finite() => format_number(e),
+                    _ => "∞".to_string(),
+                },
+                point.solved(),
+                point.runs.len()
+            )),
+            Cell::from(format_number(mean(
+                &point
+                    .runs
+                    .iter()
+                    .map(|r| r.env_steps as f64)
+                    .collect::<Vec<_>>(),
+            ))),
+            Cell::from(format_number(mean(
+                &point.runs.iter().map(|r| r.wall_s).collect::<Vec<_>>(),
+            ))),
+        ]);
+    }
+    report.heading("Sweep").table(
+        &[
+            "method",
+            "σ",
+            &format!("ε (δ = {})", plan.delta),
+            "average reward (mean ± std over seeds)",
+            "median reward",
+            "episodes to solved (median; unsolved = ∞)",
+            "env steps",
+            "wall s",
+        ],
+        rows,
+    );
+
+    let dp_sgd: Vec<&Point> = points.iter().filter(|p| p.method.is_dp_sgd()).collect();
+    let ldp: Vec<&Point> = points.iter().filter(|p| !p.method.is_dp_sgd()).collect();
+    let mut plots = Vec::new();
+    if !dp_sgd.is_empty() {
+        plots.extend(family_charts(
+            &dir,
+            "DP-SGD",
+            "noise multiplier σ",
+            &dp_sgd,
+        )?);
+    }
+    if !ldp.is_empty() {
+        plots.extend(family_charts(
+            &dir,
+            "LDP",
+            "observation noise σ (× IQR)",
+            &ldp,
+        )?);
+    }
+    report.heading("Figures");
+    for (caption, files) in &plots {
+        report.plot(caption, files);
+    }
+    for method in &plan.methods {
+        let mut curves = LearningCurves::new(format!("{}: training return", method.name()))
+            .x_label("episode")
+            .y_label("episode return (median over seeds, 25–75% band)");
+        for point in points.iter().filter(|p| p.method == *method) {
+            curves = curves.series(format!("σ = {}", point.noise), point.curves.clone());
+        }
+        let files = curves.save(&dir.join(format!("curves-{}", method.slug())))?;
+        report.plot(
+            &format!("{}: mean return of the last 25 episodes", method.name()),
+            &files,
+        );
+    }
+
+    let command = if args.quick {
+        "cargo xtask suite dpsgd --quick".to_string()
+    } else {
+        format!(
+            "cargo xtask suite dpsgd --seeds {} --dp-sgd-noise {} --ldp-noise {} --episodes {} --dqn-steps {} --clip {} --delta {}",
+            plan.seeds
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            join(&plan.dp_sgd_noise),
+            join(&plan.ldp_noise),
+            plan.episodes,
+            plan.dqn_steps,
+            plan.clip,
+            plan.delta
+        )
+    };
+    let command = command + plan.noise_rng.reproduce_flag();
+    let headline = headline(&points);
+    headline.add_to(&mut report);
+    report.reproduce([command]);
+    let path = report.write()?;
+    println!("wrote {}", path.display());
+    Ok(SuiteOutcome {
+        report: path,
+        headline,
+    })
+}
+
+fn join(values: &[f64]) -> String {
+    values
+        .iter()
+        .map(f64::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
