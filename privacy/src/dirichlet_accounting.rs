@@ -17,7 +17,7 @@ use crate::PrivacyError;
 /// Parameters of Theorem 1.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DirichletConfig {
-    /// Number of actions m ≥ 2 (the policy lives in Δ_m).
+    /// Number of actions m ∈ [2, [`MAX_ACTIONS`]] (the policy lives in Δ_m).
     pub actions: usize,
     /// Concentration k ≥ 0 of Dir(kπ). k = 0 means "share a uniformly random policy", (0, 0)-DP.
     pub concentration: f64,
@@ -33,14 +33,22 @@ pub struct DirichletConfig {
     pub adjacency: f64,
 }
 
+/// The largest action count m accepted: discrete RL action spaces are small (Atari's has 18),
+/// and δ's Monte Carlo (eq. 13) draws m Gamma variates per sample, so a larger m is almost
+/// surely a mistake, and one of 10¹² would not fit in memory.
+pub const MAX_ACTIONS: usize = 1 << 16;
+
+/// The most Gamma draws (samples × m) that one Monte Carlo δ may take: about a minute.
+const MAX_MONTE_CARLO_DRAWS: f64 = 1e10;
+
 impl DirichletConfig {
     /// Validates the parameters.
     pub fn build(self) -> Result<DirichletPrivacy, PrivacyError> {
-        if self.actions < 2 {
+        if !(2..=MAX_ACTIONS).contains(&self.actions) {
             return Err(PrivacyError::OutOfRange {
                 name: "actions",
                 value: self.actions as f64,
-                expected: ">= 2",
+                expected: "in [2, 65536]",
             });
         }
         let m = self.actions as f64;
@@ -228,6 +236,14 @@ impl DirichletPrivacy {
         }
         open_unit("confidence", confidence)?;
         let c = &self.config;
+        let draws = samples as f64 * c.actions as f64;
+        if draws > MAX_MONTE_CARLO_DRAWS {
+            return Err(PrivacyError::OutOfRange {
+                name: "samples × actions (Monte Carlo draws for δ)",
+                value: draws,
+                expected: "<= 1e10 (about a minute); use fewer samples",
+            });
+        }
         if c.concentration == 0.0 {
             return Ok(exact_estimate(0.0, confidence, self.config));
         }

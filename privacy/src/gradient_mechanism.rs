@@ -476,8 +476,12 @@ fn mean_of_sum(
     if expected_batch_size == 1.0 {
         return Ok(sum);
     }
-    let scale = expected_batch_size as f32;
-    Ok(sum.into_iter().map(|x| x / scale).collect())
+    // In f64: an expected batch size below f32's range (Poisson sampling on a tiny buffer)
+    // must not become 0 and turn the mean into NaN.
+    Ok(sum
+        .into_iter()
+        .map(|x| saturating_f32(f64::from(x) / expected_batch_size))
+        .collect())
 }
 
 /// How a noise-free mechanism rescales each record.
@@ -538,7 +542,7 @@ impl GradientMechanism for NoiseFree {
             Rescaling::HalfL1(clip) => {
                 let mut out = vec![0.0; gradient.len()];
                 clip_l1(gradient, 0.5 * clip, &mut out);
-                out.into_iter().map(|v| v as f32).collect()
+                out.into_iter().map(saturating_f32).collect()
             }
         })
     }
@@ -711,7 +715,7 @@ impl GradientMechanism for StochasticSign {
         Ok(projection
             .back_project(&signs)
             .into_iter()
-            .map(|v| v as f32)
+            .map(saturating_f32)
             .collect())
     }
 }

@@ -77,6 +77,7 @@ pub use dirichlet::{
 };
 pub use dirichlet_accounting::{
     bernoulli_half_width, DeltaEstimate, DeltaMethod, DirichletConfig, DirichletPrivacy,
+    MAX_ACTIONS,
 };
 pub use dpsgd::{clip_l2, poisson_sample, Clipping, DpSgd, DpSgdConfig};
 pub use epsilon::Epsilon;

@@ -275,13 +275,24 @@ impl Accountant for RdpAccountant {
     }
 }
 
-/// ε after `steps` steps at (q, σ) and δ, over the default orders.
+/// ε after `steps` ≥ 1 steps at (q, σ) and δ, over the default orders. q must lie in (0, 1]:
+/// a run that samples nothing releases nothing, and a zero step count is a mistake to name
+/// rather than an ε to print. (The accountant itself, [`compute_rdp`], accepts q = 0 and no
+/// steps, as Opacus does, so that a schedule may hold empty blocks.)
 pub fn dp_sgd_epsilon(
     sample_rate: f64,
     noise_multiplier: f64,
     steps: u64,
     delta: f64,
 ) -> Result<f64, PrivacyError> {
+    if !(sample_rate > 0.0 && sample_rate <= 1.0) {
+        return Err(PrivacyError::OutOfRange {
+            name: "sample_rate",
+            value: sample_rate,
+            expected: "in (0, 1]",
+        });
+    }
+    at_least_one_step(steps)?;
     let orders = default_orders();
     let rdp = compute_rdp(sample_rate, noise_multiplier, steps, &orders)?;
     Ok(rdp_to_dp(&orders, &rdp, delta)?.0)

@@ -1,0 +1,77 @@
+//! `cargo xtask privacy ...` on out-of-range input: a named error on stderr and a non-zero
+//! exit, never a panic, an abort or a printed ε.
+
+use std::process::Command;
+
+fn privacy(args: &str) -> (i32, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .arg("privacy")
+        .args(args.split_whitespace())
+        .output()
+        .expect("the xtask binary runs");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn out_of_range_inputs_are_named_errors_with_a_nonzero_exit() {
+    for (args, named) in [
+        ("dpsgd --q 0.01 --sigma 1 --steps 0 --delta 1e-5", "steps"),
+        (
+            "dpsgd --q 0 --sigma 1 --steps 10 --delta 1e-5",
+            "sample_rate",
+        ),
+        (
+            "dpsgd --q 1.5 --sigma 1 --steps 10 --delta 1e-5",
+            "sample_rate",
+        ),
+        (
+            "dpsgd --q NaN --sigma 1 --steps 10 --delta 1e-5",
+            "sample_rate",
+        ),
+        (
+            "dpsgd --q 0.01 --sigma 0 --steps 10 --delta 1e-5",
+            "noise_multiplier",
+        ),
+        (
+            "dpsgd --q 0.01 --sigma inf --steps 10 --delta 1e-5",
+            "noise_multiplier",
+        ),
+        ("dpsgd --q 0.01 --sigma 1 --steps 10 --delta 1", "delta"),
+        (
+            "dpsgd --q 0.01 --target-eps NaN --steps 10 --delta 1e-5",
+            "target_epsilon",
+        ),
+        (
+            "dirichlet --m 1000000000000 --lipschitz 1 --b 0.01 --k 5 --tau 1e-13 --eta 1e-13",
+            "actions",
+        ),
+        (
+            "dirichlet --m 2 --lipschitz NaN --b 0.01 --k 5 --tau 0.01 --eta 0.1",
+            "lipschitz",
+        ),
+        (
+            "dirichlet --m 2 --lipschitz 1 --b 0.01 --k inf --tau 0.01 --eta 0.1",
+            "concentration",
+        ),
+    ] {
+        let (code, stdout, stderr) = privacy(args);
+        assert_eq!(code, 1, "{args}: exit {code}\n{stdout}\n{stderr}");
+        assert!(
+            stderr.starts_with("error:") && stderr.contains(named),
+            "{args}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{args}: {stderr}");
+        assert!(
+            !stdout.contains("epsilon ="),
+            "{args} printed an ε: {stdout}"
+        );
+    }
+    // And a valid call still prints one.
+    let (code, stdout, _) = privacy("dpsgd --q 0.01 --sigma 1 --steps 100 --delta 1e-5");
+    assert_eq!(code, 0);
+    assert!(stdout.contains("epsilon ="), "{stdout}");
+}
