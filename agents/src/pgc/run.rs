@@ -1,0 +1,99 @@
+//! A whole PGC-A3C run in one process: agent threads and the aggregating thread.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use burn::tensor::backend::AutodiffBackend;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use super::{
+    initial_parameters, run_agent, Aggregator, AppliedSubmission, PgcAgent, PgcConfig, PgcError,
+    Transport,
+};
+
+/// The result of [`run_pgc`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PgcOutcome {
+    /// First success time (eq. 26), `None` for ∞.
+    pub first_success: Option<u64>,
+    /// Submissions applied.
+    pub applied: u64,
+    /// Submissions sent by the agents (some may be left unapplied at the stop).
+    pub sent: u64,
+    /// Updates of θ.
+    pub updates: u64,
+    /// Wall-clock seconds.
+    pub wall_s: f64,
+}
+
+/// A whole PGC-A3C run in one process: `config.a3c.workers` agent threads submit through
+/// `transport`, the calling thread aggregates until `max_submissions` are applied (or the first
+/// success, with `stop_at_success`). `on_applied` sees every applied submission in order.
+pub fn run_pgc<B: AutodiffBackend>(
+    config: &PgcConfig,
+    transport: &dyn Transport,
+    seed: u64,
+    device: &B::Device,
+    mut on_applied: impl FnMut(&AppliedSubmission),
+) -> Result<PgcOutcome, PgcError> {
+    config.validate()?;
+    let start = Instant::now();
+    let mut seeds = ChaCha8Rng::seed_from_u64(seed);
+    let theta = initial_parameters::<B>(config, seeds.random(), device)?;
+    let mut aggregator = Aggregator::new(config, theta)?;
+    transport.publish(&aggregator.parameters())?;
+    let mut agents = (0..config.a3c.workers)
+        .map(|i| PgcAgent::<B>::new(config, format!("agent-{i}"), seeds.random(), device))
+        .collect::<Result<Vec<_>, _>>()?;
+    let stop = AtomicBool::new(false);
+    let (result, sent) = std::thread::scope(|scope| {
+        let handles: Vec<_> = agents
+            .iter_mut()
+            .map(|agent| {
+                let stop = &stop;
+                scope.spawn(move || run_agent(agent, transport, None, stop))
+            })
+            .collect();
+        let result = (|| -> Result<(), PgcError> {
+            loop {
+                let state = aggregator.state();
+                if state.applied >= config.max_submissions
+                    || (config.stop_at_success && state.first_success.is_some())
+                {
+                    return Ok(());
+                }
+                if handles.iter().all(|h| h.is_finished()) {
+                    return Ok(());
+                }
+                let room = ((config.max_submissions - state.applied) as usize).min(256);
+                for applied in aggregator.poll(transport, room, Duration::from_millis(20))? {
+                    on_applied(&applied);
+                }
+            }
+        })();
+        stop.store(true, Ordering::Relaxed);
+        let _ = transport.close();
+        let mut sent = 0;
+        let mut agent_error = None;
+        for handle in handles {
+            match handle.join().expect("a PGC agent thread panicked") {
+                Ok(n) => sent += n,
+                Err(e) => {
+                    agent_error.get_or_insert(e);
+                }
+            }
+        }
+        (result.and(agent_error.map_or(Ok(()), Err)), sent)
+    });
+    result?;
+    let state = aggregator.state();
+    Ok(PgcOutcome {
+        first_success: state.first_success,
+        applied: state.applied,
+        sent,
+        updates: state.version,
+        wall_s: start.elapsed().as_secs_f64(),
+    })
+}
