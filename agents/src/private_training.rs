@@ -62,7 +62,7 @@ use serde::Serialize;
 use crate::agent::Agent;
 use crate::autodiff;
 use crate::buffer::TransitionBatch;
-use crate::dqn::Dqn;
+use crate::dqn::{Dqn, DqnConfig};
 use crate::error::{check_non_negative, check_positive, AgentError};
 use crate::heads::{matrix, one_hot, q_of_actions, to_host};
 use crate::nn::Mlp;
@@ -176,6 +176,34 @@ impl PrivacyTally {
         let exponent = (-q.ln() / SAMPLE_RATE_GRID.ln()).floor().max(0.0) as u32;
         *self.releases.entry(exponent).or_insert(0) += count;
         self.steps += count;
+    }
+
+    /// The tally that [`DpSgdDqn`] reaches after `env_steps` environment steps with `config`,
+    /// predicted from the schedule alone: the replay buffer holds n_t = min(t, capacity)
+    /// transitions after step t (one per step, episodes or not), a gradient step runs at every
+    /// t ≥ `learning_starts` that `train_frequency` divides (`gradient_steps` of them), and
+    /// each samples at q_t = min(1, |B| / n_t). The sampling rates are public (functions of t),
+    /// so this is the accounting of the run without running it: what a report that quotes the
+    /// ε of a DP-SGD DQN run should use, rather than one constant q.
+    pub fn dqn_schedule(
+        config: &DqnConfig,
+        env_steps: u64,
+        noise_multiplier: f64,
+        delta: f64,
+    ) -> Self {
+        let mut tally = Self::new(noise_multiplier, delta);
+        let (start, every) = (
+            config.learning_starts as u64,
+            config.train_frequency.max(1) as u64,
+        );
+        for t in start.max(1)..=env_steps {
+            if t % every == 0 {
+                let n = t.min(config.buffer_capacity as u64).max(1);
+                let q = (config.batch_size as f64 / n as f64).min(1.0);
+                tally.record(q, config.gradient_steps as u64);
+            }
+        }
+        tally
     }
 
     /// Gradient steps counted so far.

@@ -255,11 +255,16 @@ fn epsilon_follows_the_rdp_accountant() {
         .with_learning_starts(200)
         .with_batch_size(32)
         .with_hidden(vec![32, 32]);
-    let dqn = Dqn::<B>::new(dqn_config, cartpole(), &Default::default(), 0).unwrap();
+    let dqn = Dqn::<B>::new(dqn_config.clone(), cartpole(), &Default::default(), 0).unwrap();
     let mut private = DpSgdDqn::new(dqn, &config(1.0, Some(1.0)), 0).unwrap();
     for _ in 0..260 {
         private.step().unwrap();
     }
+    // The schedule alone predicts the run's tally.
+    assert_eq!(
+        *private.tally(),
+        PrivacyTally::dqn_schedule(&dqn_config, 260, 1.0, delta)
+    );
     assert_eq!(private.tally().steps(), private.agent().updates());
     assert_eq!(private.tally().steps(), 61);
     let eps = private.epsilon().unwrap();
@@ -267,6 +272,53 @@ fn epsilon_follows_the_rdp_accountant() {
     let high = dp_sgd_epsilon(32.0 / 200.0 * 1.01, 1.0, 61, delta).unwrap();
     let low = dp_sgd_epsilon(32.0 / 260.0, 1.0, 61, delta).unwrap();
     assert!(low < eps && eps < high, "{low} < {eps} < {high}");
+}
+
+/// The DP-SGD suite's DQN schedule (a buffer that fills, then slides; a gradient step every
+/// second environment step): the run's tally equals the schedule's, and its ε is the RDP
+/// composition of the per-step rates, recomputed here step by step without the tally, up to
+/// the tally's rounding of q up to a 1.01 grid. A constant q = |B|/capacity understates it.
+#[test]
+fn dqn_epsilon_composes_the_sampling_rate_of_every_step() {
+    let delta = 1e-5;
+    let dqn_config = DqnConfig::new()
+        .with_learning_starts(40)
+        .with_batch_size(16)
+        .with_buffer_capacity(120)
+        .with_train_frequency(2)
+        .with_hidden(vec![16]);
+    let steps = 400u64;
+    let dqn = Dqn::<B>::new(dqn_config.clone(), cartpole(), &Default::default(), 1).unwrap();
+    let mut private = DpSgdDqn::new(dqn, &config(0.8, Some(1.0)), 1).unwrap();
+    for _ in 0..steps {
+        private.step().unwrap();
+    }
+    let predicted = PrivacyTally::dqn_schedule(&dqn_config, steps, 0.8, delta);
+    assert_eq!(*private.tally(), predicted);
+    assert_eq!(
+        predicted.steps(),
+        (40..=400).filter(|t| t % 2 == 0).count() as u64
+    );
+
+    // Independently: q_t = min(1, 16 / min(t, 120)) at every even t ≥ 40, composed exactly and
+    // with every q raised by 1.01.
+    let exact = |factor: f64| {
+        let mut accountant = privrl_privacy::RdpAccountant::new(delta).unwrap();
+        for t in (40..=steps).filter(|t| t % 2 == 0) {
+            let q = (16.0 / t.min(120) as f64 * factor).min(1.0);
+            accountant.step(q, 0.8, 1).unwrap();
+        }
+        accountant.epsilon(delta).unwrap().0
+    };
+    let eps = private.epsilon().unwrap();
+    assert!(
+        exact(1.0) <= eps + 1e-9 && eps <= exact(1.01) + 1e-9,
+        "{} ≤ {eps} ≤ {}",
+        exact(1.0),
+        exact(1.01)
+    );
+    let constant = dp_sgd_epsilon(16.0 / 120.0, 0.8, predicted.steps(), delta).unwrap();
+    assert!(eps > constant * 1.05, "{eps} vs constant-q {constant}");
 }
 
 #[test]

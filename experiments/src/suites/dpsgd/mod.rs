@@ -22,6 +22,7 @@ use crate::run::{runs_root, suite_dir};
 use crate::summary::SuiteOutcome;
 use crate::sweep::{run_parallel, Job};
 
+pub(crate) use self::plan::{dqn_config, DQN_STEPS};
 pub use self::plan::{DpsgdArgs, Method};
 pub use self::runs::RunSummary;
 

@@ -172,7 +172,9 @@ impl DpsgdArgs {
                 }
             }),
             episodes: self.episodes.unwrap_or(if quick { 150 } else { 2000 }),
-            dqn_steps: self.dqn_steps.unwrap_or(if quick { 8_000 } else { 20_000 }),
+            dqn_steps: self
+                .dqn_steps
+                .unwrap_or(if quick { 8_000 } else { DQN_STEPS }),
             clip: self.clip,
             delta: self.delta,
             methods: self.methods.clone().unwrap_or_else(|| Method::ALL.to_vec()),
@@ -183,14 +185,23 @@ impl DpsgdArgs {
             warmup_steps: WARMUP_STEPS,
             // The slides: a 2-layer perceptron, h = 128, dropout 0.5, one episode per gradient.
             reinforce: ReinforceConfig::new(),
-            // The slides: a 3-layer perceptron, h = 128, |B| = 128. A 10k buffer keeps the
-            // Poisson rate |B|/n ≥ 1.28%; ε decays over 10k steps and a gradient step every
-            // second environment step, to fit the step budget on 2 cores.
-            dqn: DqnConfig::new()
-                .with_train_frequency(2)
-                .with_buffer_capacity(10_000)
-                .with_epsilon_decay_steps(10_000)
-                .with_lr(1e-3),
+            dqn: dqn_config(),
         }
     }
+}
+
+/// Environment steps of the full sweep's DQN runs.
+pub(crate) const DQN_STEPS: u64 = 20_000;
+
+/// The DQN of the sweep (and of the leakage suite's DP-SGD accounting).
+///
+/// The slides: a 3-layer perceptron, h = 128, |B| = 128. A 10k buffer keeps the Poisson rate
+/// |B|/n ≥ 1.28%; ε decays over 10k steps and a gradient step every second environment step,
+/// to fit the step budget on 2 cores.
+pub(crate) fn dqn_config() -> DqnConfig {
+    DqnConfig::new()
+        .with_train_frequency(2)
+        .with_buffer_capacity(10_000)
+        .with_epsilon_decay_steps(10_000)
+        .with_lr(1e-3)
 }

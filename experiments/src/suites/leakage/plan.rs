@@ -5,11 +5,13 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use privrl_agents::{DqnConfig, PrivacyTally};
 use privrl_privacy::{Epsilon, GradientMechanismConfig};
 use serde::Serialize;
 
 use crate::backend::BackendChoice;
 use crate::noise_rng::NoiseRng;
+use crate::suites::dpsgd::{dqn_config, DQN_STEPS};
 
 /// Arguments of `suite leakage`.
 #[derive(Args, Debug, Clone, Serialize)]
@@ -53,14 +55,13 @@ pub struct LeakageArgs {
     /// Projected-random-sign element-wise clip C (the PGC paper's 1).
     #[arg(long, default_value_t = 1.0)]
     pub prs_clip: f64,
-    /// Poisson sampling rate q of the DP-SGD training run that σ is accounted over (the DP-SGD
-    /// suite's DQN: |B| = 128 from a 10k buffer).
-    #[arg(long, default_value_t = 0.0128)]
-    pub train_sample_rate: f64,
-    /// Gradient steps of that training run (the DP-SGD suite's DQN: 20k env steps, one step
-    /// every second).
-    #[arg(long, default_value_t = 10_000)]
-    pub train_steps: u64,
+    /// Environment steps of the DP-SGD DQN training run that σ is accounted over: the DP-SGD
+    /// suite's DQN (|B| = 128, a 10k replay buffer, a gradient step every second environment
+    /// step from step 1000). ε composes every gradient step at the Poisson rate
+    /// q_t = min(1, 128 / n_t) it actually uses (n_t: the replay buffer's size), per
+    /// transition.
+    #[arg(long, default_value_t = DQN_STEPS)]
+    pub train_env_steps: u64,
     /// δ of the DP-SGD accounting.
     #[arg(long, default_value_t = 1e-5)]
     pub delta: f64,
@@ -111,8 +112,7 @@ impl LeakageArgs {
                 .to_vec(),
             laplace_clip: 0.01,
             prs_clip: 1.0,
-            train_sample_rate: 0.0128,
-            train_steps: 10_000,
+            train_env_steps: DQN_STEPS,
             delta: 1e-5,
             dpsgd_runs: None,
             pgc_runs: None,
@@ -137,8 +137,8 @@ impl LeakageArgs {
                 .unwrap_or(if self.quick { 0.01 } else { 0.1 }),
             seed: self.seed,
             backend: self.backend,
-            train_sample_rate: self.train_sample_rate,
-            train_steps: self.train_steps,
+            train_env_steps: self.train_env_steps,
+            train_dqn: dqn_config(),
             delta: self.delta,
             defences: self.defences(),
             victim_train_steps: self.victim_train_steps,
@@ -159,9 +159,8 @@ impl LeakageArgs {
             plan.image_size
         );
         anyhow::ensure!(
-            self.train_sample_rate > 0.0 && self.train_sample_rate <= 1.0,
-            "--train-sample-rate must be in (0, 1], got {}",
-            self.train_sample_rate
+            self.train_env_steps >= 1,
+            "--train-env-steps must be at least 1"
         );
         anyhow::ensure!(
             self.delta > 0.0 && self.delta < 1.0,
@@ -219,8 +218,9 @@ pub(super) struct LeakagePlan {
     pub(super) tv_weight: f64,
     pub(super) seed: u64,
     pub(super) backend: BackendChoice,
-    pub(super) train_sample_rate: f64,
-    pub(super) train_steps: u64,
+    pub(super) train_env_steps: u64,
+    /// The DQN whose sampling schedule the DP-SGD ε is accounted over.
+    pub(super) train_dqn: DqnConfig,
     pub(super) delta: f64,
     pub(super) defences: Vec<GradientMechanismConfig>,
     pub(super) victim_train_steps: usize,
@@ -229,14 +229,18 @@ pub(super) struct LeakagePlan {
 }
 
 impl LeakagePlan {
-    /// ε of a DP-SGD training run at noise σ (RDP accountant, Poisson rate q, T steps, δ).
-    fn training_epsilon(&self, noise_multiplier: f64) -> f64 {
-        privrl_privacy::dp_sgd_epsilon(
-            self.train_sample_rate,
+    /// ε per transition of the DP-SGD DQN training run at noise σ: the RDP composition of
+    /// every gradient step at the sampling rate it uses ([`PrivacyTally::dqn_schedule`]), at δ.
+    /// (One constant q = |B|/capacity over the run understated it about 2.7× at σ = 1: the
+    /// buffer is small, so q large, early on.)
+    pub(super) fn training_epsilon(&self, noise_multiplier: f64) -> f64 {
+        PrivacyTally::dqn_schedule(
+            &self.train_dqn,
+            self.train_env_steps,
             noise_multiplier,
-            self.train_steps,
             self.delta,
         )
+        .epsilon()
         .unwrap_or(f64::INFINITY)
     }
 
@@ -269,6 +273,21 @@ mod tests {
         assert_eq!(format!("{parsed:?}"), format!("{built:?}"));
     }
 
+    /// The DP-SGD cells' ε composes the DQN's real sampling schedule: far above one constant
+    /// q = |B|/capacity over as many steps, which the suite used to print.
+    #[test]
+    fn dp_sgd_epsilon_follows_the_replay_buffers_schedule() {
+        let plan = tiny_args().plan().unwrap();
+        let tally = PrivacyTally::dqn_schedule(&plan.train_dqn, DQN_STEPS, 1.0, plan.delta);
+        // Gradient steps at every even t from 1000 to 20000.
+        assert_eq!(tally.steps(), 9_501);
+        let eps = plan.training_epsilon(1.0);
+        assert_eq!(eps, tally.epsilon().unwrap());
+        let constant_q = privrl_privacy::dp_sgd_epsilon(0.0128, 1.0, 9_501, plan.delta).unwrap();
+        eprintln!("schedule ε = {eps}, constant-q ε = {constant_q}");
+        assert!(eps > 2.0 * constant_q, "{eps} vs {constant_q}");
+    }
+
     #[test]
     fn bad_input_is_refused_with_the_allowed_range() {
         let mut args = tiny_args();
@@ -276,7 +295,7 @@ mod tests {
         let error = format!("{:#}", args.plan().unwrap_err());
         assert!(error.contains("noise_multiplier"), "{error}");
         let mut args = tiny_args();
-        args.train_sample_rate = 2.0;
+        args.train_env_steps = 0;
         assert!(args.plan().is_err());
         let mut args = tiny_args();
         args.batch_sizes = vec![16];

@@ -34,7 +34,9 @@ pub(super) fn write_report(
         "QGI (DQN victim) and RGI (REINFORCE victim) in setting S1 (RGB + depth + bounding box) \
          attack one single-sample gradient per sample after it passes through a defence: DP-SGD \
          clipping alone (C = {clip}), DP-SGD clipping + Gaussian noise σC (ε: the RDP \
-         accountant over a training run of {steps} steps at Poisson rate q = {q}, δ = {delta}), \
+         accountant per transition over the DP-SGD suite's DQN run of {steps} environment steps, \
+         composing every gradient step at the Poisson rate q_t = min(1, |B|/n_t) it uses, \
+         δ = {delta}), \
          and the PGC mechanisms Laplace (C = {lap}) and projected random sign (C = {prs}) at \
          their per-release ε. The attacker knows the defence; cosine matching ignores the \
          scale that clipping and the mechanisms introduce, and all noise is zero-mean, so it \
@@ -45,8 +47,7 @@ pub(super) fn write_report(
          settings. Victims: \
          {victims}. Chance action accuracy is 1/{actions} = {chance:.2}.",
         clip = args.dp_sgd_clip,
-        steps = plan.train_steps,
-        q = plan.train_sample_rate,
+        steps = plan.train_env_steps,
         delta = plan.delta,
         lap = args.laplace_clip,
         prs = args.prs_clip,
@@ -219,7 +220,7 @@ pub(super) fn write_report(
     let command = format!(
         "cargo xtask suite leakage --samples {} --image-size {} --iterations {} --tv-weight {} \\\n    \
          --dp-sgd-noise {} --dp-sgd-clip {} --ldp-epsilon {} --laplace-clip {} --prs-clip {} \\\n    \
-         --train-sample-rate {} --train-steps {} --delta {} --victim-train-steps {} --seed {} \\\n    \
+         --train-env-steps {} --delta {} --victim-train-steps {} --seed {} \\\n    \
          --batch-sizes {} --backend {}",
         plan.samples,
         plan.image_size,
@@ -234,8 +235,7 @@ pub(super) fn write_report(
             .join(","),
         args.laplace_clip,
         args.prs_clip,
-        plan.train_sample_rate,
-        plan.train_steps,
+        plan.train_env_steps,
         plan.delta,
         plan.victim_train_steps,
         plan.seed,
