@@ -1,0 +1,75 @@
+//! `suite inversion`'s command-line arguments and the plan they resolve to (what each run's
+//! `config.json` records).
+
+use clap::Args;
+use serde::Serialize;
+
+use crate::backend::BackendChoice;
+
+/// Arguments of `suite inversion`.
+#[derive(Args, Debug, Clone, Serialize)]
+pub struct InversionArgs {
+    /// Quick mode: 16×16 images, 4 samples, 300 iterations per stage, TV weight 0.01.
+    #[arg(long)]
+    pub quick: bool,
+    /// Samples per (attack, setting); the paper uses 240 (every layout twice). Default 4
+    /// quick, 40 otherwise.
+    #[arg(long)]
+    pub samples: Option<usize>,
+    /// Image size in pixels (the paper: 150). Default 16 quick, 32 otherwise.
+    #[arg(long)]
+    pub image_size: Option<usize>,
+    /// Optimisation iterations per stage (the paper: 2×10⁴). Default 300 quick, 2000 otherwise.
+    #[arg(long)]
+    pub iterations: Option<usize>,
+    /// Weight λ of the TV prior (the paper: 0.1). Default 0.01 quick (TV over-smooths tiny
+    /// images), 0.1 otherwise.
+    #[arg(long)]
+    pub tv_weight: Option<f64>,
+    /// Seed of the samples, the victims' initialisation and the attacks' Gaussian init.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Backend.
+    #[arg(long, value_enum, default_value_t = BackendChoice::default())]
+    pub backend: BackendChoice,
+    /// Skip Table II's baselines (DLG, Inverting Gradients) and Fig. 4's joint ablation.
+    #[arg(long)]
+    pub skip_ablations: bool,
+    /// Worker threads (0: one per core); each runs one (attack, setting).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+}
+
+/// Entropy weight α of the REINFORCE victim (eq. 4); the paper does not state it.
+pub(crate) const ENTROPY_WEIGHT: f64 = 0.01;
+
+/// Resolved parameters of one suite run (what `config.json` records).
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct InversionPlan {
+    pub(crate) samples: usize,
+    pub(crate) image_size: usize,
+    pub(crate) iterations: usize,
+    pub(crate) tv_weight: f64,
+    pub(crate) seed: u64,
+    pub(crate) backend: BackendChoice,
+    /// Entropy weight α of the REINFORCE victim (eq. 4); the paper does not state it.
+    pub(crate) entropy_weight: f64,
+}
+
+impl InversionArgs {
+    pub(super) fn plan(&self) -> InversionPlan {
+        let pick =
+            |v: Option<usize>, quick, full| v.unwrap_or(if self.quick { quick } else { full });
+        InversionPlan {
+            samples: pick(self.samples, 4, 40),
+            image_size: pick(self.image_size, 16, 32),
+            iterations: pick(self.iterations, 300, 2000),
+            tv_weight: self
+                .tv_weight
+                .unwrap_or(if self.quick { 0.01 } else { 0.1 }),
+            seed: self.seed,
+            backend: self.backend,
+            entropy_weight: ENTROPY_WEIGHT,
+        }
+    }
+}
