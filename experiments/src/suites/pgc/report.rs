@@ -1,0 +1,288 @@
+//! The suite's report: Tables 1–3 beside the paper's values, Fig. 3 (success ratio against
+//! submissions), Fig. 2 (μ_n with and without buffering) and the command that reproduces it.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::ValueEnum;
+use privrl_agents::pgc::{median_first_success, relative_area, success_ratio};
+use privrl_privacy::{Epsilon, MechanismKind};
+
+use super::headline::headline;
+use super::plan::{OptimizerChoice, PgcSuiteArgs, Plan, TransportChoice};
+use super::trial::{runs_at, TrialSummary};
+use crate::report::plot::{Line, LineChart};
+use crate::report::{Cell, Report};
+use crate::summary::SuiteOutcome;
+
+/// How `value` is spelled on the command line.
+fn flag_value(value: &impl ValueEnum) -> String {
+    value
+        .to_possible_value()
+        .map(|v| v.get_name().to_string())
+        .unwrap_or_default()
+}
+
+fn paper_values(
+    mech: MechanismKind,
+    epsilon: Epsilon,
+) -> (&'static str, &'static str, &'static str) {
+    let column = match epsilon.get() {
+        None => 4,
+        Some(e) => match [1.0, 2.0, 5.0, 10.0].iter().position(|&p| p == e) {
+            Some(column) => column,
+            None => return ("-", "-", "-"),
+        },
+    };
+    let (fst, ratio, auc): ([&str; 5], [&str; 5], [&str; 5]) = match mech {
+        MechanismKind::Laplace => (
+            ["?", "20238.5", "?", "?", "1769.0"],
+            ["0.80", "0.90", "1.00", "1.00", "1.0"],
+            ["?", "0.711", "?", "0.965", "1.0"],
+        ),
+        MechanismKind::Prs => (
+            ["25226.5", "7549.0", "2656.5", "11217.5", "1709.0"],
+            ["0.85", "0.95", "0.90", "0.90", "1.0"],
+            ["?", "0.862", "?", "0.771", "1.0"],
+        ),
+        // The non-private row (the only other mechanism the PGC commands accept).
+        _ => (
+            ["-", "-", "-", "-", "1769.0 / 1709.0"],
+            ["-", "-", "-", "-", "1.0"],
+            ["-", "-", "-", "-", "1.0"],
+        ),
+    };
+    (fst[column], ratio[column], auc[column])
+}
+
+/// Writes `report.md` and its figures in `dir` over every trial's `results`; `start` is when
+/// the suite started (for its throughput line).
+pub(super) fn write_report(
+    dir: PathBuf,
+    args: &PgcSuiteArgs,
+    plan: Plan,
+    results: Vec<(TrialSummary, Vec<(f64, f64)>)>,
+    start: Instant,
+) -> Result<SuiteOutcome> {
+    let fsts = |mech: MechanismKind, epsilon: Epsilon| -> Vec<Option<u64>> {
+        results
+            .iter()
+            .filter(|(s, _)| s.mechanism == mech && s.epsilon == epsilon && !s.fig2)
+            .map(|(s, _)| s.first_success)
+            .collect()
+    };
+
+    let mut report = Report::new(&dir, "PGC-A3C: locally private distributed RL");
+    report.paragraph(&plan.noise_rng.report_line());
+    report.paragraph(&format!(
+        "Ono & Takahashi, *Locally Private Distributed Reinforcement Learning*, Section 4. \
+         CartPole-v0 (200 steps) with gravity ψ ∈ {{9.7, 9.8, 9.9}} drawn per agent; a 16-unit \
+         ReLU network (the paper: d = 112, no biases), γ 0.99, λ 0.5, β 0.01. Laplace: \
+         C = 0.01, |B| = 1; PRS: C = 1, |B| = 100, d̂ = max(1, min(d, ⌊ε/2.5⌋)). This run: \
+         network biases {}; actions {}; aggregator {}. {} agent threads, transport `{:?}`, \
+         backend `{}`. {} trials per cell (the paper: 20); a trial stops at its first success \
+         (FST, eq. 26: the first n with μ_n ≥ 195 over the last 10 submissions) or fails after \
+         {} submissions (FST = ∞; the paper: 90,000). ε = ∞ is each mechanism's noiseless limit \
+         (Laplace: clipping only; PRS: d̂ = d with an unbiased stochastic sign); the row `none` \
+         is the raw gradient, the paper's non-private A3C.",
+        if plan.bias {
+            "yes (d = 131)"
+        } else {
+            "none (d = 112)"
+        },
+        if plan.sample_actions {
+            "sampled from π"
+        } else {
+            "argmax π with α = max(0, 0.5 − n/1800) uniform exploration (the paper)"
+        },
+        match plan.optimizer {
+            OptimizerChoice::Sgd => format!("SGD η = {} (eq. 22)", plan.lr),
+            OptimizerChoice::Adam => format!("Adam lr = {} on the buffer's mean", plan.lr),
+        },
+        plan.workers,
+        plan.transport,
+        plan.backend,
+        plan.trials,
+        plan.max_submissions
+    ));
+
+    let headers: Vec<String> = std::iter::once("Q".to_string())
+        .chain(plan.epsilons.iter().map(|&e| format!("ε = {e} (paper)")))
+        .collect();
+    let header_refs: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let mut table1 = Vec::new();
+    let mut table2 = Vec::new();
+    let mut table3 = Vec::new();
+    let mut fig3 = Vec::new();
+    // With the non-private row present, Table 3 is relative to it, as in the paper.
+    let has_non_private = plan.mechanisms.contains(&MechanismKind::None);
+    for &mech in &plan.mechanisms {
+        let baseline = if has_non_private {
+            fsts(MechanismKind::None, Epsilon::INFINITE)
+        } else {
+            fsts(mech, Epsilon::INFINITE)
+        };
+        let mut row1 = vec![Cell::from(mech.label())];
+        let mut row2 = vec![Cell::from(mech.label())];
+        let mut row3 = vec![Cell::from(mech.label())];
+        let mut chart = LineChart::new(format!("{}: success ratio (Fig. 3)", mech.label()))
+            .x_label("submissions")
+            .y_label("success ratio")
+            .legend(plotters::chart::SeriesLabelPosition::LowerRight);
+        for &epsilon in &plan.epsilons {
+            if !runs_at(mech, epsilon) {
+                for row in [&mut row1, &mut row2, &mut row3] {
+                    row.push(Cell::from("-"));
+                }
+                continue;
+            }
+            let cell = fsts(mech, epsilon);
+            let (paper_fst, paper_ratio, paper_auc) = paper_values(mech, epsilon);
+            let median = median_first_success(&cell).map_or("-".into(), |m| {
+                if m.is_finite() {
+                    format!("{m:.1}")
+                } else {
+                    "∞".into()
+                }
+            });
+            row1.push(Cell::from(format!("{median} ({paper_fst})")));
+            row2.push(Cell::from(format!(
+                "{:.2} ({paper_ratio})",
+                success_ratio(&cell, plan.max_submissions)
+            )));
+            let relative = relative_area(&cell, &baseline, plan.max_submissions)
+                .map_or("n/a".to_string(), |r| format!("{r:.3}"));
+            row3.push(Cell::from(format!("{relative} ({paper_auc})")));
+            let mut points = vec![(0.0, 0.0)];
+            let mut sorted: Vec<u64> = cell.iter().flatten().copied().collect();
+            sorted.sort_unstable();
+            for &f in &sorted {
+                points.push((f as f64, success_ratio(&cell, f.saturating_sub(1))));
+                points.push((f as f64, success_ratio(&cell, f)));
+            }
+            points.push((
+                plan.max_submissions as f64,
+                success_ratio(&cell, plan.max_submissions),
+            ));
+            chart = chart.line(Line::new(format!("ε = {epsilon}"), points));
+        }
+        table1.push(row1);
+        table2.push(row2);
+        table3.push(row3);
+        fig3.push((
+            mech,
+            chart.save(&dir.join(format!("fig3-{}", mech.name())))?,
+        ));
+    }
+    report
+        .heading("Table 1: median first success time (submissions)")
+        .paragraph("Ours (the paper's in brackets; `?`: cell lost in our text of the paper).")
+        .table(&header_refs, table1)
+        .heading("Table 2: success ratio")
+        .paragraph(&format!(
+            "Fraction of trials with FST ≤ {} (eq. 27).",
+            plan.max_submissions
+        ))
+        .table(&header_refs, table2)
+        .heading("Table 3: relative area under the success-ratio curve")
+        .paragraph(&format!(
+            "∫₀^N success_ratio(n) dn over the same for {}, N = {} (n/a where those trials \
+             never succeeded).",
+            if has_non_private {
+                "the non-private row (as in the paper)"
+            } else {
+                "the row's own ε = ∞"
+            },
+            plan.max_submissions
+        ))
+        .table(&header_refs, table3)
+        .heading("Fig. 3: success ratio against submissions");
+    for (mech, files) in &fig3 {
+        report.plot(&format!("{} success ratio", mech.label()), files);
+    }
+
+    let fig2: Vec<&(TrialSummary, Vec<(f64, f64)>)> =
+        results.iter().filter(|(s, _)| s.fig2).collect();
+    if plan.fig2_submissions > 0 {
+        let mut chart = LineChart::new("Fig. 2: μ_n at ε = 1, |B| ∈ {1, 100}")
+            .x_label("submissions")
+            .y_label("average score μ_n")
+            .legend(plotters::chart::SeriesLabelPosition::UpperLeft);
+        let mut any = false;
+        for (summary, curve) in fig2 {
+            if curve.is_empty() || summary.applied != plan.fig2_submissions {
+                continue;
+            }
+            any = true;
+            chart = chart.line(Line::new(
+                format!(
+                    "{} |B| = {}",
+                    summary.mechanism.label(),
+                    summary.buffer_size
+                ),
+                curve.clone(),
+            ));
+        }
+        if any {
+            let files = chart.save(&dir.join("fig2"))?;
+            report
+                .heading("Fig. 2: average score with and without buffering (ε = 1)")
+                .paragraph(
+                    "The paper: buffering (|B| = 100) helps PRS and stalls Laplace, so the \
+                     tables use |B| = 1 for Laplace and |B| = 100 for PRS.",
+                )
+                .plot("μ_n against submissions", &files);
+        }
+    }
+
+    let total_submissions: u64 = results.iter().map(|(s, _)| s.applied).sum();
+    let wall: f64 = start.elapsed().as_secs_f64();
+    report.paragraph(&format!(
+        "{} runs, {} submissions applied in {:.0} s ({:.0} submissions/s over all runs).",
+        results.len(),
+        total_submissions,
+        wall,
+        total_submissions as f64 / wall.max(1e-9)
+    ));
+    // Every setting that changes a number here, so that the command reproduces it.
+    let epsilons: Vec<String> = plan.epsilons.iter().map(|e| e.slug()).collect();
+    let mechanisms: Vec<String> = plan
+        .mechanisms
+        .iter()
+        .map(|m| m.name().to_string())
+        .collect();
+    let optimizer = flag_value(&plan.optimizer);
+    let command = format!(
+        "cargo xtask suite pgc --trials {} --max-submissions {} --fig2-submissions {} \\\n    \
+         --epsilons {} --mechanisms {} --optimizer {} --lr {} --workers {} --seed {}{}{}",
+        plan.trials,
+        plan.max_submissions,
+        plan.fig2_submissions,
+        epsilons.join(","),
+        mechanisms.join(","),
+        optimizer,
+        plan.lr,
+        plan.workers,
+        plan.seed,
+        if plan.bias { " --bias" } else { "" },
+        if plan.sample_actions {
+            " --sample-actions"
+        } else {
+            ""
+        }
+    ) + &match (&plan.transport, &args.redis) {
+        (TransportChoice::Redis, Some(url)) => format!(" --transport redis --redis {url}"),
+        (TransportChoice::Redis, None) => " --transport redis".to_string(),
+        (TransportChoice::Inprocess, _) => String::new(),
+    } + plan.noise_rng.reproduce_flag();
+    let headline = headline(&plan, &results);
+    headline.add_to(&mut report);
+    report.reproduce([command]);
+    let path = report.write().context("writing the PGC report")?;
+    println!("wrote {}", path.display());
+    Ok(SuiteOutcome {
+        report: path,
+        headline,
+    })
+}
