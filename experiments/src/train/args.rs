@@ -1,0 +1,194 @@
+//! `train`'s command-line arguments and the algorithm's configuration they resolve to.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use burn::config::Config;
+use burn::tensor::backend::AutodiffBackend;
+use clap::{Args, ValueEnum};
+use privrl_agents::{
+    A3c, A3cConfig, Agent, Dqn, DqnConfig, Ppo, PpoConfig, Reinforce, ReinforceConfig,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::backend::BackendChoice;
+use crate::sweep::{Seeds, Shard};
+
+/// The algorithms `train` runs.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Algorithm {
+    /// PPO-Clip, Spinning Up's defaults.
+    Ppo,
+    /// DQN with replay, target network and ε-greedy.
+    Dqn,
+    /// REINFORCE with an entropy bonus, one episode per update.
+    Reinforce,
+    /// A3C with worker threads (the PGC paper's setting).
+    A3c,
+}
+
+impl std::fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Algorithm::Ppo => "ppo",
+            Algorithm::Dqn => "dqn",
+            Algorithm::Reinforce => "reinforce",
+            Algorithm::A3c => "a3c",
+        })
+    }
+}
+
+/// Arguments of `train`.
+#[derive(Args, Debug, Clone, Serialize)]
+pub struct TrainArgs {
+    /// Algorithm.
+    #[arg(long, value_enum)]
+    pub algo: Algorithm,
+    /// Environment name (`cargo xtask env list`).
+    #[arg(long, default_value = "CartPole-v1")]
+    pub env: String,
+    /// One seed (ignored when --seeds is given).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Several seeds, run in parallel: `0..5`, `0..=4`, `0,3,7`.
+    #[arg(long)]
+    #[serde(skip)]
+    pub seeds: Option<Seeds>,
+    /// Environment steps per seed (summed over workers for A3C).
+    #[arg(long, default_value_t = 300_000)]
+    pub steps: u64,
+    /// Also stop a seed after this many finished episodes.
+    #[arg(long)]
+    pub episodes: Option<usize>,
+    /// Stop a seed once the mean return of its last 100 episodes reaches the environment's
+    /// reward threshold (CartPole-v1: 475).
+    #[arg(long)]
+    pub stop_when_solved: bool,
+    /// PPO: environment steps per epoch (Spinning Up: 4000; the kickstarting paper: 1000).
+    #[arg(long)]
+    pub steps_per_epoch: Option<usize>,
+    /// The algorithm's config as JSON (a `PpoConfig`, `DqnConfig`, ... as written in a run's
+    /// `config.json` under `agent`); defaults otherwise.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Save a checkpoint of the final agent in `<run>/checkpoint/`.
+    #[arg(long)]
+    pub checkpoint: bool,
+    /// Backend.
+    #[arg(long, value_enum, default_value_t = BackendChoice::default())]
+    pub backend: BackendChoice,
+    /// Suite directory under runs/.
+    #[arg(long, default_value = "train")]
+    pub suite: String,
+    /// Run only this slice of the seeds: `--shard i/n`; join with `cargo xtask merge`.
+    #[arg(long)]
+    #[serde(skip)]
+    pub shard: Option<Shard>,
+    /// Worker threads for seed sweeps (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    #[serde(skip)]
+    pub threads: usize,
+}
+
+/// The algorithm's full configuration, defaults filled in.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "algo", rename_all = "lowercase")]
+pub enum AgentConfig {
+    /// PPO.
+    Ppo(PpoConfig),
+    /// DQN.
+    Dqn(DqnConfig),
+    /// REINFORCE.
+    Reinforce(ReinforceConfig),
+    /// A3C.
+    A3c(A3cConfig),
+}
+
+impl AgentConfig {
+    /// Defaults for `algo`, or the JSON file `path`, with the command-line overrides.
+    pub fn resolve(args: &TrainArgs) -> Result<Self> {
+        let load_error =
+            |path: &Path| format!("reading the {} config {}", args.algo, path.display());
+        let mut config = match (args.algo, &args.config) {
+            (Algorithm::Ppo, None) => AgentConfig::Ppo(PpoConfig::new()),
+            (Algorithm::Dqn, None) => AgentConfig::Dqn(DqnConfig::new()),
+            (Algorithm::Reinforce, None) => AgentConfig::Reinforce(ReinforceConfig::new()),
+            (Algorithm::A3c, None) => AgentConfig::A3c(A3cConfig::new()),
+            (Algorithm::Ppo, Some(p)) => {
+                AgentConfig::Ppo(PpoConfig::load(p).with_context(|| load_error(p))?)
+            }
+            (Algorithm::Dqn, Some(p)) => {
+                AgentConfig::Dqn(DqnConfig::load(p).with_context(|| load_error(p))?)
+            }
+            (Algorithm::Reinforce, Some(p)) => {
+                AgentConfig::Reinforce(ReinforceConfig::load(p).with_context(|| load_error(p))?)
+            }
+            (Algorithm::A3c, Some(p)) => {
+                AgentConfig::A3c(A3cConfig::load(p).with_context(|| load_error(p))?)
+            }
+        };
+        if let Some(steps) = args.steps_per_epoch {
+            match &mut config {
+                AgentConfig::Ppo(c) => c.steps_per_epoch = steps,
+                AgentConfig::Dqn(c) => c.steps_per_epoch = steps,
+                _ => bail!(
+                    "--steps-per-epoch applies to ppo and dqn; {} counts epochs in episodes",
+                    args.algo
+                ),
+            }
+        }
+        Ok(config)
+    }
+
+    /// Builds the agent on `Autodiff<B>`.
+    pub fn build<B: AutodiffBackend>(
+        &self,
+        env: &str,
+        device: &B::Device,
+        seed: u64,
+    ) -> Result<Box<dyn Agent>> {
+        let make = || privrl_envs::make(env).with_context(|| format!("--env {env}"));
+        Ok(match self {
+            AgentConfig::Ppo(c) => Box::new(Ppo::<B>::new(c.clone(), make()?, device, seed)?),
+            AgentConfig::Dqn(c) => Box::new(Dqn::<B>::new(c.clone(), make()?, device, seed)?),
+            AgentConfig::Reinforce(c) => {
+                Box::new(Reinforce::<B>::new(c.clone(), make()?, device, seed)?)
+            }
+            AgentConfig::A3c(c) => Box::new(A3c::<B>::for_env(c.clone(), env, device, seed)?),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::train::tests::args;
+
+    #[test]
+    fn configs_resolve_with_overrides_and_round_trip_through_json() {
+        let mut a = args(Algorithm::Ppo);
+        a.steps_per_epoch = Some(1000);
+        let AgentConfig::Ppo(ppo) = AgentConfig::resolve(&a).unwrap() else {
+            panic!("expected a PPO config")
+        };
+        assert_eq!(ppo.steps_per_epoch, 1000);
+        // A run's `agent` section loads back as a --config file.
+        let dir = crate::run::tests::temp_dir("train-config");
+        let path = dir.join("ppo.json");
+        std::fs::write(
+            &path,
+            serde_json::to_string(&AgentConfig::Ppo(ppo)).unwrap(),
+        )
+        .unwrap();
+        a.config = Some(path);
+        a.steps_per_epoch = None;
+        let AgentConfig::Ppo(loaded) = AgentConfig::resolve(&a).unwrap() else {
+            panic!("expected a PPO config")
+        };
+        assert_eq!(loaded.steps_per_epoch, 1000);
+        let mut r = args(Algorithm::Reinforce);
+        r.steps_per_epoch = Some(10);
+        assert!(AgentConfig::resolve(&r).is_err());
+    }
+}
