@@ -452,7 +452,8 @@ fn check_gradient(
     all_finite(name, gradient)
 }
 
-/// s/L: the mean that a local mechanism releases as one submission.
+/// s/L, computed in f64: an expected batch size below f32's range (Poisson sampling on a tiny
+/// buffer) must not become 0 and turn the mean into NaN; for L = 1 it is s, bit for bit.
 fn mean_as_one_submission(
     sum: Vec<f32>,
     expected_batch_size: f64,
@@ -464,8 +465,8 @@ fn mean_as_one_submission(
         .collect())
 }
 
-/// Divides by the expected batch size, and not at all for a batch of one (bit for bit the
-/// gradient then).
+/// The mean of an already clipped sum of `dimension` values (a noise-free mechanism's batch
+/// release).
 fn mean_of_sum(
     sum: Vec<f32>,
     expected_batch_size: f64,
@@ -473,15 +474,7 @@ fn mean_of_sum(
 ) -> Result<Vec<f32>, PrivacyError> {
     positive("expected_batch_size", expected_batch_size)?;
     check_gradient("clipped gradient sum", &sum, dimension)?;
-    if expected_batch_size == 1.0 {
-        return Ok(sum);
-    }
-    // In f64: an expected batch size below f32's range (Poisson sampling on a tiny buffer)
-    // must not become 0 and turn the mean into NaN.
-    Ok(sum
-        .into_iter()
-        .map(|x| saturating_f32(f64::from(x) / expected_batch_size))
-        .collect())
+    mean_as_one_submission(sum, expected_batch_size)
 }
 
 /// How a noise-free mechanism rescales each record.
