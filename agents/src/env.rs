@@ -81,6 +81,15 @@ impl RolloutEnv {
         Ok(info)
     }
 
+    /// Drops the episode in progress without logging it (it did not finish) and starts the
+    /// next one: Spinning Up's reset at an epoch boundary.
+    pub(crate) fn abandon_episode(&mut self) -> Result<(), AgentError> {
+        self.episode_return = 0.0;
+        self.episode_len = 0;
+        self.env.reset_into(None, &mut self.obs)?;
+        Ok(())
+    }
+
     /// Records the finished (or cut) episode in `log` and starts the next one.
     pub(crate) fn end_episode(&mut self, log: &mut EpisodeLog) -> Result<(), AgentError> {
         log.record(self.episode_return, self.episode_len);

@@ -7,8 +7,9 @@ use burn::backend::{Autodiff, NdArray};
 use burn::tensor::{Tensor, TensorData};
 use privrl_agents::kickstart::lock;
 use privrl_agents::{
-    privacy_aware_penalty, Agent, AuxiliaryPolicyLoss, ExhaustedTeacher, MlpConfig, Ppo, PpoConfig,
-    PrivacyAwareConfig, PrivacyAwareKickstarting, PrivateTeacher, PrivateTeacherConfig, Teacher,
+    privacy_aware_penalty, Agent, AgentError, AuxiliaryPolicyLoss, ExhaustedTeacher, MlpConfig,
+    Ppo, PpoConfig, PrivacyAwareConfig, PrivacyAwareKickstarting, PrivateTeacher,
+    PrivateTeacherConfig, Teacher,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -384,6 +385,102 @@ fn per_rollout_vanishing_multiplies_k_once_per_epoch() {
         privrl_envs::make("CartPole-v1").unwrap(),
         &device,
         4,
+    )
+    .unwrap();
+    ppo.set_auxiliary_loss(Box::new(
+        PrivacyAwareKickstarting::new(private.clone(), PrivacyAwareConfig::new()).unwrap(),
+    ));
+    for epoch in 0..3 {
+        ppo.train_epoch().unwrap();
+        assert_eq!(lock(&private).concentration(), 5.0 * 0.5f64.powi(epoch));
+    }
+    assert_eq!(lock(&private).summary().unwrap().trajectories, 3);
+}
+
+/// Records every `observe` call: (observation, trajectory start).
+#[derive(Default)]
+struct Recorder(Arc<Mutex<Vec<(Vec<f32>, bool)>>>);
+
+impl AuxiliaryPolicyLoss<B> for Recorder {
+    fn observe(&mut self, obs: &[f32], trajectory_start: bool) -> Result<(), AgentError> {
+        self.0.lock().unwrap().push((obs.to_vec(), trajectory_start));
+        Ok(())
+    }
+
+    fn loss(&mut self, _observations: &Tensor<B, 2>, probabilities: Tensor<B, 2>) -> Tensor<B, 1> {
+        probabilities.sum() * 0.0
+    }
+}
+
+/// Three 4-step epochs on CartPole (no episode can end within 4 steps of a reset: the pole
+/// needs more than 4 steps of 0.02 s to leave ±12°).
+fn starts_over_three_epochs(reset_at_epoch_end: bool) -> (Vec<(Vec<f32>, bool)>, usize) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut ppo = Ppo::<B>::new(
+        PpoConfig::new()
+            .with_steps_per_epoch(4)
+            .with_hidden(vec![4])
+            .with_train_pi_iters(1)
+            .with_train_v_iters(1)
+            .with_reset_at_epoch_end(reset_at_epoch_end),
+        privrl_envs::make("CartPole-v1").unwrap(),
+        &Default::default(),
+        9,
+    )
+    .unwrap();
+    ppo.set_auxiliary_loss(Box::new(Recorder(seen.clone())));
+    for _ in 0..3 {
+        ppo.train_epoch().unwrap();
+    }
+    let seen = seen.lock().unwrap().clone();
+    (seen, ppo.episode_log().episodes())
+}
+
+#[test]
+fn spinning_up_ends_the_trajectory_at_every_epoch_boundary() {
+    let (seen, episodes) = starts_over_three_epochs(true);
+    assert_eq!(seen.len(), 12);
+    for (i, (obs, start)) in seen.iter().enumerate() {
+        // A trajectory starts at each epoch's first step, from a fresh reset (CartPole draws
+        // every state variable in ±0.05), and nowhere else.
+        assert_eq!(*start, i % 4 == 0, "step {i}");
+        if i % 4 == 0 {
+            assert!(obs.iter().all(|v| v.abs() <= 0.05), "step {i}: {obs:?}");
+        }
+    }
+    // The cut trajectories are not episodes.
+    assert_eq!(episodes, 0);
+    // Without the reset the first episode runs on through the epochs.
+    let (carried, _) = starts_over_three_epochs(false);
+    // (This seed's first episode ends after 9 steps, mid-epoch: the next starts at step 9.)
+    let starts: Vec<usize> = (0..12).filter(|&i| carried[i].1).collect();
+    assert_eq!(starts, vec![0, 9]);
+    // Same seed, same first epoch; then one resets and the other carries on.
+    assert_eq!(carried[..4], seen[..4]);
+    assert_ne!(carried[4].0, seen[4].0);
+}
+
+#[test]
+fn per_trajectory_vanishing_multiplies_k_at_every_epoch_boundary() {
+    // With Spinning Up's reset every epoch starts a trajectory, so k vanishes once per epoch
+    // even when no episode ends (4-step epochs).
+    let private = Arc::new(Mutex::new(
+        PrivateTeacher::new(
+            teacher(),
+            PrivateTeacherConfig::new().with_vanishing_coefficient(0.5),
+            5,
+        )
+        .unwrap(),
+    ));
+    let mut ppo = Ppo::<B>::new(
+        PpoConfig::new()
+            .with_steps_per_epoch(4)
+            .with_hidden(vec![4])
+            .with_train_pi_iters(1)
+            .with_train_v_iters(1),
+        privrl_envs::make("CartPole-v1").unwrap(),
+        &Default::default(),
+        9,
     )
     .unwrap();
     ppo.set_auxiliary_loss(Box::new(

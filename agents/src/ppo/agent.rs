@@ -140,7 +140,9 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Ppo<B, N> {
     // -----------------------------------------------------------------------------------------
 
     /// Runs the current policy for `steps_per_epoch` steps and returns the epoch's batch.
-    /// Episodes continue across epochs, as in Spinning Up.
+    /// With `reset_at_epoch_end` (the default, as in Spinning Up) the last trajectory is cut at
+    /// the epoch's end and the environment reset; otherwise the episode continues into the
+    /// next epoch.
     pub fn collect_rollout(&mut self) -> Result<RolloutBatch, AgentError> {
         let steps = self.config.steps_per_epoch;
         let actor = self.actor.valid();
@@ -195,6 +197,8 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Ppo<B, N> {
                 buffer.finish_path(last_value);
                 if terminal {
                     self.env.end_episode(&mut self.log)?;
+                } else if self.config.reset_at_epoch_end {
+                    self.env.abandon_episode()?;
                 }
             }
         }

@@ -44,6 +44,13 @@ pub struct PpoConfig {
     /// Hidden non-linearity.
     #[config(default = "Activation::Tanh")]
     pub activation: Activation,
+    /// End the trajectory at every epoch boundary and reset the environment, as Spinning Up
+    /// does (`o, ep_ret, ep_len = env.reset(), 0, 0` runs on `terminal or epoch_ended`): an
+    /// episode cut by the epoch is bootstrapped with V(s_T) and not logged as an episode.
+    /// `false` carries the episode over into the next epoch. It matters to kickstarting, whose
+    /// teacher multiplies k at each trajectory start (paper 000, Section 5).
+    #[config(default = true)]
+    pub reset_at_epoch_end: bool,
 }
 
 impl PpoConfig {

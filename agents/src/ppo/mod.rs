@@ -2,7 +2,9 @@
 //! (`spinup/algos/pytorch/ppo/ppo.py`, Achiam 2018):
 //!
 //! - separate actor and critic, `(64, 64)` tanh MLPs, PyTorch's default initialisation;
-//! - one environment, `steps_per_epoch` steps per epoch, episodes capped at `max_ep_len`;
+//! - one environment, `steps_per_epoch` steps per epoch, episodes capped at `max_ep_len`; the
+//!   trajectory in progress is cut and the environment reset at every epoch's end
+//!   (`reset_at_epoch_end`);
 //! - GAE-λ advantages normalised over the epoch, rewards-to-go as value targets;
 //! - full-batch Adam steps: up to 80 on the clipped surrogate, stopping early once the
 //!   approximate KL exceeds 1.5 × `target_kl`, then 80 on the value loss.
