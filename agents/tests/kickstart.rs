@@ -220,9 +220,23 @@ fn the_teacher_never_releases_once_the_budget_is_spent() {
         private.start_trajectory();
         private.demonstrate(&states(1)[0]).unwrap();
         assert_eq!(private.spent_basic(), private.ledger().spent_basic());
-        assert!(private.ledger().entries()[3..]
-            .iter()
-            .all(|e| e.epsilon == 0.0));
+        // After the three Dirichlet releases: 18 uniform ones at (0, 0), or nothing at all
+        // (a stopped teacher records no release and withholds the 18 answers).
+        let after = &private.ledger().entries()[3..];
+        let summary = private.summary().unwrap();
+        match exhausted {
+            ExhaustedTeacher::Uniform => {
+                assert_eq!(after.len(), 18);
+                assert!(after
+                    .iter()
+                    .all(|e| e.mechanism == "uniform" && e.epsilon == 0.0 && e.delta == 0.0));
+                assert_eq!((summary.uniform_releases, summary.withheld), (18, 0));
+            }
+            ExhaustedTeacher::Stop => {
+                assert!(after.is_empty());
+                assert_eq!((summary.uniform_releases, summary.withheld), (0, 18));
+            }
+        }
     }
     // The floor: k = 5·0.01 < 0.1 in the second trajectory.
     let config = PrivateTeacherConfig::new()
