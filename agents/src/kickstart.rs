@@ -20,8 +20,10 @@
 //! - δ of a release is the upper confidence bound of its Monte Carlo estimate (exact for
 //!   m = 2); because k changes only once per trajectory, (ε, δ) is computed once per distinct k
 //!   and memoised;
-//! - a uniformly random release counts as k = 0 for the student's ball radius α_λ (the limit
-//!   of eq. 15 as k → 0⁺), and an exact (non-private) demonstration as k = ∞ (α_λ = 0).
+//! - a uniformly random release carries no information about the teacher, and by default the
+//!   student gives it no weight (φ ≡ 0, [`PrivacyAwareConfig::ignore_uninformative`]); with that
+//!   off it counts as k = 0 for the ball radius α_λ (the limit of eq. 15 as k → 0⁺). An exact
+//!   (non-private) demonstration counts as k = ∞ (α_λ = 0).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -559,6 +561,20 @@ pub fn privacy_aware_penalty<B: Backend>(
         .powi_scalar(2)
         .sum_dim(1)
         .squeeze_dim::<1>(1)
+    /// φ ≡ 0 on releases known to carry no information about the teacher: the uniformly random
+    /// policies of an exhausted teacher (k = 0).
+    ///
+    /// Why this is the default: Section 4 of paper 000 lets the teacher "set k = 0 once they
+    /// expend their budget" on the premise that by then "the objective of the student will
+    /// completely disregard the teacher demonstrations by (16) and the student will rely on
+    /// its own interactions with the environment", so that random policies come "without
+    /// harming the student's performance". Eq. 16 does not deliver that premise by itself: at
+    /// k = 0, α_λ = λ·√(log(1/β)/2) (≈ 0.61 at λ = 0.5, β = 0.05) is below the diameter √2 of
+    /// Δ_m, so φ_λ keeps pulling π_θ towards a fresh random point of Δ_m at every state, an
+    /// entropy-like force that the paper's text says is absent. Dropping these rows is what the
+    /// text describes; `false` is the literal eq. 16 with k → 0⁺.
+    #[config(default = true)]
+    pub ignore_uninformative: bool,
         .clamp_min(1e-12)
         .sqrt();
     // 1{‖·‖ > α_λ}
@@ -624,7 +640,8 @@ impl PrivacyAwareKickstarting {
     }
 
     /// The demonstrations of the prepared batch: teacher policies (row-major `[rows, m]`), ball
-    /// radii α_λ and weights (0 where the teacher shared nothing).
+    /// radii α_λ and weights (0 where the teacher shared nothing, or, with
+    /// `ignore_uninformative`, a uniformly random policy).
     pub fn prepared(&self) -> (&[f32], &[f32], &[f32]) {
         (&self.batch.policies, &self.batch.radii, &self.batch.weights)
     }
@@ -656,13 +673,13 @@ impl<B: AutodiffBackend> AuxiliaryPolicyLoss<B> for PrivacyAwareKickstarting {
         let rows = &mut self.pending;
         rows.obs.extend_from_slice(obs);
         match demonstration {
-            Some(d) => {
+            Some(d) if !(self.config.ignore_uninformative && d.concentration == 0.0) => {
                 rows.policies.extend(d.policy.iter().map(|&p| p as f32));
                 rows.radii
                     .push(self.config.ball_radius(d.concentration)? as f32);
                 rows.weights.push(1.0);
             }
-            None => {
+            _ => {
                 rows.policies.extend(std::iter::repeat_n(0.0, self.actions));
                 rows.radii.push(0.0);
                 rows.weights.push(0.0);

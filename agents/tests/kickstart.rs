@@ -506,3 +506,47 @@ fn per_trajectory_vanishing_multiplies_k_at_every_epoch_boundary() {
     }
     assert_eq!(lock(&private).summary().unwrap().trajectories, 3);
 }
+
+/// The student's prepared weights and its penalty on a 64-step CartPole batch whose teacher
+/// is exhausted from the second trajectory on (k₀ = 5, then 5·0.001 below the floor 0.1).
+fn exhausted_batch(ignore_uninformative: bool) -> (Vec<f32>, f64) {
+    privrl_agents::autodiff::exclusive(|| {
+        let private = Arc::new(Mutex::new(
+            PrivateTeacher::new(
+                teacher(),
+                PrivateTeacherConfig::new()
+                    .with_vanishing_coefficient(0.001)
+                    .with_concentration_floor(0.1),
+                5,
+            )
+            .unwrap(),
+        ));
+        let config = PrivacyAwareConfig::new().with_ignore_uninformative(ignore_uninformative);
+        let mut loss = PrivacyAwareKickstarting::new(private, config).unwrap();
+        let obs: Vec<f32> = states(64).concat();
+        for (i, s) in obs.chunks(4).enumerate() {
+            AuxiliaryPolicyLoss::<B>::observe(&mut loss, s, i % 8 == 0).unwrap();
+        }
+        AuxiliaryPolicyLoss::<B>::prepare(&mut loss, &obs, 4).unwrap();
+        let weights = loss.prepared().2.to_vec();
+        let probs = matrix(64, 2, &[0.9, 0.1].repeat(64));
+        let value = AuxiliaryPolicyLoss::<B>::loss(&mut loss, &matrix(64, 4, &[0.0; 256]), probs);
+        (weights, host(value)[0])
+    })
+}
+
+#[test]
+fn uniform_releases_do_not_pull_the_student_by_default() {
+    // Trajectory 1 (8 states) is released through Dir_5; trajectories 2–8 (56 states) are
+    // uniformly random policies.
+    let (weights, penalty) = exhausted_batch(true);
+    assert_eq!(&weights[..8], &[1.0; 8]);
+    assert_eq!(&weights[8..], &[0.0; 56]);
+    // The literal eq. 16 at k → 0⁺: α_λ ≈ 0.61·0.5 < ‖(0.9, 0.1) − u‖ for most uniform draws, so
+    // those rows pull the student towards random policies.
+    let (weights, literal) = exhausted_batch(false);
+    assert!(weights.iter().all(|&w| w == 1.0));
+    assert!(literal > penalty + 0.05, "{literal} vs {penalty}");
+    // φ on the first trajectory alone: the default's value is 8/64 of the Dir_5 rows' mean.
+    assert!(penalty >= 0.0 && penalty < 8.0 / 64.0 * 2f64.sqrt());
+}
