@@ -14,8 +14,12 @@
 //!
 //! Choices where the paper is silent:
 //!
-//! - the policy map onto Δ_{m,η} is [`SimplexMap::MixWithUniform`], which is
-//!   (1 − mη)-Lipschitz, so Theorem 1 uses L = (1 − mη) · L_softmax∘MLP;
+//! - the policy map onto Δ_{m,η} is [`SimplexMap::MixWithUniform`] by default, which is
+//!   (1 − mη)-Lipschitz, so Theorem 1 uses L = (1 − mη) · L_softmax∘MLP; the Euclidean
+//!   projection ([`PrivateTeacherConfig::simplex_map`]) is 1-Lipschitz and leaves policies
+//!   already in Δ_{m,η} where they are;
+//! - τ is the configured one; [`PrivateTeacherConfig::calibrated_tau`] solves for the τ that
+//!   gives a target δ at k₀ for the teacher's m (a τ chosen for m = 2 is vacuous at m = 6);
 //! - the first trajectory uses k₀; the coefficient multiplies k at the start of each later one;
 //! - δ of a release is the upper confidence bound of its Monte Carlo estimate (exact for
 //!   m = 2); because k changes only once per trajectory, (ε, δ) is computed once per distinct k
@@ -176,6 +180,12 @@ pub struct PrivateTeacherConfig {
     /// What the teacher shares once exhausted.
     #[config(default = "ExhaustedTeacher::Uniform")]
     pub exhausted: ExhaustedTeacher,
+    /// How the teacher's policy is put into Δ_{m,η} before Dir_k (eq. 5 needs π ∈ Δ_{m,η}; the
+    /// paper does not say how). Mixing with the uniform policy moves every policy (at η = 0.4/m
+    /// it keeps 60% of the teacher) but shrinks L by (1 − mη); the Euclidean projection keeps
+    /// policies already in Δ_{m,η} and L unchanged.
+    #[config(default = "SimplexMap::MixWithUniform")]
+    pub simplex_map: SimplexMap,
     /// Monte Carlo draws for δ (eq. 13) when m > 2.
     #[config(default = 20000)]
     pub delta_samples: usize,
@@ -192,6 +202,38 @@ pub struct PrivateTeacherConfig {
 }
 
 impl PrivateTeacherConfig {
+    /// The Lipschitz factor of the map onto Δ_{m,η}: 1 − mη for the mix, 1 for the projection.
+    pub fn map_lipschitz(&self, actions: usize) -> f64 {
+        match self.simplex_map {
+            SimplexMap::MixWithUniform => 1.0 - actions as f64 * self.eta,
+            SimplexMap::EuclideanProjection => 1.0,
+        }
+    }
+
+    /// The largest τ whose δ (eq. 6, the upper bound the teacher accounts with) at k₀ is at most
+    /// `target_delta` for `actions` = m, with this η: see [`DirichletPrivacy::solve_tau`]. It
+    /// uses the generator [`PrivateTeacher::release_cost`] uses at k₀, so the teacher's δ at
+    /// k₀ with the returned τ is at most the target.
+    pub fn calibrated_tau(&self, actions: usize, target_delta: f64) -> Result<f64, AgentError> {
+        self.validate()?;
+        let privacy = DirichletConfig {
+            actions,
+            concentration: self.initial_concentration,
+            eta: self.eta,
+            tau: self.tau.min(0.5 / actions as f64),
+            // δ does not depend on L.
+            lipschitz: 1.0,
+            adjacency: self.adjacency,
+        }
+        .build()?;
+        Ok(privacy.solve_tau(
+            target_delta,
+            self.delta_samples,
+            self.delta_confidence,
+            || cost_rng(self.initial_concentration),
+        )?)
+    }
+
     /// Checks every parameter that does not depend on m.
     pub fn validate(&self) -> Result<(), AgentError> {
         check_positive("initial_concentration", self.initial_concentration)?;
@@ -282,8 +324,8 @@ impl PrivateTeacher {
     ) -> Result<Self, AgentError> {
         config.validate()?;
         let m = teacher.actions();
-        // f = mix ∘ softmax ∘ MLP is (1 − mη)·L-Lipschitz (SimplexMap::MixWithUniform).
-        let lipschitz = (1.0 - m as f64 * config.eta) * teacher.lipschitz().upper_bound;
+        // f = map ∘ softmax ∘ MLP: (1 − mη)·L for the mix, L for the projection.
+        let lipschitz = config.map_lipschitz(m) * teacher.lipschitz().upper_bound;
         let privacy = if config.mechanism {
             Some(
                 DirichletConfig {
@@ -339,9 +381,10 @@ impl PrivateTeacher {
         &self.teacher
     }
 
-    /// L of Theorem 1: (1 − mη) times the teacher's bound.
+    /// L of Theorem 1: the map's factor ([`PrivateTeacherConfig::map_lipschitz`]) times the
+    /// teacher's bound.
     pub fn lipschitz(&self) -> f64 {
-        (1.0 - self.teacher.actions() as f64 * self.config.eta) * self.teacher.lipschitz.upper_bound
+        self.config.map_lipschitz(self.teacher.actions()) * self.teacher.lipschitz.upper_bound
     }
 
     /// The current concentration k.
@@ -395,7 +438,7 @@ impl PrivateTeacher {
         }
         let at_k = privacy.with_concentration(concentration)?;
         // Its own generator, so that the mechanism's draws do not depend on the memo.
-        let mut rng = ChaCha8Rng::seed_from_u64(concentration.to_bits());
+        let mut rng = cost_rng(concentration);
         let delta = at_k
             .delta(
                 self.config.delta_samples,
@@ -454,7 +497,7 @@ impl PrivateTeacher {
                     let policy = restrict_to_simplex(
                         &self.teacher.policy(obs),
                         self.config.eta,
-                        SimplexMap::MixWithUniform,
+                        self.config.simplex_map,
                     )?;
                     let released = DirichletSampler::new(m, k, self.config.eta)?
                         .sample(&policy, &mut self.rng)?;
@@ -495,6 +538,12 @@ impl PrivateTeacher {
     }
 }
 
+/// The generator of δ's Monte Carlo at concentration k: fixed per k, so that (ε, δ) does not
+/// depend on the order of the releases or on the memo.
+fn cost_rng(concentration: f64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(concentration.to_bits())
+}
+
 // ---------------------------------------------------------------------------------------------
 // Student: the privacy-aware loss
 // ---------------------------------------------------------------------------------------------
@@ -512,6 +561,20 @@ pub struct PrivacyAwareConfig {
     /// the two terms" after eq. 17; the paper uses 1).
     #[config(default = 1.0)]
     pub balance: f64,
+    /// φ ≡ 0 on releases known to carry no information about the teacher: the uniformly random
+    /// policies of an exhausted teacher (k = 0).
+    ///
+    /// Why this is the default: Section 4 of paper 000 lets the teacher "set k = 0 once they
+    /// expend their budget" on the premise that by then "the objective of the student will
+    /// completely disregard the teacher demonstrations by (16) and the student will rely on
+    /// its own interactions with the environment", so that random policies come "without
+    /// harming the student's performance". Eq. 16 does not deliver that premise by itself: at
+    /// k = 0, α_λ = λ·√(log(1/β)/2) (≈ 0.61 at λ = 0.5, β = 0.05) is below the diameter √2 of
+    /// Δ_m, so φ_λ keeps pulling π_θ towards a fresh random point of Δ_m at every state, an
+    /// entropy-like force that the paper's text says is absent. Dropping these rows is what the
+    /// text describes; `false` is the literal eq. 16 with k → 0⁺.
+    #[config(default = true)]
+    pub ignore_uninformative: bool,
 }
 
 impl PrivacyAwareConfig {
@@ -561,20 +624,6 @@ pub fn privacy_aware_penalty<B: Backend>(
         .powi_scalar(2)
         .sum_dim(1)
         .squeeze_dim::<1>(1)
-    /// φ ≡ 0 on releases known to carry no information about the teacher: the uniformly random
-    /// policies of an exhausted teacher (k = 0).
-    ///
-    /// Why this is the default: Section 4 of paper 000 lets the teacher "set k = 0 once they
-    /// expend their budget" on the premise that by then "the objective of the student will
-    /// completely disregard the teacher demonstrations by (16) and the student will rely on
-    /// its own interactions with the environment", so that random policies come "without
-    /// harming the student's performance". Eq. 16 does not deliver that premise by itself: at
-    /// k = 0, α_λ = λ·√(log(1/β)/2) (≈ 0.61 at λ = 0.5, β = 0.05) is below the diameter √2 of
-    /// Δ_m, so φ_λ keeps pulling π_θ towards a fresh random point of Δ_m at every state, an
-    /// entropy-like force that the paper's text says is absent. Dropping these rows is what the
-    /// text describes; `false` is the literal eq. 16 with k → 0⁺.
-    #[config(default = true)]
-    pub ignore_uninformative: bool,
         .clamp_min(1e-12)
         .sqrt();
     // 1{‖·‖ > α_λ}

@@ -11,6 +11,7 @@ use privrl_agents::{
     Ppo, PpoConfig, PrivacyAwareConfig, PrivacyAwareKickstarting, PrivateTeacher,
     PrivateTeacherConfig, Teacher,
 };
+use privrl_privacy::SimplexMap;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -549,4 +550,79 @@ fn uniform_releases_do_not_pull_the_student_by_default() {
     assert!(literal > penalty + 0.05, "{literal} vs {penalty}");
     // φ on the first trajectory alone: the default's value is 8/64 of the Dir_5 rows' mean.
     assert!(penalty >= 0.0 && penalty < 8.0 / 64.0 * 2f64.sqrt());
+}
+
+#[test]
+fn the_euclidean_projection_keeps_policies_in_the_restricted_simplex_and_l() {
+    let mix = PrivateTeacher::new(teacher(), PrivateTeacherConfig::new().with_eta(0.2), 0).unwrap();
+    let projection = PrivateTeacher::new(
+        teacher(),
+        PrivateTeacherConfig::new()
+            .with_eta(0.2)
+            .with_simplex_map(SimplexMap::EuclideanProjection),
+        0,
+    )
+    .unwrap();
+    let l = teacher().lipschitz().upper_bound;
+    assert!((mix.lipschitz() - 0.6 * l).abs() < 1e-12 * l);
+    assert_eq!(projection.lipschitz(), l);
+    // At k → ∞ the release is the mapped policy: the projection leaves a policy inside
+    // Δ_{2,0.2} where it is, the mix moves it to 0.6π + 0.2.
+    let huge = |map| {
+        PrivateTeacher::new(
+            teacher(),
+            PrivateTeacherConfig::new()
+                .with_eta(0.2)
+                .with_tau(1e-9)
+                .with_initial_concentration(1e9)
+                .with_simplex_map(map),
+            0,
+        )
+        .unwrap()
+    };
+    let (mut mix, mut projection) = (
+        huge(SimplexMap::MixWithUniform),
+        huge(SimplexMap::EuclideanProjection),
+    );
+    let mut inside = 0;
+    for s in states(30) {
+        let pi = teacher().policy(&s);
+        let (m, p) = (
+            mix.demonstrate(&s).unwrap().unwrap().policy,
+            projection.demonstrate(&s).unwrap().unwrap().policy,
+        );
+        assert!((m[0] - (0.6 * pi[0] + 0.2)).abs() < 1e-3, "{m:?} {pi:?}");
+        let projected = pi[0].clamp(0.2, 0.8);
+        assert!((p[0] - projected).abs() < 1e-3, "{p:?} {pi:?}");
+        inside += usize::from(pi[0] > 0.2 && pi[0] < 0.8);
+    }
+    assert!(inside > 0);
+}
+
+#[test]
+fn calibrated_tau_keeps_delta_at_k0_for_six_actions() {
+    // m = 6, η = 0.4/6: the m = 2 τ = 0.0127 gives δ ≈ 0.95 at k₀ = 5 (vacuous); the
+    // calibrated τ gives the teacher δ ≤ 0.05 at k₀ with its own accounting.
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let actor = MlpConfig::new(4, vec![8], 6).init::<NdArray>(&Default::default(), &mut rng);
+    let six = Teacher::from_actor(&actor).unwrap();
+    let base = PrivateTeacherConfig::new()
+        .with_eta(0.4 / 6.0)
+        .with_tau(0.0127)
+        .with_delta_samples(4000);
+    let weak = PrivateTeacher::new(six.clone(), base.clone(), 0)
+        .unwrap()
+        .summary()
+        .unwrap()
+        .initial_release;
+    assert!(weak.is_none_or(|c| c.delta > 0.9), "{weak:?}");
+    let tau = base.calibrated_tau(6, 0.05).unwrap();
+    let cost = PrivateTeacher::new(six, base.with_tau(tau), 0)
+        .unwrap()
+        .summary()
+        .unwrap()
+        .initial_release
+        .unwrap();
+    assert!(cost.delta <= 0.05 && cost.delta > 0.03, "{cost:?} at τ = {tau}");
+    assert!(cost.epsilon.is_finite() && cost.epsilon > 0.0);
 }

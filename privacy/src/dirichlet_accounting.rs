@@ -303,6 +303,71 @@ impl DirichletPrivacy {
         self.delta_monte_carlo(samples, confidence, rng)
     }
 
+    /// The largest τ (to a relative width of 1e-9 in log τ) whose δ of eq. 6 — the upper bound
+    /// [`DeltaEstimate::upper`] of [`Self::delta`] with `samples` and `confidence` — is at most
+    /// `target_delta`, the other parameters (k, η, m) fixed.
+    ///
+    /// Why: η and τ are not free. Δ_{m,η}'s vertex p* has m − 1 entries kη, so a τ chosen for
+    /// m = 2 leaves most draws of Dir_k(p*) outside Δ_{m,τ} at larger m (m = 6, η = 0.4/m,
+    /// τ = 0.0127 and k = 5 give δ ≈ 0.95, a vacuous guarantee). Solving for τ keeps the paper's
+    /// δ at k₀ for every m, and ε of eq. 12 grows only with log(1/τ).
+    ///
+    /// `rng` makes a fresh generator for every evaluation: with the same seed each time (common
+    /// random numbers) the Monte Carlo δ is non-decreasing in τ, so the bisection is exact for
+    /// those draws; pass the generator the caller accounts with and its δ at the returned τ is
+    /// at most `target_delta`. For m = 2 δ is exact and `rng` is not used.
+    pub fn solve_tau<R: Rng>(
+        &self,
+        target_delta: f64,
+        samples: usize,
+        confidence: f64,
+        mut rng: impl FnMut() -> R,
+    ) -> Result<f64, PrivacyError> {
+        open_unit("target_delta", target_delta)?;
+        let c = self.config;
+        if c.concentration == 0.0 {
+            return Err(PrivacyError::OutOfRange {
+                name: "concentration",
+                value: 0.0,
+                expected: "> 0 (k = 0 is (0, 0)-DP for every tau)",
+            });
+        }
+        let delta_at = |ln_tau: f64, rng: &mut R| -> Result<f64, PrivacyError> {
+            let at = DirichletConfig {
+                tau: ln_tau.exp(),
+                ..c
+            }
+            .build()?;
+            Ok(at.delta(samples, confidence, rng)?.upper())
+        };
+        // τ ∈ (0, 1/m): bracket from just below 1/m down to 1e-300.
+        let mut hi = ((1.0 - 1e-9) / c.actions as f64).ln();
+        let mut lo = 1e-300f64.ln();
+        if delta_at(hi, &mut rng())? <= target_delta {
+            return Ok(hi.exp());
+        }
+        if delta_at(lo, &mut rng())? > target_delta {
+            return Err(PrivacyError::Unreachable {
+                name: "target_delta",
+                target: target_delta,
+                reason: format!(
+                    "delta exceeds it even at tau = 1e-300 (k = {}, eta = {}, m = {}); raise k \
+                     or eta, or use more Monte Carlo samples",
+                    c.concentration, c.eta, c.actions
+                ),
+            });
+        }
+        while hi - lo > 1e-9 * lo.abs().max(1.0) {
+            let mid = 0.5 * (lo + hi);
+            if delta_at(mid, &mut rng())? <= target_delta {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(lo.exp())
+    }
+
     /// The largest k whose eq. 12 ε is at most `target_epsilon`, the other parameters fixed.
     ///
     /// Eq. 12 is strictly increasing in k: the first term is linear with positive slope, and the

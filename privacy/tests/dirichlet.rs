@@ -474,3 +474,35 @@ fn simplex_maps() {
     assert!(restrict_to_simplex(&[0.5, 0.5], 0.5, SimplexMap::EuclideanProjection).is_err());
     assert!(restrict_to_simplex(&[], 0.1, SimplexMap::EuclideanProjection).is_err());
 }
+
+#[test]
+fn solve_tau_meets_the_target_delta_for_every_m() {
+    // m = 2, k = 5, η = 0.2: δ(τ) = I_τ(1, 4) + I_τ(4, 1) = 1 − (1 − τ)⁴ + τ⁴, so δ = 0.05 at
+    // τ = 1 − 0.95^{1/4} = 0.0127414 (τ⁴ ≈ 3e-8 moves it in the 8th digit).
+    let two = config(2, 5.0, 0.2, 0.1, 1.0, 0.01).build().unwrap();
+    let seeded = || ChaCha8Rng::seed_from_u64(3);
+    let tau = two.solve_tau(0.05, 20_000, 0.95, seeded).unwrap();
+    assert!((tau - 0.012_741_4).abs() < 1e-6, "{tau}");
+    // m = 6 with η = 0.4/m: the m = 2 τ of 0.0127 gives a vacuous δ ≈ 0.95 ...
+    let six = config(6, 5.0, 0.4 / 6.0, 0.0127, 1.0, 0.01).build().unwrap();
+    let vacuous = six.delta(20_000, 0.95, &mut seeded()).unwrap().upper();
+    assert!(vacuous > 0.9, "{vacuous}");
+    // ... the solved τ meets the target with the same draws, and 1% more does not.
+    let tau = six.solve_tau(0.05, 20_000, 0.95, seeded).unwrap();
+    let at = |t: f64| {
+        config(6, 5.0, 0.4 / 6.0, t, 1.0, 0.01)
+            .build()
+            .unwrap()
+            .delta(20_000, 0.95, &mut seeded())
+            .unwrap()
+            .upper()
+    };
+    assert!(at(tau) <= 0.05, "{tau}: {}", at(tau));
+    assert!(at(tau * 1.01) > 0.05, "{tau}: {}", at(tau * 1.01));
+    assert!(tau < 1e-4, "{tau}");
+    // A target below the Monte Carlo half-width cannot be met: a named error.
+    assert!(matches!(
+        six.solve_tau(0.005, 20_000, 0.95, seeded),
+        Err(PrivacyError::Unreachable { .. })
+    ));
+}
