@@ -49,29 +49,113 @@ use crate::record::GradientRecord;
 /// How workers pick actions while collecting episodes.
 #[derive(Config, Debug, Copy, PartialEq)]
 pub enum Exploration {
-    /// The PGC paper's rule: argmax π with probability 1 − α, a uniform action with
-    /// probability α = max(0, `start` − n / `decay_submissions`) at submission n.
+    /// The PGC paper's rule: the `greedy` action with probability 1 − α, a uniform action with
+    /// probability α = max(0, `start` − n / `decay`), n read on `clock` (Section 4,
+    /// "Implementation": α = max{0, 0.5 − n/1800}).
     EpsilonGreedy {
-        /// α at the first submission.
+        /// α at n = 0.
         start: f64,
-        /// Submissions per unit decrease of α.
-        decay_submissions: f64,
+        /// Clock ticks per unit decrease of α.
+        decay: f64,
+        /// What n counts.
+        clock: ExplorationClock,
+        /// The action taken with probability 1 − α.
+        greedy: GreedyAction,
     },
-    /// Sample from π (the original A3C).
+    /// Sample from π at every step, no α (the original A3C).
     Sample,
 }
 
 impl Exploration {
-    /// The exploration rate α at submission `n` (0 for [`Exploration::Sample`]).
+    /// The exploration rate α at clock value `n` (0 for [`Exploration::Sample`]).
     pub fn epsilon(&self, n: u64) -> f64 {
         match *self {
-            Exploration::EpsilonGreedy {
-                start,
-                decay_submissions,
-            } => (start - n as f64 / decay_submissions).max(0.0),
+            Exploration::EpsilonGreedy { start, decay, .. } => (start - n as f64 / decay).max(0.0),
             Exploration::Sample => 0.0,
         }
     }
+
+    /// α at step `t` of an episode that starts at `time`: the schedule's n is the submission
+    /// count, or the environment steps before the episode plus `t`.
+    pub fn epsilon_at(&self, time: ExplorationTime, t: u64) -> f64 {
+        match *self {
+            Exploration::EpsilonGreedy {
+                clock: ExplorationClock::Submissions,
+                ..
+            } => self.epsilon(time.submissions),
+            Exploration::EpsilonGreedy {
+                clock: ExplorationClock::EnvSteps,
+                ..
+            } => self.epsilon(time.env_steps + t),
+            Exploration::Sample => 0.0,
+        }
+    }
+}
+
+/// What the n of the exploration schedule α = max(0, 0.5 − n/1800) counts; the paper does not
+/// say.
+#[derive(Config, Debug, Copy, PartialEq, Eq)]
+pub enum ExplorationClock {
+    /// Submissions (episodes) so far: α reaches 0 after 900 episodes.
+    Submissions,
+    /// Environment steps so far, across agents, advancing within an episode: the global frame
+    /// counter of the TensorFlow A3C CartPole code that such papers start from (there ε decays
+    /// over 200 × threads frames, and 1800 = 200 × the paper's 9 threads); α reaches 0 after
+    /// 900 steps, a few dozen early episodes.
+    EnvSteps,
+}
+
+/// The action an ε-greedy worker takes with probability 1 − α.
+#[derive(Config, Debug, Copy, PartialEq, Eq)]
+pub enum GreedyAction {
+    /// argmax_a π(a|s) (Algorithm 1).
+    Argmax,
+    /// a ∼ π(·|s), as the TensorFlow A3C CartPole code does.
+    Sample,
+}
+
+/// Where the exploration clock stands when an episode starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ExplorationTime {
+    /// Submissions handed out (or received by the aggregator) before this episode.
+    pub submissions: u64,
+    /// Environment steps before this episode.
+    pub env_steps: u64,
+}
+
+/// The reward r_t the loss sees (eq. 12, 18); the score ζ (steps survived) is the same under
+/// every scheme.
+#[derive(Config, Debug, Copy, PartialEq, Eq)]
+pub enum RewardScheme {
+    /// The environment's reward: +1 per step on CartPole, the failing step included; an
+    /// episode cut at the time limit bootstraps from V(s_T).
+    Gymnasium,
+    /// 0 per step, −1 on the step that fails, +1 on the step that reaches the time limit, and
+    /// the limit ends the episode like a terminal state (no bootstrap): the scheme of the
+    /// Keras/TensorFlow A3C CartPole example that such papers start from.
+    Sparse,
+}
+
+impl RewardScheme {
+    /// (r_t, whether the episode bootstraps from V(s_{t+1})) for a step with the environment's
+    /// `reward` that `terminated` or was `truncated` at the time limit (the limit wins when both).
+    pub fn reward(self, reward: f64, terminated: bool, truncated: bool) -> (f32, bool) {
+        match self {
+            RewardScheme::Gymnasium => (reward as f32, truncated && !terminated),
+            RewardScheme::Sparse if truncated => (1.0, false),
+            RewardScheme::Sparse if terminated => (-1.0, false),
+            RewardScheme::Sparse => (0.0, false),
+        }
+    }
+}
+
+/// How the loss of an update reduces over the T steps of its episode.
+#[derive(Config, Debug, Copy, PartialEq, Eq)]
+pub enum LossReduction {
+    /// Σ_t, as eq. 16–17 write it: the gradient grows with the episode's length.
+    Sum,
+    /// (1/T) Σ_t (`tf.reduce_mean` in the TensorFlow A3C code): the same direction, 1/T the size.
+    Mean,
 }
 
 /// Hyper-parameters of A3C. The loss and the aggregation are the PGC paper's (eq. 15–18, 22);
@@ -112,6 +196,12 @@ pub struct A3cConfig {
     /// How workers act.
     #[config(default = "Exploration::Sample")]
     pub exploration: Exploration,
+    /// The reward the loss sees.
+    #[config(default = "RewardScheme::Gymnasium")]
+    pub reward: RewardScheme,
+    /// Sum (eq. 16–17) or mean of the loss over the episode's steps.
+    #[config(default = "LossReduction::Sum")]
+    pub loss_reduction: LossReduction,
     /// Submissions (episodes) per epoch (one `metrics.csv` row).
     #[config(default = 100)]
     pub submissions_per_epoch: usize,
@@ -133,7 +223,9 @@ impl A3cConfig {
             .with_optimizer(OptimizerKind::Sgd)
             .with_exploration(Exploration::EpsilonGreedy {
                 start: 0.5,
-                decay_submissions: 1800.0,
+                decay: 1800.0,
+                clock: ExplorationClock::Submissions,
+                greedy: GreedyAction::Argmax,
             })
     }
 
@@ -146,13 +238,9 @@ impl A3cConfig {
         check_non_negative("entropy_coef", self.entropy_coef)?;
         check_count("buffer_size", self.buffer_size)?;
         check_count("submissions_per_epoch", self.submissions_per_epoch)?;
-        if let Exploration::EpsilonGreedy {
-            start,
-            decay_submissions,
-        } = self.exploration
-        {
+        if let Exploration::EpsilonGreedy { start, decay, .. } = self.exploration {
             check_unit_interval("exploration.start", start)?;
-            check_positive("exploration.decay_submissions", decay_submissions)?;
+            check_positive("exploration.decay", decay)?;
         }
         Ok(())
     }
@@ -266,7 +354,8 @@ pub fn actor_critic_loss<B: Backend>(
     }
 }
 
-/// The loss of one episode for `model` (eq. 15–18), with `[L^(p), L^(v), mean H]` on the host.
+/// The loss of one episode for `model` (eq. 15–18, or its mean over the steps with
+/// `config.loss_reduction`), with `[L^(p), L^(v), mean H]` (the sums of eq. 16–17) on the host.
 pub fn episode_loss<B: AutodiffBackend>(
     model: &ActorCritic<B>,
     episode: &A3cEpisode,
@@ -300,8 +389,12 @@ pub fn episode_loss<B: AutodiffBackend>(
         vec![terms.policy_loss, terms.value_loss, terms.entropy],
         0,
     ));
+    let loss = match config.loss_reduction {
+        LossReduction::Sum => terms.loss,
+        LossReduction::Mean => terms.loss / episode.actions.len() as f32,
+    };
     Ok((
-        terms.loss,
+        loss,
         [f64::from(host[0]), f64::from(host[1]), f64::from(host[2])],
     ))
 }
@@ -325,6 +418,15 @@ struct Shared<B: AutodiffBackend> {
     failed: bool,
     /// Every submission since [`A3c::keep_submissions`], if it was called.
     kept: Option<Vec<SubmissionRecord<B>>>,
+}
+
+impl<B: AutodiffBackend> Shared<B> {
+    fn exploration_time(&self) -> ExplorationTime {
+        ExplorationTime {
+            submissions: self.started,
+            env_steps: self.log.env_steps,
+        }
+    }
 }
 
 /// One worker's environment and generator, kept across epochs.
@@ -565,19 +667,19 @@ impl<B: AutodiffBackend> A3c<B> {
     }
 }
 
-/// Plays one episode in `env` with host copies of the policy and the value function at
-/// submission `n` (the exploration schedule's clock), as an A3C worker or a PGC agent does
+/// Plays one episode in `env` with host copies of the policy and the value function, the
+/// exploration clock standing at `time` when it starts, as an A3C worker or a PGC agent does
 /// (Algorithm 1's inner loop). The episode ends at a terminal state or at the time limit; a cut
-/// episode bootstraps from V(s_T).
+/// episode bootstraps from V(s_T) unless `reward` treats the limit as terminal.
 pub(crate) fn play_episode(
     env: &mut RolloutEnv,
     policy: &HostMlp,
     value: &HostMlp,
-    exploration: Exploration,
-    n: u64,
+    config: &A3cConfig,
+    time: ExplorationTime,
     rng: &mut ChaCha8Rng,
 ) -> Result<(A3cEpisode, EpisodeLog), AgentError> {
-    let epsilon = exploration.epsilon(n);
+    let exploration = config.exploration;
     let num_actions = policy.d_output();
     let mut local = EpisodeLog::default();
     let mut episode = A3cEpisode {
@@ -592,20 +694,28 @@ pub(crate) fn play_episode(
         let logits = policy.forward(&obs);
         let action = match exploration {
             Exploration::Sample => sample_categorical(&host_softmax(&logits), rng),
-            Exploration::EpsilonGreedy { .. } => {
+            Exploration::EpsilonGreedy { greedy, .. } => {
+                let epsilon = exploration.epsilon_at(time, episode.actions.len() as u64);
                 if rng.random::<f64>() < epsilon {
                     rng.random_range(0..num_actions)
                 } else {
-                    argmax(&logits)
+                    match greedy {
+                        GreedyAction::Argmax => argmax(&logits),
+                        GreedyAction::Sample => sample_categorical(&host_softmax(&logits), rng),
+                    }
                 }
             }
         };
         let step = env.step(action, &mut local)?;
+        let (reward, bootstrap) =
+            config
+                .reward
+                .reward(step.reward, step.terminated, step.truncated);
         episode.obs.extend_from_slice(&obs);
         episode.actions.push(action);
-        episode.rewards.push(step.reward as f32);
+        episode.rewards.push(reward);
         if step.done() {
-            if !step.terminated {
+            if bootstrap {
                 episode.bootstrap_value = value.forward(env.obs())[0];
             }
             env.end_episode(&mut local)?;
@@ -633,26 +743,24 @@ impl<B: AutodiffBackend> WorkerContext<'_, B> {
     /// until `target` submissions have been handed out.
     fn run_worker(&self, index: usize, worker: &mut Worker, target: u64) -> Result<(), AgentError> {
         loop {
-            let (n, local, keep) = {
+            let (time, local, keep) = {
                 let mut shared = self.lock();
                 if shared.started >= target || shared.failed {
                     return Ok(());
                 }
+                let time = shared.exploration_time();
                 shared.started += 1;
-                (
-                    shared.started - 1,
-                    shared.model.valid(),
-                    shared.kept.is_some(),
-                )
+                (time, shared.model.valid(), shared.kept.is_some())
             };
+            let n = time.submissions;
             let (policy, value) = local.host_copies();
             let kept_parameters = keep.then(|| local.clone());
             let (episode, local_log) = play_episode(
                 &mut worker.env,
                 &policy,
                 &value,
-                self.config.exploration,
-                n,
+                self.config,
+                time,
                 &mut worker.rng,
             )?;
             // θ′ ← θ, then g_n = ∂L̂_n(θ′)/∂θ′.
@@ -708,9 +816,9 @@ impl<B: AutodiffBackend> Agent for A3c<B> {
 
     /// Greedy: argmax π. Stochastic: the workers' exploration rule at the current submission.
     fn act(&mut self, obs: &[f32], mode: ActMode) -> usize {
-        let (model, n) = {
+        let (model, time) = {
             let shared = self.lock();
-            (shared.model.valid(), shared.started)
+            (shared.model.valid(), shared.exploration_time())
         };
         let logits = model.host_copies().0.forward(obs);
         match (mode, self.config.exploration) {
@@ -718,9 +826,11 @@ impl<B: AutodiffBackend> Agent for A3c<B> {
             (ActMode::Stochastic, Exploration::Sample) => {
                 sample_categorical(&host_softmax(&logits), &mut self.rng)
             }
-            (ActMode::Stochastic, exploration) => {
-                if self.rng.random::<f64>() < exploration.epsilon(n) {
+            (ActMode::Stochastic, exploration @ Exploration::EpsilonGreedy { greedy, .. }) => {
+                if self.rng.random::<f64>() < exploration.epsilon_at(time, 0) {
                     self.rng.random_range(0..self.num_actions)
+                } else if greedy == GreedyAction::Sample {
+                    sample_categorical(&host_softmax(&logits), &mut self.rng)
                 } else {
                     argmax(&logits)
                 }
@@ -742,7 +852,9 @@ impl<B: AutodiffBackend> Agent for A3c<B> {
             ("gradient_l1", stats.gradient_l1),
             (
                 "exploration",
-                self.config.exploration.epsilon(shared.started),
+                self.config
+                    .exploration
+                    .epsilon_at(shared.exploration_time(), 0),
             ),
         ];
         Ok(out)

@@ -81,7 +81,8 @@ pub mod record;
 pub mod reinforce;
 
 pub use a3c::{
-    A3c, A3cConfig, A3cEpisode, A3cStats, EnvFactory, Exploration, GradientHook, SubmissionRecord,
+    A3c, A3cConfig, A3cEpisode, A3cStats, EnvFactory, Exploration, ExplorationClock,
+    ExplorationTime, GradientHook, GreedyAction, LossReduction, RewardScheme, SubmissionRecord,
 };
 pub use agent::{ActMode, Agent, EpisodeLog, EpochStats};
 pub use buffer::{ReplayBuffer, RolloutBatch, TransitionBatch};

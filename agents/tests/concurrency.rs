@@ -78,6 +78,7 @@ fn pgc_agents_compute_alone_what_they_compute_together() {
     let parameters = Parameters {
         version: 0,
         submissions: 0,
+        env_steps: 0,
         values: theta,
     };
     let together: Vec<Vec<_>> = std::thread::scope(|scope| {

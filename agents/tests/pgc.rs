@@ -4,9 +4,12 @@
 use std::time::Duration;
 
 use burn::backend::{Autodiff, NdArray};
-use privrl_agents::pgc::{flatten_parameters, initial_parameters, run_pgc, AggregatorState};
+use privrl_agents::pgc::{
+    first_success_time, flatten_parameters, initial_parameters, run_pgc, AggregatorState,
+};
 use privrl_agents::{
-    A3c, A3cConfig, Aggregator, InProcess, OptimizerKind, Parameters, PgcAgent, PgcConfig,
+    A3c, A3cConfig, Aggregator, Exploration, ExplorationClock, ExplorationTime, GreedyAction,
+    InProcess, LossReduction, OptimizerKind, Parameters, PgcAgent, PgcConfig, RewardScheme,
     Submission, Transport,
 };
 use privrl_envs::{CartPoleConfig, Env};
@@ -265,6 +268,50 @@ fn aggregator_applies_each_submission_once_and_resumes_from_its_checkpoint() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The aggregator's FST on a hand-made score log is eq. 26's: the first submission of the
+/// first window of m whose mean reaches Θ (eq. 25 looks forward), whatever |B|.
+#[test]
+fn aggregator_first_success_time_follows_eq_26_on_a_hand_made_log() {
+    // m = 10, Θ = 195. Windows: μ_1 … μ_5 hold a 20 (≤ (9·200 + 20)/10 = 182); μ_6 = ζ_6 … ζ_15
+    // = 200 each except ζ_13 = 190: (9·200 + 190)/10 = 199 ≥ 195. FST = 6, reached when the
+    // 15th submission completes the window (the old count said 15).
+    let mut log = vec![200.0, 200.0, 200.0, 200.0, 20.0];
+    log.extend([
+        200.0, 200.0, 200.0, 200.0, 200.0, 200.0, 200.0, 190.0, 200.0, 200.0,
+    ]);
+    log.extend([10.0; 6]);
+    assert_eq!(first_success_time(&log, 10, 195.0), Some(6));
+    for buffer in [1, 3] {
+        let config = PgcConfig::new().with_a3c(A3cConfig::pgc_paper().with_buffer_size(buffer));
+        let transport = InProcess::new();
+        let mut aggregator = Aggregator::new(&config, vec![0.0; D]).unwrap();
+        for (i, &score) in log.iter().enumerate() {
+            let mut s = submission("a", i as u64 + 1, 0.0);
+            s.score = score;
+            transport.submit(&s).unwrap();
+        }
+        let applied = aggregator
+            .poll(&transport, log.len(), Duration::from_millis(50))
+            .unwrap();
+        assert_eq!(applied.len(), 21, "|B| = {buffer}");
+        assert_eq!(aggregator.state().first_success, Some(6), "|B| = {buffer}");
+        // The curve's 15th point is the mean of ζ_6 … ζ_15, i.e. μ_6.
+        assert_eq!(applied[14].mean_score, 199.0);
+    }
+}
+
+/// The cutoff counts model updates (Section 4.2: "90,000 updates"), not submissions: with
+/// |B| = 3 a run cut at 4 updates applies exactly 12 submissions.
+#[test]
+fn run_cutoff_counts_updates_not_submissions() {
+    let config = PgcConfig::paper(laplace_at(Some(1.0)))
+        .with_max_updates(4)
+        .with_stop_at_success(false)
+        .with_a3c(A3cConfig::pgc_paper().with_workers(2).with_buffer_size(3));
+    let outcome = run_pgc::<B>(&config, &InProcess::new(), 1, &Default::default(), |_| {}).unwrap();
+    assert_eq!((outcome.updates, outcome.applied), (4, 12));
+}
+
 #[test]
 fn threaded_run_applies_what_the_agents_send() {
     let config = PgcConfig::paper(laplace_at(Some(1.0)))
@@ -286,4 +333,178 @@ fn threaded_run_applies_what_the_agents_send() {
     // CartPole-v0 scores lie in [1, 200].
     assert!(scores.iter().all(|&(_, s)| (1.0..=200.0).contains(&s)));
     assert!(transport.is_closed().unwrap());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The learner's factors (the ablation's options)
+// ---------------------------------------------------------------------------------------------
+
+/// θ = 0 published after `submissions` episodes of `env_steps` steps in all.
+fn zero_parameters(bias: bool, submissions: u64, env_steps: u64) -> Parameters {
+    let d = if bias { 131 } else { D };
+    Parameters {
+        version: 0,
+        submissions,
+        env_steps,
+        values: vec![0.0; d],
+    }
+}
+
+/// The sparse scheme of the Keras A3C CartPole example on hand-made episodes: 0 per step, −1
+/// on the failing step, +1 on the step that reaches the cap, which ends the episode like a
+/// terminal state; Gymnasium's +1 per step bootstraps only a cut episode.
+#[test]
+fn reward_schemes_on_hand_made_episodes() {
+    use privrl_agents::a3c::value_targets;
+    let steps = |scheme: RewardScheme, flags: &[(bool, bool)]| -> (Vec<f32>, bool) {
+        let mut bootstrap = false;
+        let rewards = flags
+            .iter()
+            .map(|&(terminated, truncated)| {
+                let (r, b) = scheme.reward(1.0, terminated, truncated);
+                bootstrap = b;
+                r
+            })
+            .collect();
+        (rewards, bootstrap)
+    };
+    let failed = [(false, false), (false, false), (true, false)];
+    let capped = [(false, false), (false, false), (false, true)];
+    let both = [(false, false), (true, true)];
+    assert_eq!(
+        steps(RewardScheme::Sparse, &failed),
+        (vec![0.0, 0.0, -1.0], false)
+    );
+    assert_eq!(
+        steps(RewardScheme::Sparse, &capped),
+        (vec![0.0, 0.0, 1.0], false)
+    );
+    assert_eq!(steps(RewardScheme::Sparse, &both), (vec![0.0, 1.0], false));
+    assert_eq!(
+        steps(RewardScheme::Gymnasium, &failed),
+        (vec![1.0, 1.0, 1.0], false)
+    );
+    assert_eq!(
+        steps(RewardScheme::Gymnasium, &capped),
+        (vec![1.0, 1.0, 1.0], true)
+    );
+    // V̂ at γ = 0.5 for the failed episode: −0.25, −0.5, −1 (eq. 18 with V(s_T) = 0).
+    assert_eq!(
+        value_targets(&[0.0, 0.0, -1.0], 0.0, 0.5),
+        vec![-0.25, -0.5, -1.0]
+    );
+
+    // An agent under the sparse scheme: argmax at θ = 0 pushes one way and fails well before
+    // the cap; its rewards are 0 … 0, −1 and its score is still the number of steps.
+    let config = PgcConfig::paper(laplace_at(None))
+        .with_a3c(A3cConfig::pgc_paper().with_reward(RewardScheme::Sparse));
+    let mut agent = PgcAgent::<B>::new(&config, "a", 3, &Default::default()).unwrap();
+    let (_, episode) = agent.play(&zero_parameters(false, 10_000, 0)).unwrap();
+    let t = episode.rewards.len();
+    assert!((2..200).contains(&t), "{t} steps");
+    assert_eq!(episode.rewards[t - 1], -1.0);
+    assert!(episode.rewards[..t - 1].iter().all(|&r| r == 0.0));
+    assert_eq!(episode.bootstrap_value, 0.0);
+}
+
+/// The mean loss is the sum divided by the episode's T, so its gradient is 1/T of the sum's,
+/// entry by entry.
+#[test]
+fn mean_loss_gradient_is_the_sum_gradient_over_t() {
+    let device = Default::default();
+    let sum_config = PgcConfig::paper(laplace_at(None));
+    let mean_config = PgcConfig::paper(laplace_at(None))
+        .with_a3c(A3cConfig::pgc_paper().with_loss_reduction(LossReduction::Mean));
+    let theta = initial_parameters::<B>(&sum_config, 4, &device).unwrap();
+    let parameters = Parameters {
+        version: 0,
+        submissions: 0,
+        env_steps: 0,
+        values: theta,
+    };
+    let mut agent = PgcAgent::<B>::new(&sum_config, "a", 5, &device).unwrap();
+    let (model, episode) = agent.play(&parameters).unwrap();
+    let t = episode.rewards.len() as f32;
+    assert!(t > 1.0);
+    let sum = agent.gradient_of(&model, &episode).unwrap().flatten();
+    let mean_agent = PgcAgent::<B>::new(&mean_config, "b", 5, &device).unwrap();
+    let mean = mean_agent.gradient_of(&model, &episode).unwrap().flatten();
+    let scale = sum.iter().map(|g| g.abs()).fold(0.0f32, f32::max);
+    assert!(scale > 0.0);
+    for (s, m) in sum.iter().zip(&mean) {
+        assert!((s / t - m).abs() <= 1e-5 * scale, "{s} / {t} vs {m}");
+    }
+}
+
+/// α on the two clocks: on submissions it stays put within an episode; on environment steps
+/// it starts from the steps already played (the aggregator publishes the sum of the scores
+/// it received) and falls step by step.
+#[test]
+fn exploration_clocks_by_hand() {
+    let greedy = |clock| Exploration::EpsilonGreedy {
+        start: 0.5,
+        decay: 1800.0,
+        clock,
+        greedy: GreedyAction::Argmax,
+    };
+    let time = ExplorationTime {
+        submissions: 90,
+        env_steps: 450,
+    };
+    let by_submissions = greedy(ExplorationClock::Submissions);
+    let by_steps = greedy(ExplorationClock::EnvSteps);
+    assert_eq!(by_submissions.epsilon_at(time, 0), 0.45);
+    assert_eq!(by_submissions.epsilon_at(time, 100), 0.45);
+    assert_eq!(by_steps.epsilon_at(time, 0), 0.25);
+    assert_eq!(by_steps.epsilon_at(time, 90), 0.2);
+    assert_eq!(by_steps.epsilon_at(time, 900), 0.0);
+
+    // The aggregator's clock: 3 submissions with scores 12, 30 and 7 (|B| = 2: one applied
+    // pair and one buffered) put the env-steps clock at 49.
+    let config = PgcConfig::new().with_a3c(A3cConfig::pgc_paper().with_buffer_size(2));
+    let transport = InProcess::new();
+    let mut aggregator = Aggregator::new(&config, vec![0.0; D]).unwrap();
+    for (seq, score) in [(1, 12.0), (2, 30.0), (3, 7.0)] {
+        let mut s = submission("a", seq, 0.0);
+        s.score = score;
+        transport.submit(&s).unwrap();
+    }
+    aggregator
+        .poll(&transport, 3, Duration::from_millis(50))
+        .unwrap();
+    let published = transport.parameters().unwrap().unwrap();
+    assert_eq!((published.submissions, published.env_steps), (3, 49));
+    assert_eq!(aggregator.state().env_steps, 42);
+}
+
+/// Once α = 0, argmax at θ = 0 (a uniform π) always takes the first action, while sampling
+/// from π takes both.
+#[test]
+fn sampled_and_argmax_actions_differ_where_pi_is_uniform() {
+    let actions = |greedy: GreedyAction| -> Vec<usize> {
+        let mut a3c = A3cConfig::pgc_paper();
+        if let Exploration::EpsilonGreedy {
+            start,
+            decay,
+            clock,
+            ..
+        } = a3c.exploration
+        {
+            a3c.exploration = Exploration::EpsilonGreedy {
+                start,
+                decay,
+                clock,
+                greedy,
+            };
+        }
+        let config = PgcConfig::paper(laplace_at(None)).with_a3c(a3c);
+        let mut agent = PgcAgent::<B>::new(&config, "a", 7, &Default::default()).unwrap();
+        // 900 submissions in: α = 0.
+        let (_, episode) = agent.play(&zero_parameters(false, 900, 0)).unwrap();
+        episode.actions
+    };
+    let argmax = actions(GreedyAction::Argmax);
+    assert!(argmax.iter().all(|&a| a == argmax[0]), "{argmax:?}");
+    let sampled = actions(GreedyAction::Sample);
+    assert!(sampled.contains(&0) && sampled.contains(&1), "{sampled:?}");
 }

@@ -274,14 +274,17 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
     // 7. PGC-A3C (locally private distributed A3C), quick mode, in-process, in the setting
     // that learns at ε = ∞ (at the paper's setting as written no run learns: docs/pgc.md).
     let mut pgc_args = crate::suites::pgc::PgcSuiteArgs::quick(seed, args.backend, args.threads);
-    pgc_args.optimizer = crate::suites::pgc::OptimizerChoice::Adam;
-    pgc_args.sample_actions = true;
-    pgc_args.bias = true;
+    pgc_args.optimizer = vec![crate::suites::pgc::PerMechanism {
+        mechanism: None,
+        value: crate::suites::pgc::OptimizerChoice::Adam,
+    }];
+    pgc_args.learner.actions = crate::suites::pgc::ActionsArg::Policy;
+    pgc_args.learner.bias = true;
     let pgc = crate::suites::pgc::run(pgc_args)?;
     report
         .heading("Locally private distributed RL (PGC-A3C)")
         .paragraph(&format!(
-            "Laplace and PRS at ε ∈ {{2, ∞}}, 3 trials, at most 5000 submissions, in-process, \
+            "Laplace and PRS at ε ∈ {{2, ∞}}, 3 trials, at most 5000 updates, in-process, \
              with Adam, sampled actions and biases (at the paper's setting as written no run \
              learns even at ε = ∞, so the effect of ε could not show): see [{}]({}). `cargo \
              xtask suite pgc` runs Tables 1–3 at scale.",

@@ -20,6 +20,7 @@ use privrl_experiments::mechanism_arg::{MechanismParser, PGC_MECHANISMS};
 use privrl_experiments::noise_rng::NoiseRng;
 use privrl_experiments::report::{Cell, Report};
 use privrl_experiments::run::{suite_dir, write_json};
+use privrl_experiments::suites::pgc::{LearnerArgs, OptimizerChoice};
 use privrl_experiments::sweep::progress_bar;
 use privrl_privacy::{Epsilon, GradientMechanismConfig, MechanismKind};
 
@@ -49,9 +50,12 @@ pub struct PgcParams {
     /// Learning rate η of eq. 22 (the paper: 0.5).
     #[arg(long, default_value_t = 0.5)]
     pub lr: f64,
-    /// Give the network biases (d = 131; the paper's d = 112 counts none).
-    #[arg(long)]
-    pub bias: bool,
+    /// The aggregator's rule on the buffer's mean: `sgd` (eq. 22) or `adam`.
+    #[arg(long, value_enum, default_value_t = OptimizerChoice::Sgd)]
+    pub optimizer: OptimizerChoice,
+    /// The learner's factors (the paper's setting by default).
+    #[command(flatten)]
+    pub learner: LearnerArgs,
     /// Where the agents' mechanism noise comes from: `seeded` (from each agent's seed) or
     /// `secure` (the OS CSPRNG; what a deployment should use).
     #[arg(long, value_enum, default_value_t = NoiseRng::Seeded)]
@@ -72,11 +76,12 @@ impl PgcParams {
         };
         let mut config = PgcConfig::paper(mechanism).with_rounds(self.rounds);
         let buffer = self.buffer_size.unwrap_or(config.a3c.buffer_size);
-        config.a3c = config
-            .a3c
+        config.a3c = self
+            .learner
+            .apply(config.a3c)
             .with_buffer_size(buffer)
             .with_lr(self.lr)
-            .with_bias(self.bias);
+            .with_optimizer(self.optimizer.kind());
         config.with_noise_rng(self.noise_rng.mode())
     }
 }

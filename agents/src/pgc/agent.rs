@@ -10,7 +10,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::{load_flat_parameters, Parameters, PgcConfig, PgcError, Submission, Transport};
-use crate::a3c::{episode_loss, play_episode, A3cEpisode};
+use crate::a3c::{episode_loss, play_episode, A3cEpisode, ExplorationTime};
 use crate::autodiff;
 use crate::env::RolloutEnv;
 use crate::error::AgentError;
@@ -109,12 +109,16 @@ impl<B: AutodiffBackend> PgcAgent<B> {
             }
         };
         let (policy, value) = model.host_copies();
+        let time = ExplorationTime {
+            submissions: parameters.submissions,
+            env_steps: parameters.env_steps,
+        };
         let (episode, _) = play_episode(
             &mut identity.env,
             &policy,
             &value,
-            self.config.a3c.exploration,
-            parameters.submissions,
+            &self.config.a3c,
+            time,
             &mut self.rng,
         )?;
         identity.rounds_left -= 1;

@@ -19,6 +19,9 @@ pub struct AggregatorState {
     pub version: u64,
     /// Submissions applied.
     pub applied: u64,
+    /// Environment steps (scores) of the applied submissions.
+    #[serde(default)]
+    pub env_steps: u64,
     /// Deliveries skipped because their submission was already applied.
     pub duplicates: u64,
     /// Deliveries refused (wrong length, non-finite values).
@@ -27,7 +30,8 @@ pub struct AggregatorState {
     pub high_water: BTreeMap<String, u64>,
     /// The last m scores, for μ_n.
     pub recent_scores: VecDeque<f64>,
-    /// First success time (eq. 26), once reached.
+    /// First success time (eq. 26): the first submission of the first window whose mean
+    /// reaches Θ, once that window is complete.
     pub first_success: Option<u64>,
     /// Adam's moments when the aggregator steps θ with Adam instead of eq. 22's SGD.
     #[serde(default)]
@@ -41,7 +45,8 @@ pub struct AppliedSubmission {
     pub n: u64,
     /// Score ζ_n.
     pub score: f64,
-    /// μ_n over the last m scores (fewer before m have arrived).
+    /// The mean of the last m scores (of fewer before m have arrived): once m have, μ_{n−m+1}
+    /// of eq. 25, whose window ends here.
     pub mean_score: f64,
     /// θ's version after the update that applied it.
     pub version: u64,
@@ -75,6 +80,7 @@ impl Aggregator {
                 theta,
                 version: 0,
                 applied: 0,
+                env_steps: 0,
                 duplicates: 0,
                 rejected: 0,
                 high_water: BTreeMap::new(),
@@ -114,11 +120,22 @@ impl Aggregator {
         &self.state
     }
 
+    /// Submissions received and waiting in B for the next update.
+    pub fn buffered(&self) -> usize {
+        self.buffer.len()
+    }
+
     /// θ as published.
     pub fn parameters(&self) -> Parameters {
         Parameters {
             version: self.state.version,
             submissions: self.state.applied + self.buffer.len() as u64,
+            env_steps: self.state.env_steps
+                + self
+                    .buffer
+                    .iter()
+                    .map(|d| steps_of(d.submission.score))
+                    .sum::<u64>(),
             values: self.state.theta.clone(),
         }
     }
@@ -205,6 +222,7 @@ impl Aggregator {
         for d in &buffer {
             let s = &d.submission;
             self.state.applied += 1;
+            self.state.env_steps += steps_of(s.score);
             self.state.high_water.insert(s.source.clone(), s.seq);
             self.state.recent_scores.push_back(s.score);
             while self.state.recent_scores.len() > self.score_window {
@@ -212,12 +230,13 @@ impl Aggregator {
             }
             let mean_score = self.state.recent_scores.iter().sum::<f64>()
                 / self.state.recent_scores.len() as f64;
-            // eq. 26 over full windows.
+            // The full window ζ_{k−m+1} … ζ_k is μ_{k−m+1} of eq. 25 (it looks forward), so
+            // eq. 26's FST is the window's first submission, not the k that completes it.
             if self.state.first_success.is_none()
                 && self.state.recent_scores.len() == self.score_window
                 && mean_score >= self.target_score
             {
-                self.state.first_success = Some(self.state.applied);
+                self.state.first_success = Some(self.state.applied + 1 - self.score_window as u64);
             }
             applied.push(AppliedSubmission {
                 n: self.state.applied,
@@ -246,6 +265,12 @@ impl Aggregator {
         std::fs::write(&tmp, json).map_err(|e| error(e.to_string()))?;
         std::fs::rename(&tmp, path).map_err(|e| error(e.to_string()))
     }
+}
+
+/// The environment steps of a submission: its score ζ is the number of steps the episode
+/// lasted (finite and ≥ 0 once accepted).
+fn steps_of(score: f64) -> u64 {
+    score.max(0.0) as u64
 }
 
 /// Reads an aggregator checkpoint.

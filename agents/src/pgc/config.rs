@@ -29,8 +29,14 @@ pub struct PgcConfig {
     /// Gravity ψ of the agents' CartPole-v0, drawn uniformly per agent (Section 4).
     #[config(default = "vec![9.7, 9.8, 9.9]")]
     pub gravities: Vec<f64>,
-    /// Stop after this many applied submissions (the paper: FST = ∞ past 90,000).
+    /// Stop after this many model updates (eq. 22) without success: the paper's cutoff, "FST
+    /// = ∞ if a learning process cannot meet the success in 90,000 updates" (Section 4.2).
+    /// It counts updates, not submissions: with |B| = 100 (PRS) that is 9,000,000 submissions.
     #[config(default = 90_000)]
+    pub max_updates: u64,
+    /// Stop after this many applied submissions as well (a fixed-length run such as Fig. 2's;
+    /// no limit by default, the cutoff being `max_updates`).
+    #[config(default = "u64::MAX")]
     pub max_submissions: u64,
     /// Target score Θ (eq. 26).
     #[config(default = 195.0)]
@@ -80,6 +86,9 @@ impl PgcConfig {
                 format!("{:?}", self.gravities),
                 "a non-empty list of finite values > 0",
             );
+        }
+        if self.max_updates == 0 {
+            return invalid("max_updates", "0".into(), ">= 1");
         }
         if self.max_submissions == 0 {
             return invalid("max_submissions", "0".into(), ">= 1");

@@ -8,8 +8,13 @@ use serde::{Deserialize, Serialize};
 pub struct Parameters {
     /// Number of updates (eq. 22) applied so far.
     pub version: u64,
-    /// Submissions received so far (applied or buffered): the n of the exploration schedule.
+    /// Submissions received so far (applied or buffered): the n of the exploration schedule
+    /// on the submissions clock.
     pub submissions: u64,
+    /// Environment steps of those submissions (their scores): where an episode starts on the
+    /// env-steps clock of the exploration schedule.
+    #[serde(default)]
+    pub env_steps: u64,
     /// θ, flattened in the network's parameter order (that of [`GradientRecord::flatten`]).
     ///
     /// [`GradientRecord::flatten`]: crate::GradientRecord::flatten

@@ -40,7 +40,10 @@ pub use self::aggregator::{Aggregator, AggregatorState, AppliedSubmission};
 pub use self::config::PgcConfig;
 pub use self::error::PgcError;
 pub use self::messages::{Delivery, Parameters, Submission};
-pub use self::metrics::{median_first_success, relative_area, success_ratio, success_ratio_area};
+pub use self::metrics::{
+    average_scores, first_success_time, median_first_success, relative_area, success_ratio,
+    success_ratio_area,
+};
 pub use self::params::{flatten_parameters, initial_parameters, load_flat_parameters};
 pub use self::redis::RedisTransport;
 pub use self::run::{run_pgc, PgcOutcome};

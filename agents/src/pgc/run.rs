@@ -29,8 +29,10 @@ pub struct PgcOutcome {
 }
 
 /// A whole PGC-A3C run in one process: `config.a3c.workers` agent threads submit through
-/// `transport`, the calling thread aggregates until `max_submissions` are applied (or the first
-/// success, with `stop_at_success`). `on_applied` sees every applied submission in order.
+/// `transport`, the calling thread aggregates until `max_updates` updates (the paper's cutoff)
+/// or `max_submissions` submissions are applied, or the first success with `stop_at_success`.
+/// The aggregator never receives more than the cutoff can apply, so a success counts only if
+/// its window completes within the cutoff. `on_applied` sees every applied submission in order.
 pub fn run_pgc<B: AutodiffBackend>(
     config: &PgcConfig,
     transport: &dyn Transport,
@@ -60,6 +62,7 @@ pub fn run_pgc<B: AutodiffBackend>(
             loop {
                 let state = aggregator.state();
                 if state.applied >= config.max_submissions
+                    || state.version >= config.max_updates
                     || (config.stop_at_success && state.first_success.is_some())
                 {
                     return Ok(());
@@ -67,7 +70,13 @@ pub fn run_pgc<B: AutodiffBackend>(
                 if handles.iter().all(|h| h.is_finished()) {
                     return Ok(());
                 }
-                let room = ((config.max_submissions - state.applied) as usize).min(256);
+                // What the remaining updates can take, less what is already buffered.
+                let update_room = (config.max_updates - state.version)
+                    .saturating_mul(config.a3c.buffer_size as u64)
+                    .saturating_sub(aggregator.buffered() as u64);
+                let room = (config.max_submissions - state.applied)
+                    .min(update_room)
+                    .min(256) as usize;
                 for applied in aggregator.poll(transport, room, Duration::from_millis(20))? {
                     on_applied(&applied);
                 }

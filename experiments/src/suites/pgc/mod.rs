@@ -3,7 +3,9 @@
 //! (relative area under the success-ratio curve), Fig. 2 (μ_n with |B| ∈ {1, 100}) and Fig. 3
 //! (success ratio against submissions), beside the paper's values.
 
+mod ablation;
 mod headline;
+mod learner;
 mod plan;
 mod report;
 mod trial;
@@ -18,7 +20,10 @@ use crate::run::{suite_dir, RunName};
 use crate::summary::SuiteOutcome;
 use crate::sweep::{run_parallel, Job};
 
-pub use self::plan::{OptimizerChoice, PgcSuiteArgs, TransportChoice};
+pub use self::learner::{
+    ActionsArg, ClockArg, LearnerArgs, LossArg, OptimizerChoice, PerMechanism, RewardArg,
+};
+pub use self::plan::{PgcSuiteArgs, TransportChoice};
 pub use self::trial::TrialSummary;
 
 const SUITE: &str = "pgc";
@@ -30,6 +35,13 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<SuiteOutcome> {
             .ok()
             .filter(|u| !u.is_empty());
     }
+    if args.ablation {
+        return ablation::run(&args);
+    }
+    anyhow::ensure!(
+        args.settings.is_empty() && !args.report_only,
+        "--settings and --report-only go with --ablation"
+    );
     let plan = args.plan();
     anyhow::ensure!(plan.trials >= 1, "--trials must be >= 1");
     anyhow::ensure!(plan.workers >= 1, "--workers must be >= 1");
@@ -42,17 +54,25 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<SuiteOutcome> {
     let dir = suite_dir(SUITE)?;
     let start = std::time::Instant::now();
     let mut jobs = Vec::new();
-    let trial = |mech: MechanismKind, epsilon, buffer_size, max, stop, seed, name: String| Trial {
-        plan: plan.clone(),
-        mech,
-        epsilon,
-        buffer_size,
-        max_submissions: max,
-        stop_at_success: stop,
-        seed,
-        run_name: name,
-        redis: args.redis.clone(),
-    };
+    // A table trial runs to its first success or the cutoff in updates; a Fig. 2 run applies
+    // a fixed number of submissions.
+    let trial =
+        |mech: MechanismKind, epsilon, buffer_size, fig2: Option<u64>, seed, name: String| Trial {
+            plan: plan.clone(),
+            mech,
+            epsilon,
+            buffer_size,
+            max_updates: if fig2.is_some() {
+                u64::MAX
+            } else {
+                plan.max_updates
+            },
+            max_submissions: fig2.unwrap_or(u64::MAX),
+            stop_at_success: fig2.is_none(),
+            seed,
+            run_name: name,
+            redis: args.redis.clone(),
+        };
     for &mech in &plan.mechanisms {
         let buffer = buffer_size(mech);
         for &epsilon in plan.epsilons.iter().filter(|&&e| runs_at(mech, e)) {
@@ -64,15 +84,7 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<SuiteOutcome> {
                     .seed(seed);
                 jobs.push(Job::new(
                     name.as_str(),
-                    trial(
-                        mech,
-                        epsilon,
-                        buffer,
-                        plan.max_submissions,
-                        true,
-                        seed,
-                        name.as_str().to_string(),
-                    ),
+                    trial(mech, epsilon, buffer, None, seed, name.as_str().to_string()),
                 ));
             }
         }
@@ -95,8 +107,7 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<SuiteOutcome> {
                         mech,
                         Epsilon::finite(1.0)?,
                         buffer,
-                        plan.fig2_submissions,
-                        false,
+                        Some(plan.fig2_submissions),
                         plan.seed,
                         name.as_str().to_string(),
                     ),

@@ -2,10 +2,10 @@
 //! resolve to (what `config.json` records).
 
 use clap::{Args, ValueEnum};
-use privrl_agents::OptimizerKind;
 use privrl_privacy::{Epsilon, MechanismKind};
 use serde::Serialize;
 
+use super::learner::{for_mechanism, LearnerArgs, OptimizerChoice, PerMechanism};
 use crate::backend::BackendChoice;
 use crate::mechanism_arg::{MechanismParser, PGC_MECHANISMS};
 use crate::noise_rng::NoiseRng;
@@ -24,16 +24,17 @@ pub enum TransportChoice {
 /// Arguments of `suite pgc`.
 #[derive(Args, Debug, Clone, Serialize)]
 pub struct PgcSuiteArgs {
-    /// Quick mode: ε ∈ {2, ∞}, 3 trials, at most 5000 submissions per trial.
+    /// Quick mode: ε ∈ {2, ∞}, 3 trials, at most 5000 model updates per trial.
     #[arg(long)]
     pub quick: bool,
     /// Trials K per cell (the paper: 20). Default 3 quick, 10 otherwise.
     #[arg(long)]
     pub trials: Option<usize>,
-    /// Submissions after which a trial counts as a failure (the paper: 90,000). Default
-    /// 5000 quick.
+    /// Model updates (eq. 22) after which a trial without success counts as FST = ∞ (the
+    /// paper: 90,000 updates; with PRS's |B| = 100 that is 100 times as many submissions).
+    /// Default 5000 quick.
     #[arg(long)]
-    pub max_submissions: Option<u64>,
+    pub max_updates: Option<u64>,
     /// Submissions per Fig. 2 run (|B| ∈ {1, 100} at ε = 1). Default 500 quick, 10,000
     /// otherwise; 0 skips Fig. 2.
     #[arg(long)]
@@ -47,27 +48,25 @@ pub struct PgcSuiteArgs {
     /// Agent threads per trial (the paper: 9).
     #[arg(long, default_value_t = 9)]
     pub workers: usize,
-    /// Give the network biases (d = 131). The paper's d = 112 counts none, but its
-    /// TensorFlow layers may well have had them (Keras' default).
-    #[arg(long)]
-    pub bias: bool,
     /// The ε of the cells (comma-separated, `inf` for ∞). Default 2,inf quick, 1,2,5,10,inf
     /// otherwise (Tables 1–3).
     #[arg(long, value_delimiter = ',')]
     pub epsilons: Option<Vec<Epsilon>>,
-    /// Sample actions from π (the original A3C) instead of the paper's argmax with
-    /// α-greedy exploration, α = max(0, 0.5 − n/1800): an ablation for the policy collapse.
-    #[arg(long)]
-    pub sample_actions: bool,
-    /// How the aggregator steps θ with the mean of its buffer: `sgd` is eq. 22; `adam` takes an
-    /// Adam step on the same noisy mean instead (post-processing, so it spends no privacy;
-    /// Section 3.1.1 allows any gradient method). Under eq. 22 with Laplace's C = 0.01 a
-    /// submission moves θ by at most η·C/2 in L1; Adam rescales that step.
-    #[arg(long, value_enum, default_value_t = OptimizerChoice::Sgd)]
-    pub optimizer: OptimizerChoice,
-    /// Learning rate η. Default 0.5 with sgd (the paper), 0.005 with adam.
-    #[arg(long)]
-    pub lr: Option<f64>,
+    /// The learner's factors (the paper's setting by default).
+    #[command(flatten)]
+    pub learner: LearnerArgs,
+    /// How the aggregator steps θ with the mean of its buffer, for all mechanisms (`sgd`,
+    /// `adam`) or per mechanism (`laplace=adam,prs=sgd`; later entries win). `sgd` is eq. 22;
+    /// `adam` takes an Adam step on the same noisy mean (post-processing, so it spends no
+    /// privacy; Section 3.1.1 allows any gradient method). Under eq. 22 with Laplace's
+    /// C = 0.01 a submission moves θ by at most η·C/2 in L1; Adam rescales that step.
+    /// Default sgd.
+    #[arg(long, value_delimiter = ',')]
+    pub optimizer: Vec<PerMechanism<OptimizerChoice>>,
+    /// Learning rate η, for all mechanisms or per mechanism (`prs=0.01`). Default per
+    /// mechanism: 0.5 with sgd (the paper), 0.005 with adam.
+    #[arg(long, value_delimiter = ',')]
+    pub lr: Vec<PerMechanism<f64>>,
     /// Mechanisms to run (comma-separated): laplace (Algorithm 2, C = 0.01, |B| = 1), prs
     /// (Algorithm 3, C = 1, |B| = 100), none (the raw gradient, |B| = 1, ε = ∞ only).
     #[arg(
@@ -90,6 +89,23 @@ pub struct PgcSuiteArgs {
     /// reproducible up to the asynchrony of the agents) or `secure` (the OS CSPRNG).
     #[arg(long, value_enum, default_value_t = NoiseRng::Seeded)]
     pub noise_rng: NoiseRng,
+    /// Run the ablation at ε = ∞ instead of the tables: the paper's setting, each factor
+    /// alone (reward, loss, exploration clock, actions, biases, Adam) and fixed combinations,
+    /// --trials each (default 10), one trial at a time, as resumable units under
+    /// <results-dir>/ablation/ (finished ones are skipped); the mechanism, optimiser and
+    /// learner flags are then the settings' own.
+    #[arg(long)]
+    pub ablation: bool,
+    /// Where --ablation keeps its units and writes report.md, ablation.csv and units.csv.
+    #[arg(long, default_value = "results/pgc")]
+    pub results_dir: std::path::PathBuf,
+    /// With --ablation: run only these settings (comma-separated names, e.g.
+    /// laplace-paper,laplace+adam; the report lists them all).
+    #[arg(long, value_delimiter = ',')]
+    pub settings: Vec<String>,
+    /// With --ablation: regenerate the report from the units on disk, run nothing.
+    #[arg(long)]
+    pub report_only: bool,
 }
 
 impl PgcSuiteArgs {
@@ -98,21 +114,24 @@ impl PgcSuiteArgs {
         Self {
             quick: true,
             trials: None,
-            max_submissions: None,
+            max_updates: None,
             fig2_submissions: None,
             transport: TransportChoice::Inprocess,
             redis: None,
             workers: 9,
-            bias: false,
             epsilons: None,
-            sample_actions: false,
-            optimizer: OptimizerChoice::Sgd,
-            lr: None,
+            learner: LearnerArgs::default(),
+            optimizer: Vec::new(),
+            lr: Vec::new(),
             mechanisms: vec![MechanismKind::Laplace, MechanismKind::Prs],
             seed,
             backend,
             threads,
             noise_rng: NoiseRng::Seeded,
+            ablation: false,
+            results_dir: "results/pgc".into(),
+            settings: Vec::new(),
+            report_only: false,
         }
     }
 }
@@ -130,16 +149,15 @@ fn finite_then_infinite(finite: &[f64]) -> Vec<Epsilon> {
 #[derive(Debug, Clone, Serialize)]
 pub(super) struct Plan {
     pub(super) trials: usize,
-    pub(super) max_submissions: u64,
+    pub(super) max_updates: u64,
     pub(super) fig2_submissions: u64,
     pub(super) epsilons: Vec<Epsilon>,
     pub(super) transport: TransportChoice,
     pub(super) workers: usize,
-    pub(super) bias: bool,
-    pub(super) sample_actions: bool,
-    pub(super) optimizer: OptimizerChoice,
-    pub(super) lr: f64,
+    pub(super) learner: LearnerArgs,
     pub(super) mechanisms: Vec<MechanismKind>,
+    /// The aggregator's rule and η of each mechanism, in `mechanisms`' order.
+    pub(super) optimizers: Vec<MechanismOptimizer>,
     pub(super) seed: u64,
     pub(super) backend: BackendChoice,
     pub(super) noise_rng: NoiseRng,
@@ -149,8 +167,8 @@ impl PgcSuiteArgs {
     pub(super) fn plan(&self) -> Plan {
         Plan {
             trials: self.trials.unwrap_or(if self.quick { 3 } else { 10 }),
-            max_submissions: self
-                .max_submissions
+            max_updates: self
+                .max_updates
                 .unwrap_or(if self.quick { 5000 } else { 90_000 }),
             fig2_submissions: self.fig2_submissions.unwrap_or(if self.quick {
                 500
@@ -164,14 +182,22 @@ impl PgcSuiteArgs {
             },
             transport: self.transport,
             workers: self.workers,
-            bias: self.bias,
-            sample_actions: self.sample_actions,
-            optimizer: self.optimizer,
-            lr: self.lr.unwrap_or(match self.optimizer {
-                OptimizerChoice::Sgd => 0.5,
-                OptimizerChoice::Adam => 0.005,
-            }),
+            learner: self.learner.clone(),
             mechanisms: self.mechanisms.clone(),
+            optimizers: self
+                .mechanisms
+                .iter()
+                .map(|&mechanism| {
+                    let optimizer =
+                        for_mechanism(&self.optimizer, mechanism).unwrap_or(OptimizerChoice::Sgd);
+                    MechanismOptimizer {
+                        mechanism,
+                        optimizer,
+                        lr: for_mechanism(&self.lr, mechanism)
+                            .unwrap_or_else(|| optimizer.default_lr()),
+                    }
+                })
+                .collect(),
             seed: self.seed,
             backend: self.backend,
             noise_rng: self.noise_rng,
@@ -179,21 +205,26 @@ impl PgcSuiteArgs {
     }
 }
 
-/// The aggregator's update rule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ValueEnum)]
-pub enum OptimizerChoice {
-    /// θ ← θ − η·mean(B) (eq. 22).
-    Sgd,
-    /// Adam (β = (0.9, 0.999), ε = 1e-8) on mean(B).
-    Adam,
+/// The aggregator's rule and learning rate for one mechanism.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub(super) struct MechanismOptimizer {
+    pub(super) mechanism: MechanismKind,
+    pub(super) optimizer: OptimizerChoice,
+    pub(super) lr: f64,
 }
 
-impl OptimizerChoice {
-    pub(super) fn kind(self) -> OptimizerKind {
-        match self {
-            Self::Sgd => OptimizerKind::Sgd,
-            Self::Adam => OptimizerKind::Adam,
-        }
+impl Plan {
+    /// The rule and η of `mechanism` (SGD at the paper's η if it is not in the plan).
+    pub(super) fn optimizer(&self, mechanism: MechanismKind) -> MechanismOptimizer {
+        self.optimizers
+            .iter()
+            .find(|o| o.mechanism == mechanism)
+            .copied()
+            .unwrap_or(MechanismOptimizer {
+                mechanism,
+                optimizer: OptimizerChoice::Sgd,
+                lr: OptimizerChoice::Sgd.default_lr(),
+            })
     }
 }
 

@@ -5,24 +5,16 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use clap::ValueEnum;
 use privrl_agents::pgc::{median_first_success, relative_area, success_ratio};
 use privrl_privacy::{Epsilon, MechanismKind};
 
 use super::headline::headline;
-use super::plan::{OptimizerChoice, PgcSuiteArgs, Plan, TransportChoice};
-use super::trial::{runs_at, TrialSummary};
+use super::learner::{flag_value, OptimizerChoice};
+use super::plan::{PgcSuiteArgs, Plan, TransportChoice};
+use super::trial::{buffer_size, runs_at, TrialSummary};
 use crate::report::plot::{Line, LineChart};
 use crate::report::{Cell, Report};
 use crate::summary::SuiteOutcome;
-
-/// How `value` is spelled on the command line.
-fn flag_value(value: &impl ValueEnum) -> String {
-    value
-        .to_possible_value()
-        .map(|v| v.get_name().to_string())
-        .unwrap_or_default()
-}
 
 fn paper_values(
     mech: MechanismKind,
@@ -73,38 +65,48 @@ pub(super) fn write_report(
             .collect()
     };
 
+    // Fig. 3 and Table 3 integrate over submissions; the cutoff is in updates, so the horizon
+    // is the most submissions any row's cutoff allows (a row cut earlier keeps its ratio).
+    let largest_buffer = plan
+        .mechanisms
+        .iter()
+        .map(|&m| buffer_size(m))
+        .max()
+        .unwrap_or(1) as u64;
+    let horizon = plan.max_updates.saturating_mul(largest_buffer);
     let mut report = Report::new(&dir, "PGC-A3C: locally private distributed RL");
     report.paragraph(&plan.noise_rng.report_line());
+    let optimizers: Vec<String> = plan
+        .optimizers
+        .iter()
+        .map(|o| match o.optimizer {
+            OptimizerChoice::Sgd => format!("{} SGD η = {} (eq. 22)", o.mechanism.label(), o.lr),
+            OptimizerChoice::Adam => format!(
+                "{} Adam lr = {} on the buffer's mean",
+                o.mechanism.label(),
+                o.lr
+            ),
+        })
+        .collect();
     report.paragraph(&format!(
         "Ono & Takahashi, *Locally Private Distributed Reinforcement Learning*, Section 4. \
          CartPole-v0 (200 steps) with gravity ψ ∈ {{9.7, 9.8, 9.9}} drawn per agent; a 16-unit \
-         ReLU network (the paper: d = 112, no biases), γ 0.99, λ 0.5, β 0.01. Laplace: \
-         C = 0.01, |B| = 1; PRS: C = 1, |B| = 100, d̂ = max(1, min(d, ⌊ε/2.5⌋)). This run: \
-         network biases {}; actions {}; aggregator {}. {} agent threads, transport `{:?}`, \
-         backend `{}`. {} trials per cell (the paper: 20); a trial stops at its first success \
-         (FST, eq. 26: the first n with μ_n ≥ 195 over the last 10 submissions) or fails after \
-         {} submissions (FST = ∞; the paper: 90,000). ε = ∞ is each mechanism's noiseless limit \
-         (Laplace: clipping only; PRS: d̂ = d with an unbiased stochastic sign); the row `none` \
-         is the raw gradient, the paper's non-private A3C.",
-        if plan.bias {
-            "yes (d = 131)"
-        } else {
-            "none (d = 112)"
-        },
-        if plan.sample_actions {
-            "sampled from π"
-        } else {
-            "argmax π with α = max(0, 0.5 − n/1800) uniform exploration (the paper)"
-        },
-        match plan.optimizer {
-            OptimizerChoice::Sgd => format!("SGD η = {} (eq. 22)", plan.lr),
-            OptimizerChoice::Adam => format!("Adam lr = {} on the buffer's mean", plan.lr),
-        },
+         ReLU network (the paper: d = 112, no biases), γ 0.99, λ 0.5, β 0.01, exploration \
+         α = max(0, 0.5 − n/1800). Laplace: C = 0.01, |B| = 1; PRS: C = 1, |B| = 100, \
+         d̂ = max(1, min(d, ⌊ε/2.5⌋)). This run: {}; aggregator {}. {} agent threads, \
+         transport `{:?}`, backend `{}`. {} trials per cell (the paper: 20); a trial stops at \
+         its first success (FST, eq. 26: the first n with μ_n ≥ 195, μ_n the mean score of \
+         submissions n … n + 9, eq. 25) or fails after {} model updates (FST = ∞; the paper: \
+         90,000 updates). ε = ∞ is each mechanism's noiseless limit (Laplace: clipping only; \
+         PRS: d̂ = d with an unbiased stochastic sign); the row `none` is the raw gradient, the \
+         paper's non-private A3C.",
+        plan.learner.describe(),
+        optimizers.join(", "),
         plan.workers,
         plan.transport,
         plan.backend,
         plan.trials,
-        plan.max_submissions
+        plan.max_updates
     ));
 
     let headers: Vec<String> = std::iter::once("Q".to_string())
@@ -149,9 +151,9 @@ pub(super) fn write_report(
             row1.push(Cell::from(format!("{median} ({paper_fst})")));
             row2.push(Cell::from(format!(
                 "{:.2} ({paper_ratio})",
-                success_ratio(&cell, plan.max_submissions)
+                success_ratio(&cell, horizon)
             )));
-            let relative = relative_area(&cell, &baseline, plan.max_submissions)
+            let relative = relative_area(&cell, &baseline, horizon)
                 .map_or("n/a".to_string(), |r| format!("{r:.3}"));
             row3.push(Cell::from(format!("{relative} ({paper_auc})")));
             let mut points = vec![(0.0, 0.0)];
@@ -161,10 +163,7 @@ pub(super) fn write_report(
                 points.push((f as f64, success_ratio(&cell, f.saturating_sub(1))));
                 points.push((f as f64, success_ratio(&cell, f)));
             }
-            points.push((
-                plan.max_submissions as f64,
-                success_ratio(&cell, plan.max_submissions),
-            ));
+            points.push((horizon as f64, success_ratio(&cell, horizon)));
             chart = chart.line(Line::new(format!("ε = {epsilon}"), points));
         }
         table1.push(row1);
@@ -181,8 +180,8 @@ pub(super) fn write_report(
         .table(&header_refs, table1)
         .heading("Table 2: success ratio")
         .paragraph(&format!(
-            "Fraction of trials with FST ≤ {} (eq. 27).",
-            plan.max_submissions
+            "Fraction of trials that succeed within {} updates (eq. 27).",
+            plan.max_updates
         ))
         .table(&header_refs, table2)
         .heading("Table 3: relative area under the success-ratio curve")
@@ -194,7 +193,7 @@ pub(super) fn write_report(
             } else {
                 "the row's own ε = ∞"
             },
-            plan.max_submissions
+            horizon
         ))
         .table(&header_refs, table3)
         .heading("Fig. 3: success ratio against submissions");
@@ -252,25 +251,29 @@ pub(super) fn write_report(
         .iter()
         .map(|m| m.name().to_string())
         .collect();
-    let optimizer = flag_value(&plan.optimizer);
+    let optimizers: Vec<String> = plan
+        .optimizers
+        .iter()
+        .map(|o| format!("{}={}", o.mechanism.name(), flag_value(&o.optimizer)))
+        .collect();
+    let lrs: Vec<String> = plan
+        .optimizers
+        .iter()
+        .map(|o| format!("{}={}", o.mechanism.name(), o.lr))
+        .collect();
     let command = format!(
-        "cargo xtask suite pgc --trials {} --max-submissions {} --fig2-submissions {} \\\n    \
-         --epsilons {} --mechanisms {} --optimizer {} --lr {} --workers {} --seed {}{}{}",
+        "cargo xtask suite pgc --trials {} --max-updates {} --fig2-submissions {} \\\n    \
+         --epsilons {} --mechanisms {} --optimizer {} --lr {} --workers {} --seed {}{}",
         plan.trials,
-        plan.max_submissions,
+        plan.max_updates,
         plan.fig2_submissions,
         epsilons.join(","),
         mechanisms.join(","),
-        optimizer,
-        plan.lr,
+        optimizers.join(","),
+        lrs.join(","),
         plan.workers,
         plan.seed,
-        if plan.bias { " --bias" } else { "" },
-        if plan.sample_actions {
-            " --sample-actions"
-        } else {
-            ""
-        }
+        plan.learner.flags(),
     ) + &match (&plan.transport, &args.redis) {
         (TransportChoice::Redis, Some(url)) => format!(" --transport redis --redis {url}"),
         (TransportChoice::Redis, None) => " --transport redis".to_string(),

@@ -5,7 +5,7 @@ use anyhow::Result;
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
 use privrl_agents::pgc::{run_pgc, AppliedSubmission};
-use privrl_agents::{A3cConfig, Exploration, InProcess, PgcConfig, RedisTransport, Transport};
+use privrl_agents::{A3cConfig, InProcess, PgcConfig, RedisTransport, Transport};
 use privrl_privacy::{Epsilon, MechanismKind};
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +36,7 @@ pub(super) struct Trial {
     pub(super) mech: MechanismKind,
     pub(super) epsilon: Epsilon,
     pub(super) buffer_size: usize,
+    pub(super) max_updates: u64,
     pub(super) max_submissions: u64,
     pub(super) stop_at_success: bool,
     pub(super) seed: u64,
@@ -72,17 +73,18 @@ pub struct TrialSummary {
 impl Trial {
     fn config(&self) -> PgcConfig {
         let mut config = PgcConfig::paper(self.mech.paper_default(self.epsilon))
+            .with_max_updates(self.max_updates)
             .with_max_submissions(self.max_submissions)
             .with_stop_at_success(self.stop_at_success);
-        config.a3c = A3cConfig::pgc_paper()
+        let optimizer = self.plan.optimizer(self.mech);
+        config.a3c = self
+            .plan
+            .learner
+            .apply(A3cConfig::pgc_paper())
             .with_workers(self.plan.workers)
-            .with_bias(self.plan.bias)
-            .with_optimizer(self.plan.optimizer.kind())
-            .with_lr(self.plan.lr)
+            .with_optimizer(optimizer.optimizer.kind())
+            .with_lr(optimizer.lr)
             .with_buffer_size(self.buffer_size);
-        if self.plan.sample_actions {
-            config.a3c.exploration = Exploration::Sample;
-        }
         config.with_noise_rng(self.plan.noise_rng.mode())
     }
 }
@@ -189,22 +191,51 @@ mod tests {
     #[test]
     fn optimizer_flags_reach_the_aggregator_config() {
         let paper = parse(&[]).plan();
-        assert_eq!(paper.optimizer, OptimizerChoice::Sgd);
-        assert_eq!(paper.lr, 0.5);
+        for mech in [MechanismKind::Laplace, MechanismKind::Prs] {
+            let o = paper.optimizer(mech);
+            assert_eq!((o.optimizer, o.lr), (OptimizerChoice::Sgd, 0.5));
+        }
         assert_eq!(
             paper.mechanisms,
             vec![MechanismKind::Laplace, MechanismKind::Prs]
         );
 
+        // Per mechanism: PRS keeps the paper's SGD while Laplace runs Adam, and the reverse.
+        let mixed = parse(&["--optimizer", "laplace=adam,prs=sgd", "--lr", "prs=0.1"]).plan();
+        let (lap, prs) = (
+            mixed.optimizer(MechanismKind::Laplace),
+            mixed.optimizer(MechanismKind::Prs),
+        );
+        assert_eq!((lap.optimizer, lap.lr), (OptimizerChoice::Adam, 0.005));
+        assert_eq!((prs.optimizer, prs.lr), (OptimizerChoice::Sgd, 0.1));
+        let prs_trial = Trial {
+            plan: parse(&["--optimizer", "sgd,laplace=adam"]).plan(),
+            mech: MechanismKind::Prs,
+            epsilon: Epsilon::INFINITE,
+            buffer_size: 100,
+            max_updates: 10,
+            max_submissions: u64::MAX,
+            stop_at_success: true,
+            seed: 0,
+            run_name: "t".into(),
+            redis: None,
+        };
+        assert_eq!(prs_trial.config().a3c.optimizer, OptimizerKind::Sgd);
+        assert_eq!(prs_trial.config().a3c.lr, 0.5);
+        assert!(
+            <Cli as clap::Parser>::try_parse_from(["pgc", "--optimizer", "gauss=adam"]).is_err()
+        );
+
         let plan = parse(&["--optimizer", "adam", "--mechanisms", "lap", "--bias"]).plan();
-        assert_eq!(plan.lr, 0.005);
+        assert_eq!(plan.optimizer(MechanismKind::Laplace).lr, 0.005);
         assert_eq!(plan.mechanisms, vec![MechanismKind::Laplace]);
         let trial = Trial {
             plan,
             mech: MechanismKind::Laplace,
             epsilon: Epsilon::finite(2.0).unwrap(),
             buffer_size: 1,
-            max_submissions: 10,
+            max_updates: 10,
+            max_submissions: u64::MAX,
             stop_at_success: true,
             seed: 0,
             run_name: "t".into(),
@@ -219,7 +250,10 @@ mod tests {
             GradientMechanismConfig::laplace(Epsilon::finite(2.0).unwrap())
         );
 
-        let lr = parse(&["--optimizer", "adam", "--lr", "0.01"]).plan().lr;
+        let lr = parse(&["--optimizer", "adam", "--lr", "0.01"])
+            .plan()
+            .optimizer(MechanismKind::Prs)
+            .lr;
         assert_eq!(lr, 0.01);
         assert!(<Cli as clap::Parser>::try_parse_from(["pgc", "--mechanisms", "gauss"]).is_err());
 

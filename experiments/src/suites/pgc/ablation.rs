@@ -1,0 +1,817 @@
+//! `suite pgc --ablation`: what the paper's setting needs to learn at ε = ∞. One factor at a
+//! time away from Section 4's setting (reward, loss reduction, exploration clock, action
+//! choice, biases, optimiser), then a fixed list of combinations, K trials each. Every trial is
+//! a resumable unit, `<results>/ablation/<setting>/seed<k>.json`, skipped once written; the
+//! report and CSVs are regenerated from whatever units exist.
+//!
+//! The verdict criterion is fixed here, before any run: a setting **learns** when at least
+//! 80% of its K trials reach the first success (eq. 26) within the paper's cutoff of 90,000
+//! updates (the paper's ε = ∞ column succeeds in 20 of 20 trials; 8 of 10 leaves room for two
+//! unlucky seeds), **fails** when at most 20% do, and is **partial** in between. A trial that
+//! failed within a shorter cutoff (`--max-updates` below 90,000, to save time) is undecided,
+//! like a missing one; while trials are undecided the setting is **pending** unless every
+//! outcome of those gives the same verdict. The smallest combination that learns is the
+//! setting that learns with the fewest factors changed (ties: lower median FST).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use burn::backend::Autodiff;
+use burn::tensor::backend::Backend;
+use privrl_agents::pgc::{median_first_success, run_pgc, AppliedSubmission};
+use privrl_agents::{A3cConfig, InProcess, PgcConfig};
+use privrl_privacy::{Epsilon, MechanismKind};
+use serde::{Deserialize, Serialize};
+
+use super::learner::{ActionsArg, ClockArg, LearnerArgs, LossArg, OptimizerChoice, RewardArg};
+use super::plan::PgcSuiteArgs;
+use super::trial::{buffer_size, TrialSummary};
+use crate::backend::{dispatch, BackendTask};
+use crate::report::{Cell, Report};
+use crate::run::{read_json, write_json};
+use crate::summary::{Headline, SuiteOutcome};
+
+/// The cutoff of the criterion, the paper's 90,000 updates: a trial that fails within a
+/// shorter cutoff is undecided (it might still succeed), one that succeeds within it counts.
+pub(super) const PAPER_CUTOFF: u64 = 90_000;
+/// Share of trials at or above which a setting learns.
+pub(super) const LEARNS_AT: f64 = 0.8;
+/// Share of trials at or below which a setting fails.
+pub(super) const FAILS_AT: f64 = 0.2;
+
+/// One departure from the paper's setting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(super) enum Factor {
+    /// `--reward sparse`.
+    SparseReward,
+    /// `--loss mean`.
+    MeanLoss,
+    /// `--exploration-clock env-steps`.
+    EnvStepClock,
+    /// `--actions sampled`.
+    SampledActions,
+    /// `--bias`.
+    Bias,
+    /// `--optimizer adam` (lr 0.005).
+    Adam,
+}
+
+impl Factor {
+    pub(super) const ALL: [Factor; 6] = [
+        Factor::SparseReward,
+        Factor::MeanLoss,
+        Factor::EnvStepClock,
+        Factor::SampledActions,
+        Factor::Bias,
+        Factor::Adam,
+    ];
+
+    pub(super) fn slug(self) -> &'static str {
+        match self {
+            Factor::SparseReward => "sparse-reward",
+            Factor::MeanLoss => "mean-loss",
+            Factor::EnvStepClock => "env-step-clock",
+            Factor::SampledActions => "sampled-actions",
+            Factor::Bias => "bias",
+            Factor::Adam => "adam",
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Factor::SparseReward => "reward 0 / −1 on failing / +1 at the cap",
+            Factor::MeanLoss => "loss: mean over steps",
+            Factor::EnvStepClock => "α clock: env steps",
+            Factor::SampledActions => "actions: a ∼ π (α kept)",
+            Factor::Bias => "biases (d = 131)",
+            Factor::Adam => "Adam, lr 0.005",
+        }
+    }
+}
+
+/// One setting: a mechanism at ε = ∞ with some factors changed from the paper's setting.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Setting {
+    pub(super) mechanism: MechanismKind,
+    pub(super) factors: Vec<Factor>,
+}
+
+impl Setting {
+    fn new(mechanism: MechanismKind, factors: &[Factor]) -> Self {
+        let mut factors = factors.to_vec();
+        factors.sort();
+        Self { mechanism, factors }
+    }
+
+    /// `laplace-paper`, `laplace+adam+bias`, …
+    pub(super) fn name(&self) -> String {
+        if self.factors.is_empty() {
+            format!("{}-paper", self.mechanism.name())
+        } else {
+            let slugs: Vec<&str> = self.factors.iter().map(|f| f.slug()).collect();
+            format!("{}+{}", self.mechanism.name(), slugs.join("+"))
+        }
+    }
+
+    pub(super) fn learner(&self) -> LearnerArgs {
+        let has = |f| self.factors.contains(&f);
+        LearnerArgs {
+            reward: if has(Factor::SparseReward) {
+                RewardArg::Sparse
+            } else {
+                RewardArg::Gymnasium
+            },
+            loss: if has(Factor::MeanLoss) {
+                LossArg::Mean
+            } else {
+                LossArg::Sum
+            },
+            exploration_clock: if has(Factor::EnvStepClock) {
+                ClockArg::EnvSteps
+            } else {
+                ClockArg::Submissions
+            },
+            actions: if has(Factor::SampledActions) {
+                ActionsArg::Sampled
+            } else {
+                ActionsArg::Argmax
+            },
+            bias: has(Factor::Bias),
+        }
+    }
+
+    pub(super) fn optimizer(&self) -> OptimizerChoice {
+        if self.factors.contains(&Factor::Adam) {
+            OptimizerChoice::Adam
+        } else {
+            OptimizerChoice::Sgd
+        }
+    }
+
+    /// The run configuration: Section 4's setting for the mechanism at ε = ∞ (its C and |B|),
+    /// with this setting's factors.
+    pub(super) fn config(&self, workers: usize, max_updates: u64) -> PgcConfig {
+        let optimizer = self.optimizer();
+        let mut config = PgcConfig::paper(self.mechanism.paper_default(Epsilon::INFINITE))
+            .with_max_updates(max_updates)
+            .with_stop_at_success(true);
+        config.a3c = self
+            .learner()
+            .apply(A3cConfig::pgc_paper())
+            .with_workers(workers)
+            .with_optimizer(optimizer.kind())
+            .with_lr(optimizer.default_lr())
+            .with_buffer_size(buffer_size(self.mechanism));
+        config
+    }
+
+    /// The `suite pgc` flags that run this setting's cell by hand.
+    fn flags(&self) -> String {
+        format!(
+            "--mechanisms {} --epsilons inf --optimizer {}{}",
+            self.mechanism.name(),
+            self.optimizer(),
+            self.learner().flags()
+        )
+    }
+}
+
+/// The settings: stage 1, the paper's setting and each factor alone, for Laplace at ε = ∞
+/// (|B| = 1, so the cutoff of 90,000 updates is 90,000 submissions) and for PRS at ε = ∞
+/// (|B| = 100; its Adam row is the optimiser per mechanism); stage 2, on Laplace, the
+/// combinations of the three factors that the earlier measurement changed together (Adam,
+/// sampled actions, biases), pairs then all three.
+pub(super) fn settings() -> Vec<Setting> {
+    use Factor::*;
+    let mut out = Vec::new();
+    for mech in [MechanismKind::Laplace, MechanismKind::Prs] {
+        out.push(Setting::new(mech, &[]));
+        out.extend(Factor::ALL.iter().map(|&f| Setting::new(mech, &[f])));
+    }
+    for combo in [
+        &[Adam, SampledActions][..],
+        &[Adam, Bias],
+        &[SampledActions, Bias],
+        &[Adam, SampledActions, Bias],
+    ] {
+        out.push(Setting::new(MechanismKind::Laplace, combo));
+    }
+    out
+}
+
+/// One finished trial of a setting.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct Unit {
+    pub(super) setting: String,
+    pub(super) factors: Vec<Factor>,
+    pub(super) workers: usize,
+    pub(super) max_updates: u64,
+    /// The highest mean of a full window of m scores (eq. 25) the trial reached.
+    pub(super) best_mean_score: Option<f64>,
+    pub(super) summary: TrialSummary,
+}
+
+/// The verdict on a setting's trials, by the criterion of the module's documentation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Verdict {
+    Learns,
+    Partial,
+    Fails,
+    Pending,
+}
+
+impl Verdict {
+    fn label(self) -> &'static str {
+        match self {
+            Verdict::Learns => "learns",
+            Verdict::Partial => "partial",
+            Verdict::Fails => "fails",
+            Verdict::Pending => "pending",
+        }
+    }
+}
+
+/// `successes` of `finished` decided trials (successes, and failures at the paper's cutoff),
+/// `planned` in all.
+pub(super) fn verdict(successes: usize, finished: usize, planned: usize) -> Verdict {
+    let planned = planned.max(finished);
+    if planned == 0 {
+        return Verdict::Pending;
+    }
+    let of = |s: usize| {
+        let ratio = s as f64 / planned as f64;
+        if ratio >= LEARNS_AT {
+            Verdict::Learns
+        } else if ratio <= FAILS_AT {
+            Verdict::Fails
+        } else {
+            Verdict::Partial
+        }
+    };
+    let (low, high) = (of(successes), of(successes + planned - finished));
+    if low == high {
+        low
+    } else {
+        Verdict::Pending
+    }
+}
+
+/// Where the units live.
+fn ablation_dir(args: &PgcSuiteArgs) -> PathBuf {
+    args.results_dir.join("ablation")
+}
+
+fn unit_path(dir: &Path, setting: &Setting, seed: u64) -> PathBuf {
+    dir.join(setting.name()).join(format!("seed{seed}.json"))
+}
+
+/// One unit to run.
+struct UnitJob {
+    setting: Setting,
+    seed: u64,
+    workers: usize,
+    max_updates: u64,
+}
+
+impl BackendTask for UnitJob {
+    type Output = Unit;
+
+    fn run<B: Backend>(self, device: B::Device) -> Result<Unit> {
+        let config = self.setting.config(self.workers, self.max_updates);
+        let window = config.score_window as u64;
+        let mut best: Option<f64> = None;
+        let outcome = run_pgc::<Autodiff<B>>(
+            &config,
+            &InProcess::new(),
+            self.seed,
+            &device,
+            |a: &AppliedSubmission| {
+                if a.n >= window {
+                    best = Some(best.map_or(a.mean_score, |b| b.max(a.mean_score)));
+                }
+            },
+        )?;
+        Ok(Unit {
+            setting: self.setting.name(),
+            factors: self.setting.factors.clone(),
+            workers: self.workers,
+            max_updates: self.max_updates,
+            best_mean_score: best,
+            summary: TrialSummary {
+                mechanism: self.setting.mechanism,
+                epsilon: Epsilon::INFINITE,
+                buffer_size: config.a3c.buffer_size,
+                seed: self.seed,
+                fig2: false,
+                first_success: outcome.first_success,
+                applied: outcome.applied,
+                sent: outcome.sent,
+                updates: outcome.updates,
+                wall_s: outcome.wall_s,
+            },
+        })
+    }
+}
+
+/// The settings `args` selects (all, or those named by `--settings`).
+fn selected(args: &PgcSuiteArgs) -> Result<Vec<Setting>> {
+    let all = settings();
+    if args.settings.is_empty() {
+        return Ok(all);
+    }
+    args.settings
+        .iter()
+        .map(|name| {
+            all.iter()
+                .find(|s| &s.name() == name)
+                .cloned()
+                .with_context(|| {
+                    let names: Vec<String> = all.iter().map(Setting::name).collect();
+                    format!(
+                        "unknown ablation setting {name:?}; the settings are {}",
+                        names.join(", ")
+                    )
+                })
+        })
+        .collect()
+}
+
+/// Runs the missing units of the selected settings one at a time (each runs its agent
+/// threads), trial k of every setting before trial k + 1 of any, regenerating the report after
+/// each; returns the report.
+pub(super) fn run(args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
+    let plan = args.plan();
+    anyhow::ensure!(plan.trials >= 1, "--trials must be >= 1");
+    anyhow::ensure!(plan.workers >= 1, "--workers must be >= 1");
+    let dir = ablation_dir(args);
+    let chosen = selected(args)?;
+    if !args.report_only {
+        for k in 0..plan.trials {
+            let seed = plan.seed + k as u64;
+            for setting in &chosen {
+                let path = unit_path(&dir, setting, seed);
+                if path.exists() {
+                    continue;
+                }
+                let start = Instant::now();
+                let unit = dispatch(
+                    plan.backend,
+                    UnitJob {
+                        setting: setting.clone(),
+                        seed,
+                        workers: plan.workers,
+                        max_updates: plan.max_updates,
+                    },
+                )?;
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                write_json(&path, &unit)?;
+                println!(
+                    "{} seed {seed}: FST {} after {} updates ({:.0} s)",
+                    setting.name(),
+                    unit.summary
+                        .first_success
+                        .map_or("∞".to_string(), |f| f.to_string()),
+                    unit.summary.updates,
+                    start.elapsed().as_secs_f64()
+                );
+                write_report(&dir, args)?;
+            }
+        }
+    }
+    write_report(&dir, args)
+}
+
+/// Every unit on disk under `dir`, by setting name.
+fn read_units(dir: &Path) -> Result<Vec<Unit>> {
+    let mut units = Vec::new();
+    if !dir.exists() {
+        return Ok(units);
+    }
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    entries.sort();
+    for setting_dir in entries {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&setting_dir)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        files.sort();
+        for file in files {
+            units.push(read_json(&file)?);
+        }
+    }
+    Ok(units)
+}
+
+/// One row of the ablation table.
+#[derive(Debug, Clone, Serialize)]
+struct Row {
+    setting: String,
+    mechanism: String,
+    factors_changed: usize,
+    trials: usize,
+    planned: usize,
+    successes: usize,
+    success_ratio: f64,
+    median_fst: Option<f64>,
+    median_best_mean_score: Option<f64>,
+    submissions: u64,
+    /// The cutoffs (updates) of the trials, e.g. `90000` or `2000, 90000`.
+    cutoffs: String,
+    verdict: &'static str,
+}
+
+fn median(values: &mut [f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let k = values.len();
+    Some(if k % 2 == 1 {
+        values[k / 2]
+    } else {
+        0.5 * (values[k / 2 - 1] + values[k / 2])
+    })
+}
+
+fn rows(units: &[Unit], planned: usize) -> Vec<Row> {
+    let mut order: Vec<Setting> = settings();
+    // Settings on disk that the current list no longer has still count.
+    for unit in units {
+        if !order.iter().any(|s| s.name() == unit.setting) {
+            order.push(Setting::new(unit.summary.mechanism, &unit.factors));
+        }
+    }
+    order
+        .iter()
+        .filter_map(|setting| {
+            let mine: Vec<&Unit> = units
+                .iter()
+                .filter(|u| u.setting == setting.name())
+                .collect();
+            if mine.is_empty() {
+                return None;
+            }
+            let fsts: Vec<Option<u64>> = mine.iter().map(|u| u.summary.first_success).collect();
+            let successes = fsts.iter().flatten().count();
+            let decided = mine
+                .iter()
+                .filter(|u| u.summary.first_success.is_some() || u.max_updates >= PAPER_CUTOFF)
+                .count();
+            let mut cutoffs: Vec<u64> = mine.iter().map(|u| u.max_updates).collect();
+            cutoffs.sort_unstable();
+            cutoffs.dedup();
+            let cutoffs: Vec<String> = cutoffs.iter().map(u64::to_string).collect();
+            let mut best: Vec<f64> = mine.iter().filter_map(|u| u.best_mean_score).collect();
+            Some(Row {
+                setting: setting.name(),
+                mechanism: setting.mechanism.name().to_string(),
+                factors_changed: setting.factors.len(),
+                trials: mine.len(),
+                planned,
+                successes,
+                success_ratio: successes as f64 / mine.len() as f64,
+                median_fst: median_first_success(&fsts),
+                median_best_mean_score: median(&mut best),
+                submissions: mine.iter().map(|u| u.summary.applied).sum(),
+                cutoffs: cutoffs.join(", "),
+                verdict: verdict(successes, decided, planned).label(),
+            })
+        })
+        .collect()
+}
+
+/// The verdict's sentence for `mechanism`: its learning setting with the fewest factors
+/// changed (ties: lower median FST), if any.
+fn smallest_learner(rows: &[Row], mechanism: MechanismKind) -> String {
+    let smallest = rows
+        .iter()
+        .filter(|r| r.mechanism == mechanism.name() && r.verdict == Verdict::Learns.label())
+        .min_by(|a, b| {
+            a.factors_changed.cmp(&b.factors_changed).then(
+                a.median_fst
+                    .unwrap_or(f64::INFINITY)
+                    .total_cmp(&b.median_fst.unwrap_or(f64::INFINITY)),
+            )
+        });
+    match smallest {
+        Some(row) => format!(
+            "{}: the smallest combination that learns is `{}` ({} factor{} changed, {}/{} \
+             trials, median FST {}).",
+            mechanism.label(),
+            row.setting,
+            row.factors_changed,
+            if row.factors_changed == 1 { "" } else { "s" },
+            row.successes,
+            row.trials,
+            fst_text(row.median_fst)
+        ),
+        None => format!(
+            "{}: no setting learns by the criterion (yet).",
+            mechanism.label()
+        ),
+    }
+}
+
+fn fst_text(value: Option<f64>) -> String {
+    match value {
+        None => "-".into(),
+        Some(v) if v.is_finite() => format!("{v:.1}"),
+        Some(_) => "∞".into(),
+    }
+}
+
+/// Writes `report.md`, `ablation.csv` (one row per setting) and `units.csv` (one per trial)
+/// in `dir` from the units there.
+fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
+    let plan = args.plan();
+    let units = read_units(dir)?;
+    let rows = rows(&units, plan.trials);
+    std::fs::create_dir_all(dir)?;
+    let mut csv = csv::Writer::from_path(dir.join("ablation.csv"))?;
+    for row in &rows {
+        csv.serialize(row)?;
+    }
+    csv.flush()?;
+    let mut csv = csv::Writer::from_path(dir.join("units.csv"))?;
+    csv.write_record([
+        "setting",
+        "mechanism",
+        "seed",
+        "first_success",
+        "updates",
+        "applied",
+        "best_mean_score",
+        "wall_s",
+    ])?;
+    for u in &units {
+        csv.write_record([
+            u.setting.clone(),
+            u.summary.mechanism.name().to_string(),
+            u.summary.seed.to_string(),
+            u.summary
+                .first_success
+                .map_or(String::new(), |f| f.to_string()),
+            u.summary.updates.to_string(),
+            u.summary.applied.to_string(),
+            u.best_mean_score
+                .map_or(String::new(), |b| format!("{b:.1}")),
+            format!("{:.1}", u.summary.wall_s),
+        ])?;
+    }
+    csv.flush()?;
+
+    let mut report = Report::new(
+        dir,
+        "PGC-A3C at ε = ∞: what the paper's setting needs to learn",
+    );
+    report.paragraph(
+        "Ono & Takahashi, Section 4, at ε = ∞: CartPole-v0 with gravity ψ ∈ {9.7, 9.8, 9.9} per \
+         agent, a 16-unit ReLU network without biases (d = 112), γ 0.99, λ 0.5, β 0.01, SGD \
+         with η = 0.5 (eq. 22), argmax actions with α = max(0, 0.5 − n/1800) uniform \
+         exploration, n counting submissions, reward +1 per step, loss summed over the \
+         episode's steps (eq. 16–17). Laplace at ε = ∞ keeps the L1 clipping to C/2 = 0.005 \
+         (eq. 19) with |B| = 1; PRS at ε = ∞ projects to d̂ = d with the unbiased stochastic \
+         sign, C = 1, |B| = 100. Each row changes the listed factors only.",
+    );
+    report.paragraph(&format!(
+        "{} trials per setting planned; a trial stops at its first success (FST, eq. 26: the \
+         first n with μ_n ≥ 195, μ_n the mean score of submissions n … n + 9, eq. 25) or at \
+         its cutoff in model updates (FST = ∞; the paper's cutoff is 90,000 updates, which \
+         for PRS's |B| = 100 is 9,000,000 submissions). With several agent threads a run is \
+         asynchronous, so a seed fixes the agents' episodes and noise but not the order in \
+         which their submissions arrive.",
+        plan.trials,
+    ));
+    report.paragraph(&format!(
+        "**Criterion (fixed in `experiments/src/suites/pgc/ablation.rs` before the runs):** a \
+         setting *learns* when at least {:.0}% of its {} trials succeed within the paper's \
+         cutoff of {} updates (the paper: 20/20 at ε = ∞), *fails* when at most {:.0}% do, \
+         and is *partial* in between. A trial that failed within a shorter cutoff is \
+         undecided, like a missing one (a success within it counts); the setting is *pending* \
+         while undecided trials could still change its verdict. Per mechanism, the smallest \
+         combination that learns is the learning setting with the fewest factors changed \
+         (ties: lower median FST).",
+        LEARNS_AT * 100.0,
+        plan.trials,
+        PAPER_CUTOFF,
+        FAILS_AT * 100.0
+    ));
+    let table: Vec<Vec<Cell>> = rows
+        .iter()
+        .map(|r| {
+            let setting = settings()
+                .into_iter()
+                .find(|s| s.name() == r.setting)
+                .map_or_else(
+                    || r.setting.clone(),
+                    |s| {
+                        if s.factors.is_empty() {
+                            "the paper's setting".to_string()
+                        } else {
+                            let labels: Vec<&str> = s.factors.iter().map(|f| f.label()).collect();
+                            labels.join(" + ")
+                        }
+                    },
+                );
+            vec![
+                Cell::from(format!("`{}`", r.setting)),
+                Cell::from(r.mechanism.clone()),
+                Cell::from(setting),
+                Cell::from(format!("{}/{}", r.successes, r.trials)),
+                Cell::from(r.cutoffs.clone()),
+                Cell::from(format!("{:.2}", r.success_ratio)),
+                Cell::from(fst_text(r.median_fst)),
+                Cell::from(
+                    r.median_best_mean_score
+                        .map_or("-".to_string(), |b| format!("{b:.1}")),
+                ),
+                Cell::from(r.verdict),
+            ]
+        })
+        .collect();
+    report.heading("Ablation at ε = ∞").table(
+        &[
+            "setting",
+            "Q",
+            "changed from the paper",
+            "successes",
+            "cutoff (updates)",
+            "success ratio",
+            "median FST (submissions)",
+            "median best μ",
+            "verdict",
+        ],
+        table,
+    );
+    report.paragraph(
+        "Median FST counts failures as ∞ (Table 1's convention). Best μ: the highest mean of \
+         ten consecutive scores a trial reached (195 is success). `ablation.csv` has these \
+         rows, `units.csv` one row per trial.",
+    );
+    let conclusion = [MechanismKind::Laplace, MechanismKind::Prs]
+        .iter()
+        .filter(|m| rows.iter().any(|r| r.mechanism == m.name()))
+        .map(|m| smallest_learner(&rows, *m))
+        .collect::<Vec<String>>()
+        .join(" ");
+    report.heading("Verdict").paragraph(&conclusion);
+    // The paper's ε = ∞ column: each mechanism's paper setting learns.
+    let papers: Vec<&Row> = rows.iter().filter(|r| r.factors_changed == 0).collect();
+    let headline = Headline {
+        effect: "the paper's setting learns at ε = ∞ (the paper: 20/20 trials): for each \
+                 mechanism that ran it, at least 80% of the trials of its paper setting \
+                 (`laplace-paper`, `prs-paper`) succeed within 90,000 updates."
+            .into(),
+        measured: if papers.is_empty() {
+            "no paper setting has a finished trial".into()
+        } else {
+            let lines: Vec<String> = papers
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{}: {}/{} trials succeed ({})",
+                        r.setting, r.successes, r.trials, r.verdict
+                    )
+                })
+                .collect();
+            format!("{}. {conclusion}", lines.join("; "))
+        },
+        visible: !papers.is_empty() && papers.iter().all(|r| r.verdict == "learns"),
+    };
+    headline.add_to(&mut report);
+    // One command per group of units run alike (cutoff, threads), from the units themselves.
+    let mut groups: Vec<((u64, usize), Vec<String>, Vec<u64>)> = Vec::new();
+    for u in &units {
+        let key = (u.max_updates, u.workers);
+        match groups.iter_mut().find(|(k, _, _)| *k == key) {
+            Some((_, names, seeds)) => {
+                if !names.contains(&u.setting) {
+                    names.push(u.setting.clone());
+                }
+                seeds.push(u.summary.seed);
+            }
+            None => groups.push((key, vec![u.setting.clone()], vec![u.summary.seed])),
+        }
+    }
+    let mut commands: Vec<String> = groups
+        .iter()
+        .map(|((max_updates, workers), names, seeds)| {
+            let (low, high) = (
+                seeds.iter().min().copied().unwrap_or(0),
+                seeds.iter().max().copied().unwrap_or(0),
+            );
+            format!(
+                "cargo xtask suite pgc --ablation --results-dir {} --max-updates {max_updates} \\\n    \
+                 --workers {workers} --seed {low} --trials {} --settings {}",
+                args.results_dir.display(),
+                high - low + 1,
+                names.join(",")
+            )
+        })
+        .collect();
+    commands.push("# a setting's cell by hand, with the suite's table flags:".to_string());
+    commands.extend(
+        settings()
+            .iter()
+            .map(|s| format!("#   {}: {}", s.name(), s.flags())),
+    );
+    report.reproduce(commands);
+    let path = report.write().context("writing the PGC ablation report")?;
+    println!("wrote {}", path.display());
+    Ok(SuiteOutcome {
+        report: path,
+        headline,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use privrl_agents::{Exploration, GreedyAction, LossReduction, OptimizerKind, RewardScheme};
+
+    #[test]
+    fn the_verdict_criterion_by_hand() {
+        // 8 of 10 learn, 2 of 10 fail, 3 … 7 are partial.
+        assert_eq!(verdict(8, 10, 10), Verdict::Learns);
+        assert_eq!(verdict(7, 10, 10), Verdict::Partial);
+        assert_eq!(verdict(3, 10, 10), Verdict::Partial);
+        assert_eq!(verdict(2, 10, 10), Verdict::Fails);
+        // Missing or undecided trials: decided only when no outcome of them changes the
+        // verdict.
+        assert_eq!(verdict(8, 8, 10), Verdict::Learns);
+        assert_eq!(verdict(0, 8, 10), Verdict::Fails);
+        assert_eq!(verdict(0, 7, 10), Verdict::Pending);
+        assert_eq!(verdict(5, 6, 10), Verdict::Pending);
+        assert_eq!(verdict(4, 10, 10), Verdict::Partial);
+        assert_eq!(verdict(0, 0, 0), Verdict::Pending);
+    }
+
+    #[test]
+    fn settings_change_exactly_their_factors() {
+        let all = settings();
+        let paper = &all[0];
+        assert_eq!(paper.name(), "laplace-paper");
+        let base = paper.config(9, 90_000);
+        assert_eq!(base.a3c.optimizer, OptimizerKind::Sgd);
+        assert_eq!(base.a3c.lr, 0.5);
+        assert_eq!(base.a3c.buffer_size, 1);
+        assert_eq!(base.max_updates, 90_000);
+        assert_eq!(
+            format!("{:?}", base.a3c),
+            format!("{:?}", A3cConfig::pgc_paper().with_workers(9))
+        );
+        // Stage 1: each factor alone changes its own field only.
+        for (setting, &factor) in all[1..7].iter().zip(&Factor::ALL) {
+            assert_eq!(setting.factors, vec![factor]);
+            let a3c = setting.config(9, 90_000).a3c;
+            let mut expected = A3cConfig::pgc_paper().with_workers(9);
+            match factor {
+                Factor::SparseReward => expected.reward = RewardScheme::Sparse,
+                Factor::MeanLoss => expected.loss_reduction = LossReduction::Mean,
+                Factor::EnvStepClock | Factor::SampledActions => {
+                    if let Exploration::EpsilonGreedy {
+                        ref mut clock,
+                        ref mut greedy,
+                        ..
+                    } = expected.exploration
+                    {
+                        if factor == Factor::EnvStepClock {
+                            *clock = privrl_agents::ExplorationClock::EnvSteps;
+                        } else {
+                            *greedy = GreedyAction::Sample;
+                        }
+                    }
+                }
+                Factor::Bias => expected.bias = true,
+                Factor::Adam => {
+                    expected.optimizer = OptimizerKind::Adam;
+                    expected.lr = 0.005;
+                }
+            }
+            assert_eq!(format!("{a3c:?}"), format!("{expected:?}"), "{factor:?}");
+        }
+        // PRS runs with the paper's SGD as well as with Adam, at its own |B| = 100.
+        let prs: Vec<&Setting> = all
+            .iter()
+            .filter(|s| s.mechanism == MechanismKind::Prs)
+            .collect();
+        assert_eq!(prs.len(), 7);
+        assert_eq!(prs[0].config(9, 10).a3c.optimizer, OptimizerKind::Sgd);
+        assert_eq!(prs[0].config(9, 10).a3c.buffer_size, 100);
+        assert_eq!(prs[6].name(), "prs+adam");
+        assert_eq!(prs[6].config(9, 10).a3c.optimizer, OptimizerKind::Adam);
+        // Names are unique (they are directories).
+        let mut names: Vec<String> = all.iter().map(Setting::name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), all.len());
+        assert_eq!(all[14].name(), "laplace+sampled-actions+adam");
+    }
+}
