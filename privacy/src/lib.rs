@@ -49,6 +49,7 @@
 
 #![warn(missing_docs)]
 
+pub mod adjacency;
 pub mod composition;
 pub mod dirichlet;
 pub mod dirichlet_accounting;
@@ -67,6 +68,7 @@ pub mod randomness;
 pub mod rdp;
 mod special;
 
+pub use adjacency::{rdp_subsampled_gaussian_under, Adjacency};
 pub use composition::{
     advanced_composition, basic_composition, drv_advanced_composition, Accountant,
     AdvancedAccountant, BasicAccountant, Composition,
@@ -99,8 +101,9 @@ pub use observation_noise::{interquartile_range, ObservationNoise, ObservationNo
 pub use projected_random_sign::{
     default_reduced_dimension, BitFlip, ProjectedRandomSign, ProjectionMatrix, PrsConfig,
 };
-pub use randomness::{MechanismRng, NoiseMode, RandomnessSource, SecureRng};
+pub use randomness::{MechanismRng, MechanismRngState, NoiseMode, RandomnessSource, SecureRng};
 pub use rdp::{
-    compute_rdp, default_orders, dp_sgd_epsilon, noise_multiplier_for, rdp_subsampled_gaussian,
-    rdp_to_dp, RdpAccountant, SubsampledGaussianSteps,
+    compute_rdp, compute_rdp_under, default_orders, dp_sgd_epsilon, dp_sgd_epsilon_under,
+    noise_multiplier_for, noise_multiplier_for_under, rdp_subsampled_gaussian, rdp_to_dp,
+    RdpAccountant, SubsampledGaussianSteps,
 };

@@ -141,6 +141,48 @@ impl MechanismRng {
             RandomnessSource::Secure => Self::Secure(SecureRng::new()?),
         })
     }
+
+    /// Where a seeded stream stands, for a checkpoint; `None` for the operating system's
+    /// source, which has no state to save. A resumed run must continue the stream: restarting
+    /// it would draw the same noise again for new releases, and noise repeated across two
+    /// releases cancels in their difference.
+    pub fn state(&self) -> Option<MechanismRngState> {
+        match self {
+            Self::Seeded(r) => Some(MechanismRngState {
+                seed: r.get_seed(),
+                stream: r.get_stream(),
+                word_pos: r.get_word_pos(),
+            }),
+            Self::Secure(_) => None,
+        }
+    }
+
+    /// Puts a seeded stream where [`MechanismRng::state`] found it. The state must come from
+    /// the same kind of source: a seeded state cannot resume a secure generator, nor the
+    /// reverse.
+    pub fn restore(&mut self, state: Option<&MechanismRngState>) -> Result<(), PrivacyError> {
+        match (self, state) {
+            (Self::Seeded(r), Some(s)) => {
+                let mut restored = ChaCha20Rng::from_seed(s.seed);
+                restored.set_stream(s.stream);
+                restored.set_word_pos(s.word_pos);
+                **r = restored;
+                Ok(())
+            }
+            (Self::Secure(_), None) => Ok(()),
+            _ => Err(PrivacyError::Inconsistent(
+                "a noise generator's saved state and its source (seeded or secure)",
+            )),
+        }
+    }
+}
+
+/// The position of a seeded [`MechanismRng`] (ChaCha20 seed, stream, word position).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MechanismRngState {
+    seed: [u8; 32],
+    stream: u64,
+    word_pos: u128,
 }
 
 impl RngCore for MechanismRng {

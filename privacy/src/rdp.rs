@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::adjacency::{rdp_subsampled_gaussian_under, Adjacency};
 use crate::composition::Accountant;
 use crate::error::{open_unit, positive};
 use crate::mechanism::PrivacyCost;
@@ -135,8 +136,21 @@ fn log_a_fractional(q: f64, sigma: f64, alpha: f64) -> Result<f64, PrivacyError>
     Ok(log_add(log_a0, log_a1))
 }
 
-/// RDP of `steps` compositions at each order (Opacus' `compute_rdp`).
+/// RDP of `steps` compositions at each order (Opacus' `compute_rdp`), for add/remove
+/// neighbours.
 pub fn compute_rdp(
+    q: f64,
+    sigma: f64,
+    steps: u64,
+    orders: &[f64],
+) -> Result<Vec<f64>, PrivacyError> {
+    compute_rdp_under(Adjacency::AddRemove, q, sigma, steps, orders)
+}
+
+/// RDP of `steps` compositions at each order under `adjacency` (RDP adds up over adaptive
+/// steps under any neighbouring relation).
+pub fn compute_rdp_under(
+    adjacency: Adjacency,
     q: f64,
     sigma: f64,
     steps: u64,
@@ -147,7 +161,7 @@ pub fn compute_rdp(
     }
     orders
         .iter()
-        .map(|&a| Ok(rdp_subsampled_gaussian(q, sigma, a)? * steps as f64))
+        .map(|&a| Ok(rdp_subsampled_gaussian_under(adjacency, q, sigma, a)? * steps as f64))
         .collect()
 }
 
@@ -198,13 +212,16 @@ pub struct SubsampledGaussianSteps {
     pub steps: u64,
 }
 
-/// RDP accountant: composes blocks of subsampled-Gaussian steps by adding RDP order-wise.
+/// RDP accountant: composes blocks of subsampled-Gaussian steps by adding RDP order-wise,
+/// under one neighbouring relation (add/remove unless [`RdpAccountant::with_adjacency`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RdpAccountant {
     orders: Vec<f64>,
     rdp: Vec<f64>,
     target_delta: f64,
     history: Vec<SubsampledGaussianSteps>,
+    #[serde(default)]
+    adjacency: Adjacency,
 }
 
 impl RdpAccountant {
@@ -228,7 +245,25 @@ impl RdpAccountant {
             rdp,
             target_delta,
             history: Vec::new(),
+            adjacency: Adjacency::AddRemove,
         })
+    }
+
+    /// The same accountant under `adjacency`. Refused once steps are recorded: their RDP was
+    /// computed under the old relation.
+    pub fn with_adjacency(mut self, adjacency: Adjacency) -> Result<Self, PrivacyError> {
+        if !self.history.is_empty() && adjacency != self.adjacency {
+            return Err(PrivacyError::Inconsistent(
+                "the adjacency of an accountant that has recorded steps",
+            ));
+        }
+        self.adjacency = adjacency;
+        Ok(self)
+    }
+
+    /// The neighbouring relation its ε holds under.
+    pub fn adjacency(&self) -> Adjacency {
+        self.adjacency
     }
 
     /// Records `steps` steps with sampling rate q and noise multiplier σ.
@@ -238,7 +273,13 @@ impl RdpAccountant {
         noise_multiplier: f64,
         steps: u64,
     ) -> Result<(), PrivacyError> {
-        let added = compute_rdp(sample_rate, noise_multiplier, steps, &self.orders)?;
+        let added = compute_rdp_under(
+            self.adjacency,
+            sample_rate,
+            noise_multiplier,
+            steps,
+            &self.orders,
+        )?;
         for (r, a) in self.rdp.iter_mut().zip(added) {
             *r += a;
         }
@@ -275,11 +316,29 @@ impl Accountant for RdpAccountant {
     }
 }
 
-/// ε after `steps` ≥ 1 steps at (q, σ) and δ, over the default orders. q must lie in (0, 1]:
-/// a run that samples nothing releases nothing, and a zero step count is a mistake to name
-/// rather than an ε to print. (The accountant itself, [`compute_rdp`], accepts q = 0 and no
-/// steps, as Opacus does, so that a schedule may hold empty blocks.)
+/// ε after `steps` ≥ 1 steps at (q, σ) and δ, over the default orders, for add/remove
+/// neighbours (Opacus' `get_epsilon`). q must lie in (0, 1]: a run that samples nothing
+/// releases nothing, and a zero step count is a mistake to name rather than an ε to print.
+/// (The accountant itself, [`compute_rdp`], accepts q = 0 and no steps, as Opacus does, so
+/// that a schedule may hold empty blocks.)
 pub fn dp_sgd_epsilon(
+    sample_rate: f64,
+    noise_multiplier: f64,
+    steps: u64,
+    delta: f64,
+) -> Result<f64, PrivacyError> {
+    dp_sgd_epsilon_under(
+        Adjacency::AddRemove,
+        sample_rate,
+        noise_multiplier,
+        steps,
+        delta,
+    )
+}
+
+/// [`dp_sgd_epsilon`] under `adjacency`.
+pub fn dp_sgd_epsilon_under(
+    adjacency: Adjacency,
     sample_rate: f64,
     noise_multiplier: f64,
     steps: u64,
@@ -294,7 +353,7 @@ pub fn dp_sgd_epsilon(
     }
     at_least_one_step(steps)?;
     let orders = default_orders();
-    let rdp = compute_rdp(sample_rate, noise_multiplier, steps, &orders)?;
+    let rdp = compute_rdp_under(adjacency, sample_rate, noise_multiplier, steps, &orders)?;
     Ok(rdp_to_dp(&orders, &rdp, delta)?.0)
 }
 
@@ -303,7 +362,25 @@ pub fn dp_sgd_epsilon(
 /// The search covers σ ∈ [1e-3, 1e6]; if σ = 1e-3 already meets the target, 1e-3 is returned.
 ///
 /// Opacus' `get_noise_multiplier` does the same search with an absolute ε tolerance of 0.01.
+/// For add/remove neighbours; [`noise_multiplier_for_under`] takes the relation.
 pub fn noise_multiplier_for(
+    target_epsilon: f64,
+    delta: f64,
+    sample_rate: f64,
+    steps: u64,
+) -> Result<f64, PrivacyError> {
+    noise_multiplier_for_under(
+        Adjacency::AddRemove,
+        target_epsilon,
+        delta,
+        sample_rate,
+        steps,
+    )
+}
+
+/// [`noise_multiplier_for`] under `adjacency`.
+pub fn noise_multiplier_for_under(
+    adjacency: Adjacency,
     target_epsilon: f64,
     delta: f64,
     sample_rate: f64,
@@ -319,7 +396,7 @@ pub fn noise_multiplier_for(
         });
     }
     at_least_one_step(steps)?;
-    let eps = |s: f64| dp_sgd_epsilon(sample_rate, s, steps, delta);
+    let eps = |s: f64| dp_sgd_epsilon_under(adjacency, sample_rate, s, steps, delta);
     const SIGMA_MIN: f64 = 1e-3;
     if eps(SIGMA_MIN)? <= target_epsilon {
         return Ok(SIGMA_MIN);
