@@ -418,7 +418,10 @@ struct Recorder(Arc<Mutex<Vec<(Vec<f32>, bool)>>>);
 
 impl AuxiliaryPolicyLoss<B> for Recorder {
     fn observe(&mut self, obs: &[f32], trajectory_start: bool) -> Result<(), AgentError> {
-        self.0.lock().unwrap().push((obs.to_vec(), trajectory_start));
+        self.0
+            .lock()
+            .unwrap()
+            .push((obs.to_vec(), trajectory_start));
         Ok(())
     }
 
@@ -623,6 +626,9 @@ fn calibrated_tau_keeps_delta_at_k0_for_six_actions() {
         .unwrap()
         .initial_release
         .unwrap();
-    assert!(cost.delta <= 0.05 && cost.delta > 0.03, "{cost:?} at τ = {tau}");
+    assert!(
+        cost.delta <= 0.05 && cost.delta > 0.03,
+        "{cost:?} at τ = {tau}"
+    );
     assert!(cost.epsilon.is_finite() && cost.epsilon > 0.0);
 }

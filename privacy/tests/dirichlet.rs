@@ -484,7 +484,9 @@ fn solve_tau_meets_the_target_delta_for_every_m() {
     let tau = two.solve_tau(0.05, 20_000, 0.95, seeded).unwrap();
     assert!((tau - 0.012_741_4).abs() < 1e-6, "{tau}");
     // m = 6 with η = 0.4/m: the m = 2 τ of 0.0127 gives a vacuous δ ≈ 0.95 ...
-    let six = config(6, 5.0, 0.4 / 6.0, 0.0127, 1.0, 0.01).build().unwrap();
+    let six = config(6, 5.0, 0.4 / 6.0, 0.0127, 1.0, 0.01)
+        .build()
+        .unwrap();
     let vacuous = six.delta(20_000, 0.95, &mut seeded()).unwrap().upper();
     assert!(vacuous > 0.9, "{vacuous}");
     // ... the solved τ meets the target with the same draws, and 1% more does not.

@@ -26,13 +26,13 @@ use std::path::Path;
 
 use anyhow::{ensure, Result};
 
-use self::report::write_report;
-use self::students::SuiteTask;
+use self::report::{write_ablation_report, write_report};
+use self::students::{suite_dir_name, SuiteTask};
 use crate::backend::dispatch;
 use crate::run::{runs_root, write_json};
 use crate::summary::SuiteOutcome;
 
-pub use self::plan::{Exhausted, KickstartArgs, VanishingPer};
+pub use self::plan::{Exhausted, KickstartArgs, KickstartError, MapOnto, VanishingPer};
 
 const SUITE: &str = "kickstart";
 
@@ -45,7 +45,7 @@ fn run_in(root: &Path, args: &KickstartArgs) -> Result<SuiteOutcome> {
         plan.teacher_epochs >= 1,
         "--teacher-epochs must be at least 1"
     );
-    let dir = root.join(SUITE);
+    let dir = root.join(suite_dir_name(&plan));
     std::fs::create_dir_all(&dir)?;
     write_json(&dir.join("config.json"), &plan)?;
     let results = dispatch(
@@ -54,14 +54,28 @@ fn run_in(root: &Path, args: &KickstartArgs) -> Result<SuiteOutcome> {
             plan: plan.clone(),
             root: root.to_path_buf(),
             threads: args.threads,
+            report_only: args.report_only,
         },
     )?;
-    write_report(&plan, &results, &dir)
+    if plan.ablation {
+        write_ablation_report(&plan, &results, &dir)
+    } else {
+        write_report(&plan, &results, &dir)
+    }
 }
 
 /// Runs `suite kickstart` and prints where the report went.
 pub fn run(args: KickstartArgs) -> Result<SuiteOutcome> {
-    let outcome = run_in(&runs_root(), &args)?;
+    ensure!(
+        !args.report_only || args.ablation,
+        "--report-only needs --ablation"
+    );
+    let root = if args.ablation {
+        args.out.clone()
+    } else {
+        runs_root()
+    };
+    let outcome = run_in(&root, &args)?;
     println!("wrote {}", outcome.report.display());
     Ok(outcome)
 }
@@ -77,6 +91,107 @@ mod tests {
     struct Cli {
         #[command(flatten)]
         args: KickstartArgs,
+    }
+
+    fn random_teacher() -> privrl_agents::Teacher {
+        use rand::SeedableRng;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
+        let actor = privrl_agents::MlpConfig::new(4, vec![8], 2)
+            .init::<burn::backend::NdArray>(&Default::default(), &mut rng);
+        privrl_agents::Teacher::from_actor(&actor).unwrap()
+    }
+
+    #[test]
+    fn weak_privacy_is_refused_by_name_unless_allowed() {
+        let teacher = random_teacher();
+        let plan_of = |extra: &[&str]| {
+            let mut argv = vec!["kickstart", "--quick"];
+            argv.extend_from_slice(extra);
+            Cli::parse_from(argv).args.plan()
+        };
+        let aware = |plan: &plan::KickstartPlan| {
+            settings::settings(plan)
+                .into_iter()
+                .find(|s| s.name.starts_with("aware-"))
+                .unwrap()
+        };
+        // τ = 0.4 at k₀ = 5, η = 0.2: δ = 1 − 0.6⁴ + 0.4⁴ ≈ 0.896.
+        let weak = plan_of(&["--tau", "0.4"]);
+        let err = students::check_privacy(&weak, &aware(&weak), &teacher).unwrap_err();
+        assert!(
+            matches!(
+                err.downcast_ref::<KickstartError>(),
+                Some(KickstartError::WeakPrivacy { delta, .. }) if (delta - 0.896).abs() < 1e-3
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("--allow-weak-privacy"));
+        let allowed = plan_of(&["--tau", "0.4", "--allow-weak-privacy"]);
+        let cost = students::check_privacy(&allowed, &aware(&allowed), &teacher)
+            .unwrap()
+            .unwrap();
+        assert!((cost.delta - 0.896).abs() < 1e-3, "{cost:?}");
+        // The default τ is solved for δ = 0.05 at k₀ (exact for m = 2).
+        let default = plan_of(&[]);
+        let cost = students::check_privacy(&default, &aware(&default), &teacher)
+            .unwrap()
+            .unwrap();
+        assert!(cost.delta <= 0.05 && cost.delta > 0.0499, "{cost:?}");
+        // Settings without the mechanism have no release cost.
+        let scratch = settings::settings(&default).remove(0);
+        assert!(students::check_privacy(&default, &scratch, &teacher)
+            .unwrap()
+            .is_none());
+    }
+
+    #[test]
+    fn the_ablation_varies_one_factor_at_a_time_from_the_pre_fix_setting() {
+        let plan = Cli::parse_from(["kickstart", "--ablation"]).args.plan();
+        assert_eq!(plan.tau, Some(0.0127));
+        assert!(!plan.epoch_reset);
+        let all = settings::settings(&plan);
+        let mut names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), all.len());
+        let base = all.iter().find(|s| s.name == "base").unwrap();
+        let b = base.kick.unwrap();
+        assert!(!base.epoch_reset && !b.ignore_uninformative && b.map_onto == MapOnto::Mix);
+        assert_eq!((b.vanishing, b.lambda, b.k0), (0.3, 0.5, 5.0));
+        let varied: Vec<_> = all
+            .iter()
+            .filter(|s| s.factor.is_some() && s.name != "base")
+            .collect();
+        assert_eq!(varied.len(), 3 + 8 + 4 + 3);
+        for s in varied {
+            let k = s.kick.unwrap();
+            let changed = [
+                k.vanishing != b.vanishing,
+                k.lambda != b.lambda,
+                k.k0 != b.k0,
+                k.map_onto != b.map_onto,
+                k.ignore_uninformative != b.ignore_uninformative,
+                k.mechanism != b.mechanism,
+                s.epoch_reset != base.epoch_reset,
+                s.hidden != base.hidden,
+            ];
+            assert_eq!(changed.iter().filter(|&&c| c).count(), 1, "{}", s.name);
+        }
+    }
+
+    #[test]
+    fn epochs_to_the_own_plateau() {
+        let curve: Vec<(f64, f64)> = [20.0, 100.0, 180.0, 200.0, 200.0]
+            .iter()
+            .enumerate()
+            .map(|(i, &y)| (i as f64 + 1.0, y))
+            .collect();
+        // 90% of the way from 20 to 200 is 182: first reached at epoch 4.
+        assert_eq!(students::epochs_to_plateau(&curve, 20.0, 200.0), Some(4));
+        // From 20 to 180 it is 164: epoch 3.
+        assert_eq!(students::epochs_to_plateau(&curve, 20.0, 180.0), Some(3));
+        // A run that ends no better than random has no plateau to reach.
+        assert_eq!(students::epochs_to_plateau(&curve, 20.0, 20.0), None);
     }
 
     #[test]
@@ -104,6 +219,15 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("privacy-aware, c = 0.3"), "{text}");
+        // Each claim prints its criterion and a verdict (1 seed: Inconclusive by rule).
+        for criterion in [
+            report::CRITERION_SPEED,
+            report::CRITERION_LEVEL,
+            report::CRITERION_UNAWARE,
+        ] {
+            assert!(text.contains(criterion), "{text}");
+        }
+        assert_eq!(text.matches("**Inconclusive**").count(), 3, "{text}");
         assert!(text.contains("fig2c.png"));
         let run = root.join(SUITE).join("aware-c0.3-l0.5-seed0");
         for file in ["config.json", "metrics.csv", "summary.json", "curve.png"] {

@@ -3,8 +3,10 @@
 
 use clap::{Args, ValueEnum};
 use privrl_agents::{ExhaustedTeacher, PpoConfig, PrivateTeacherConfig, VanishingUnit};
+use privrl_privacy::SimplexMap;
 use serde::{Deserialize, Serialize};
 
+use super::settings::Kick;
 use crate::backend::BackendChoice;
 use crate::noise_rng::NoiseRng;
 
@@ -26,6 +28,25 @@ pub enum VanishingPer {
     Rollout,
     /// Every episode.
     Trajectory,
+}
+
+/// Command-line form of [`SimplexMap`]: how the teacher's policy enters Δ_{m,η}.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MapOnto {
+    /// (1 − mη)π + η: mix with the uniform policy (moves every policy, L shrinks by 1 − mη).
+    Mix,
+    /// The Euclidean projection (keeps policies already in Δ_{m,η}, 1-Lipschitz).
+    Project,
+}
+
+impl MapOnto {
+    pub(super) fn map(self) -> SimplexMap {
+        match self {
+            MapOnto::Mix => SimplexMap::MixWithUniform,
+            MapOnto::Project => SimplexMap::EuclideanProjection,
+        }
+    }
 }
 
 /// Arguments of `suite kickstart`.
@@ -67,9 +88,43 @@ pub struct KickstartArgs {
     /// at k = 5, the paper's δ).
     #[arg(long)]
     pub eta: Option<f64>,
-    /// τ of Theorem 1 (outputs with an entry below τ are the δ event, eq. 6).
-    #[arg(long, default_value_t = 0.0127)]
-    pub tau: f64,
+    /// τ of Theorem 1 (outputs with an entry below τ are the δ event, eq. 6). Default: the
+    /// largest τ whose δ at k₀ is `--target-delta` for the env's number of actions m (0.0127
+    /// for m = 2).
+    #[arg(long)]
+    pub tau: Option<f64>,
+    /// δ of one release at k₀ that the default τ is solved for (the paper: (4.46, 0.05) at
+    /// k₀ = 5).
+    #[arg(long, default_value_t = 0.05)]
+    pub target_delta: f64,
+    /// Run settings whose δ per release at k₀ is 0.5 or more (a near-vacuous guarantee); without
+    /// it such a configuration is refused.
+    #[arg(long)]
+    pub allow_weak_privacy: bool,
+    /// How the teacher's policy enters Δ_{m,η} before Dir_k.
+    #[arg(long, value_enum, default_value_t = MapOnto::Mix)]
+    pub map_onto: MapOnto,
+    /// Keep φ_λ on the uniformly random releases of an exhausted teacher (the literal eq. 16
+    /// at k → 0⁺); by default they get no weight, as Section 4's text implies.
+    #[arg(long)]
+    pub penalise_uniform: bool,
+    /// Carry episodes over PPO epoch boundaries instead of Spinning Up's reset at every
+    /// epoch's end.
+    #[arg(long)]
+    pub no_epoch_reset: bool,
+    /// Instead of Fig. 2, the one-factor CartPole diagnosis: from the pre-fix setting (no
+    /// epoch reset, φ on uniform releases, mixing, c = 0.3, λ = 0.5, k₀ = 5, τ = 0.0127) vary
+    /// one of: epoch reset, φ ≡ 0 on uniform releases, projection, c ∈ 0.1…0.9,
+    /// λ ∈ {0, 0.1, 1, 2}, k₀ ∈ {2, 10, 50}. Units go to `<out>/kickstart-<env>/`; finished
+    /// units are skipped on a rerun.
+    #[arg(long)]
+    pub ablation: bool,
+    /// With `--ablation`: where the unit directories and report go (one subdirectory per env).
+    #[arg(long, default_value = "results")]
+    pub out: std::path::PathBuf,
+    /// With `--ablation`: write the report from the finished units only, train nothing.
+    #[arg(long)]
+    pub report_only: bool,
     /// Adjacency radius b of Definition 1 (the paper does not give its value).
     #[arg(long, default_value_t = 0.01)]
     pub adjacency: f64,
@@ -108,6 +163,27 @@ pub struct KickstartArgs {
     pub noise_rng: NoiseRng,
 }
 
+/// A configuration the suite refuses, by name.
+#[derive(Debug, thiserror::Error)]
+pub enum KickstartError {
+    /// One release at k₀ has δ ≥ 0.5 (or no guarantee at all): near-vacuous privacy.
+    #[error(
+        "weak privacy: setting `{setting}` releases with delta = {delta} per release at k0 = {k0} \
+         (m = {actions} actions, eta = {eta}, tau = {tau}); delta >= 0.5 is a near-vacuous \
+         guarantee. Lower --tau (or leave it unset to solve it for --target-delta), raise --k0 or \
+         --eta, or pass --allow-weak-privacy to run it anyway"
+    )]
+    WeakPrivacy {
+        setting: String,
+        /// δ of one release (1 where Theorem 1 gives none).
+        delta: f64,
+        k0: f64,
+        actions: usize,
+        eta: f64,
+        tau: f64,
+    },
+}
+
 /// Resolved parameters (what the suite's `config.json` records).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub(super) struct KickstartPlan {
@@ -123,7 +199,13 @@ pub(super) struct KickstartPlan {
     pub(super) beta: f64,
     pub(super) balance: f64,
     pub(super) eta: Option<f64>,
-    pub(super) tau: f64,
+    pub(super) tau: Option<f64>,
+    pub(super) target_delta: f64,
+    pub(super) allow_weak_privacy: bool,
+    pub(super) map_onto: MapOnto,
+    pub(super) penalise_uniform: bool,
+    pub(super) epoch_reset: bool,
+    pub(super) ablation: bool,
     pub(super) adjacency: f64,
     pub(super) concentration_floor: f64,
     pub(super) budget_epsilon: Option<f64>,
@@ -151,7 +233,15 @@ impl KickstartArgs {
             beta: 0.05,
             balance: 1.0,
             eta: None,
-            tau: 0.0127,
+            tau: None,
+            target_delta: 0.05,
+            allow_weak_privacy: false,
+            map_onto: MapOnto::Mix,
+            penalise_uniform: false,
+            no_epoch_reset: false,
+            ablation: false,
+            out: "results".into(),
+            report_only: false,
             adjacency: 0.01,
             concentration_floor: 0.01,
             budget_epsilon: None,
@@ -181,7 +271,15 @@ impl KickstartArgs {
             beta: self.beta,
             balance: self.balance,
             eta: self.eta,
-            tau: self.tau,
+            // The ablation starts from the pre-fix setting, whose τ was 0.0127.
+            tau: self.tau.or(self.ablation.then_some(0.0127)),
+            target_delta: self.target_delta,
+            allow_weak_privacy: self.allow_weak_privacy,
+            map_onto: self.map_onto,
+            penalise_uniform: self.penalise_uniform,
+            // The ablation's references and teacher are the pre-fix PPO (episodes carried over).
+            epoch_reset: !self.no_epoch_reset && !self.ablation,
+            ablation: self.ablation,
             adjacency: self.adjacency,
             concentration_floor: self.concentration_floor,
             budget_epsilon: self.budget_epsilon,
@@ -197,29 +295,57 @@ impl KickstartArgs {
 }
 
 impl KickstartPlan {
+    /// PPO for the teacher and the baselines, with the plan's epoch-end rule.
     pub(super) fn ppo(&self, hidden: &[usize]) -> PpoConfig {
+        self.ppo_with_reset(hidden, self.epoch_reset)
+    }
+
+    pub(super) fn ppo_with_reset(&self, hidden: &[usize], epoch_reset: bool) -> PpoConfig {
         PpoConfig::new()
             .with_steps_per_epoch(self.steps_per_epoch)
             .with_hidden(hidden.to_vec())
+            .with_reset_at_epoch_end(epoch_reset)
     }
 
+    /// The teacher's configuration for `kick` with m = `actions`: τ as given, else solved for
+    /// `target_delta` at the plan's k₀ (not the setting's, so that varying k₀ varies k₀ only).
     pub(super) fn teacher_config(
         &self,
         actions: usize,
-        mechanism: bool,
-        vanishing: f64,
+        kick: &Kick,
+    ) -> Result<PrivateTeacherConfig, privrl_agents::AgentError> {
+        let base = self.teacher_config_with_tau(actions, kick, self.tau.unwrap_or(0.0127));
+        match self.tau {
+            _ if !kick.mechanism => Ok(base),
+            Some(_) => Ok(base),
+            None => {
+                let tau = base
+                    .clone()
+                    .with_initial_concentration(self.k0)
+                    .calibrated_tau(actions, self.target_delta)?;
+                Ok(base.with_tau(tau))
+            }
+        }
+    }
+
+    fn teacher_config_with_tau(
+        &self,
+        actions: usize,
+        kick: &Kick,
+        tau: f64,
     ) -> PrivateTeacherConfig {
         PrivateTeacherConfig::new()
-            .with_mechanism(mechanism)
-            .with_initial_concentration(self.k0)
-            .with_vanishing_coefficient(vanishing)
+            .with_mechanism(kick.mechanism)
+            .with_initial_concentration(kick.k0)
+            .with_vanishing_coefficient(kick.vanishing)
+            .with_simplex_map(kick.map_onto.map())
             .with_vanishing_unit(match self.vanishing_per {
                 VanishingPer::Rollout => VanishingUnit::Rollout,
                 VanishingPer::Trajectory => VanishingUnit::Trajectory,
             })
             .with_concentration_floor(self.concentration_floor)
             .with_eta(self.eta.unwrap_or(0.4 / actions as f64))
-            .with_tau(self.tau)
+            .with_tau(tau)
             .with_adjacency(self.adjacency)
             .with_budget_epsilon(self.budget_epsilon)
             .with_exhausted(match self.exhausted {

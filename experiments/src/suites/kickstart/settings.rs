@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::plan::KickstartPlan;
+use super::plan::{KickstartPlan, MapOnto};
 
 /// How a student is kickstarted.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -14,6 +14,12 @@ pub(super) struct Kick {
     pub(super) vanishing: f64,
     /// λ of eq. 15.
     pub(super) lambda: f64,
+    /// k₀.
+    pub(super) k0: f64,
+    /// How the teacher's policy enters Δ_{m,η}.
+    pub(super) map_onto: MapOnto,
+    /// φ ≡ 0 on uniformly random releases.
+    pub(super) ignore_uninformative: bool,
 }
 
 /// One curve of Fig. 2: a network size and, for students, how they are kickstarted.
@@ -29,9 +35,31 @@ pub(super) struct Setting {
     pub(super) hidden: Vec<usize>,
     /// Kickstarting, if any.
     pub(super) kick: Option<Kick>,
+    /// PPO resets the environment at every epoch's end.
+    pub(super) epoch_reset: bool,
+    /// The ablation's factor and its value (`None` outside `--ablation`, or for a reference).
+    #[serde(default)]
+    pub(super) factor: Option<(String, String)>,
+}
+
+impl KickstartPlan {
+    /// A kick with the plan's k₀, map and treatment of uniform releases.
+    pub(super) fn kick(&self, mechanism: bool, vanishing: f64, lambda: f64) -> Kick {
+        Kick {
+            mechanism,
+            vanishing,
+            lambda,
+            k0: self.k0,
+            map_onto: self.map_onto,
+            ignore_uninformative: !self.penalise_uniform,
+        }
+    }
 }
 
 pub(super) fn settings(plan: &KickstartPlan) -> Vec<Setting> {
+    if plan.ablation {
+        return ablation(plan);
+    }
     let panels = |p: &[&str]| p.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let mut out = vec![
         Setting {
@@ -40,6 +68,8 @@ pub(super) fn settings(plan: &KickstartPlan) -> Vec<Setting> {
             panels: panels(&["a", "b", "c", "d"]),
             hidden: plan.teacher_hidden.clone(),
             kick: None,
+            epoch_reset: plan.epoch_reset,
+            factor: None,
         },
         Setting {
             name: "ppo-32".into(),
@@ -47,17 +77,17 @@ pub(super) fn settings(plan: &KickstartPlan) -> Vec<Setting> {
             panels: panels(&["a", "b", "c", "d"]),
             hidden: plan.student_hidden.clone(),
             kick: None,
+            epoch_reset: plan.epoch_reset,
+            factor: None,
         },
         Setting {
             name: "kickstart".into(),
             label: "kickstarting, no privacy (λ = 0)".into(),
             panels: panels(&["b"]),
             hidden: plan.student_hidden.clone(),
-            kick: Some(Kick {
-                mechanism: false,
-                vanishing: 1.0,
-                lambda: 0.0,
-            }),
+            kick: Some(plan.kick(false, 1.0, 0.0)),
+            epoch_reset: plan.epoch_reset,
+            factor: None,
         },
     ];
     let aware = |c: f64, lambda: f64, panels: Vec<String>| Setting {
@@ -65,11 +95,9 @@ pub(super) fn settings(plan: &KickstartPlan) -> Vec<Setting> {
         label: format!("privacy-aware, c = {c}, λ = {lambda}"),
         panels,
         hidden: plan.student_hidden.clone(),
-        kick: Some(Kick {
-            mechanism: true,
-            vanishing: c,
-            lambda,
-        }),
+        kick: Some(plan.kick(true, c, lambda)),
+        epoch_reset: plan.epoch_reset,
+        factor: None,
     };
     for c in [0.1, 0.3] {
         out.push(aware(c, plan.lambda, panels(&["c"])));
@@ -80,11 +108,9 @@ pub(super) fn settings(plan: &KickstartPlan) -> Vec<Setting> {
             label: format!("privacy-unaware, c = {c}, λ = 0"),
             panels: panels(&["d"]),
             hidden: plan.student_hidden.clone(),
-            kick: Some(Kick {
-                mechanism: true,
-                vanishing: c,
-                lambda: 0.0,
-            }),
+            kick: Some(plan.kick(true, c, 0.0)),
+            epoch_reset: plan.epoch_reset,
+            factor: None,
         });
     }
     if plan.sweep {
@@ -107,6 +133,148 @@ pub(super) fn settings(plan: &KickstartPlan) -> Vec<Setting> {
                 None => out.push(aware(0.3, lambda, panels(&["sweep-l"]))),
             }
         }
+    }
+    out
+}
+
+/// The CartPole diagnosis (`--ablation`): references, the pre-fix setting, and one factor
+/// varied at a time from it. The pre-fix setting is the suite as issue 20 found it: episodes
+/// carried over epochs, φ_λ on uniform releases, mixing onto Δ_{m,η}, c = 0.3, λ = 0.5,
+/// k₀ = 5 (τ = 0.0127 is pinned by the ablation's plan).
+pub(super) fn ablation(plan: &KickstartPlan) -> Vec<Setting> {
+    let base = Kick {
+        mechanism: true,
+        vanishing: 0.3,
+        lambda: 0.5,
+        k0: 5.0,
+        map_onto: MapOnto::Mix,
+        ignore_uninformative: false,
+    };
+    let setting = |name: String,
+                   label: String,
+                   hidden: &[usize],
+                   kick,
+                   reset,
+                   factor: Option<(&str, String)>| Setting {
+        name,
+        label,
+        panels: vec!["ablation".into()],
+        hidden: hidden.to_vec(),
+        kick,
+        epoch_reset: reset,
+        factor: factor.map(|(f, v)| (f.to_string(), v)),
+    };
+    let student = &plan.student_hidden;
+    let mut out = vec![
+        setting(
+            "ppo-64".into(),
+            "PPO (64, 64), no kickstarting".into(),
+            &plan.teacher_hidden,
+            None,
+            false,
+            None,
+        ),
+        setting(
+            "ppo-64-reset".into(),
+            "PPO (64, 64), epoch reset".into(),
+            &plan.teacher_hidden,
+            None,
+            true,
+            None,
+        ),
+        setting(
+            "ppo-32".into(),
+            "PPO (32, 32), no kickstarting".into(),
+            student,
+            None,
+            false,
+            None,
+        ),
+        setting(
+            "kickstart".into(),
+            "kickstarting, exact teacher, λ = 0".into(),
+            student,
+            Some(Kick {
+                mechanism: false,
+                vanishing: 1.0,
+                lambda: 0.0,
+                ..base
+            }),
+            false,
+            None,
+        ),
+        setting(
+            "base".into(),
+            "pre-fix setting".into(),
+            student,
+            Some(base),
+            false,
+            Some(("none (pre-fix)", "-".into())),
+        ),
+        setting(
+            "reset".into(),
+            "epoch reset (defect 1)".into(),
+            student,
+            Some(base),
+            true,
+            Some(("epoch reset", "on".into())),
+        ),
+        setting(
+            "ignore-uniform".into(),
+            "φ ≡ 0 on uniform releases (defect 2)".into(),
+            student,
+            Some(Kick {
+                ignore_uninformative: true,
+                ..base
+            }),
+            false,
+            Some(("φ on uniform", "0".into())),
+        ),
+        setting(
+            "project".into(),
+            "projection onto Δ_{m,η} (defect 3)".into(),
+            student,
+            Some(Kick {
+                map_onto: MapOnto::Project,
+                ..base
+            }),
+            false,
+            Some(("map onto Δ_{m,η}", "projection".into())),
+        ),
+    ];
+    for i in [1, 2, 4, 5, 6, 7, 8, 9] {
+        let c = f64::from(i) / 10.0;
+        out.push(setting(
+            format!("c{c}"),
+            format!("c = {c}"),
+            student,
+            Some(Kick {
+                vanishing: c,
+                ..base
+            }),
+            false,
+            Some(("c", format!("{c}"))),
+        ));
+    }
+    for lambda in [0.0, 0.1, 1.0, 2.0] {
+        out.push(setting(
+            format!("l{lambda}"),
+            format!("λ = {lambda}"),
+            student,
+            Some(Kick { lambda, ..base }),
+            false,
+            Some(("λ", format!("{lambda}"))),
+        ));
+    }
+    for k0 in [2.0, 10.0, 50.0] {
+        out.push(setting(
+            format!("k{k0}"),
+            format!("k₀ = {k0}"),
+            student,
+            Some(Kick { k0, ..base }),
+            false,
+            Some(("k₀", format!("{k0}"))),
+        ));
     }
     out
 }

@@ -12,9 +12,10 @@ use privrl_agents::{
     Agent, Ppo, PrivacyAwareConfig, PrivacyAwareKickstarting, PrivateTeacher, Teacher,
     TeacherPrivacySummary,
 };
+use privrl_privacy::PrivacyCost;
 use serde::{Deserialize, Serialize};
 
-use super::plan::KickstartPlan;
+use super::plan::{KickstartError, KickstartPlan};
 use super::settings::{settings, Setting};
 use super::teacher::{teacher, TeacherSummary};
 use super::SUITE;
@@ -31,8 +32,14 @@ pub(super) struct StudentSummary {
     seed: u64,
     /// Mean epoch return over the last 3 epochs.
     pub(super) final_return: f64,
-    /// First epoch whose epoch return reaches the threshold.
+    /// First epoch whose epoch return reaches the threshold (90% of the teacher's, the paper's
+    /// speed).
     pub(super) epochs_to_threshold: Option<usize>,
+    /// First epoch whose epoch return reaches 90% of the way from a random policy's return to
+    /// this run's own final return: the speed of a student that plateaus below the teacher.
+    /// `None` when the final return is not above the random one.
+    #[serde(default)]
+    pub(super) epochs_to_plateau: Option<usize>,
     threshold: f64,
     /// The teacher's privacy accounting (kickstarted students with the mechanism).
     pub(super) privacy: Option<TeacherPrivacySummary>,
@@ -42,9 +49,9 @@ pub(super) struct StudentSummary {
     pub(super) curve: Vec<(f64, f64)>,
 }
 
-struct StudentJob {
-    setting: Setting,
-    seed: u64,
+pub(super) struct StudentJob {
+    pub(super) setting: Setting,
+    pub(super) seed: u64,
 }
 
 fn first_at_least(curve: &[(f64, f64)], threshold: f64) -> Option<usize> {
@@ -54,21 +61,86 @@ fn first_at_least(curve: &[(f64, f64)], threshold: f64) -> Option<usize> {
         .map(|p| p.0 as usize)
 }
 
+/// Epochs to a run's own plateau: the first epoch reaching 90% of the way from
+/// `random_return` to `final_return`; `None` if the run ends no better than random.
+pub(super) fn epochs_to_plateau(
+    curve: &[(f64, f64)],
+    random_return: f64,
+    final_return: f64,
+) -> Option<usize> {
+    (final_return > random_return)
+        .then(|| first_at_least(curve, random_return + 0.9 * (final_return - random_return)))
+        .flatten()
+}
+
+/// Where the suite's runs go, relative to the run root: `kickstart`, or for the ablation
+/// `kickstart-<env>` (e.g. `kickstart-cartpole`).
+pub(super) fn suite_dir_name(plan: &KickstartPlan) -> String {
+    if plan.ablation {
+        let env = plan.env.rsplit(':').next().unwrap_or(&plan.env);
+        let env = env.split('-').next().unwrap_or(env).to_lowercase();
+        format!("{SUITE}-{env}")
+    } else {
+        SUITE.to_string()
+    }
+}
+
+/// The (ε, δ) of one release at k₀ of `setting` (`None` without the mechanism), refused
+/// with [`KickstartError::WeakPrivacy`] at δ ≥ 0.5 unless the plan allows weak privacy.
+pub(super) fn check_privacy(
+    plan: &KickstartPlan,
+    setting: &Setting,
+    teacher: &Teacher,
+) -> Result<Option<PrivacyCost>> {
+    let Some(kick) = setting.kick.filter(|k| k.mechanism) else {
+        return Ok(None);
+    };
+    let config = plan.teacher_config(teacher.actions(), &kick)?;
+    let (eta, tau) = (config.eta, config.tau);
+    let cost = PrivateTeacher::new(teacher.clone(), config, 0)?
+        .summary()?
+        .initial_release;
+    let delta = cost.map_or(1.0, |c| c.delta);
+    if delta >= 0.5 && !plan.allow_weak_privacy {
+        return Err(KickstartError::WeakPrivacy {
+            setting: setting.name.clone(),
+            delta,
+            k0: kick.k0,
+            actions: teacher.actions(),
+            eta,
+            tau,
+        }
+        .into());
+    }
+    Ok(Some(cost.unwrap_or(PrivacyCost {
+        epsilon: f64::INFINITY,
+        delta: 1.0,
+    })))
+}
+
 #[allow(clippy::too_many_arguments)]
 fn train_student<B: Backend>(
     plan: &KickstartPlan,
     job: &StudentJob,
     teacher: &Teacher,
-    threshold: f64,
+    (threshold, random_return): (f64, f64),
     root: &Path,
     device: &B::Device,
     progress: Option<&JobProgress>,
 ) -> Result<StudentSummary> {
     let Setting {
-        name, hidden, kick, ..
+        name,
+        hidden,
+        kick,
+        epoch_reset,
+        ..
     } = &job.setting;
-    let run = RunDir::create_in(root, SUITE, format!("{name}-seed{}", job.seed))?;
-    let ppo_config = plan.ppo(hidden);
+    let run = RunDir::create_in(
+        root,
+        &suite_dir_name(plan),
+        format!("{name}-seed{}", job.seed),
+    )?;
+    let ppo_config = plan.ppo_with_reset(hidden, *epoch_reset);
     let mut ppo = Ppo::<Autodiff<B>>::new(
         ppo_config.clone(),
         privrl_envs::make(&plan.env)?,
@@ -79,7 +151,7 @@ fn train_student<B: Backend>(
     let mut teacher_config = None;
     let mut student_config = None;
     if let Some(kick) = kick {
-        let tc = plan.teacher_config(teacher.actions(), kick.mechanism, kick.vanishing);
+        let tc = plan.teacher_config(teacher.actions(), kick)?;
         let private = Arc::new(Mutex::new(PrivateTeacher::new(
             teacher.clone(),
             tc.clone(),
@@ -88,7 +160,8 @@ fn train_student<B: Backend>(
         let sc = PrivacyAwareConfig::new()
             .with_lambda(kick.lambda)
             .with_beta(plan.beta)
-            .with_balance(plan.balance);
+            .with_balance(plan.balance)
+            .with_ignore_uninformative(kick.ignore_uninformative);
         ppo.set_auxiliary_loss(Box::new(PrivacyAwareKickstarting::new(
             private.clone(),
             sc.clone(),
@@ -161,24 +234,29 @@ fn train_student<B: Backend>(
         Some(private) if lock(private).config().mechanism => Some(lock(private).summary()?),
         _ => None,
     };
+    let final_return = tail.iter().sum::<f64>() / tail.len().max(1) as f64;
     let summary = StudentSummary {
         setting: name.clone(),
         seed: job.seed,
-        final_return: tail.iter().sum::<f64>() / tail.len().max(1) as f64,
+        final_return,
         epochs_to_threshold: first_at_least(&curve, threshold),
+        epochs_to_plateau: epochs_to_plateau(&curve, random_return, final_return),
         threshold,
         privacy,
         exhausted_at_epoch,
         curve,
     };
-    LearningCurves::new(format!(
-        "{} on {}, seed {}",
-        job.setting.label, plan.env, job.seed
-    ))
-    .x_label("epoch")
-    .y_label("epoch return")
-    .series(name.clone(), vec![summary.curve.clone()])
-    .save(&run.file("curve"))?;
+    // The ablation's units are committed: CSV and JSON only, no per-run figure.
+    if !plan.ablation {
+        LearningCurves::new(format!(
+            "{} on {}, seed {}",
+            job.setting.label, plan.env, job.seed
+        ))
+        .x_label("epoch")
+        .y_label("epoch return")
+        .series(name.clone(), vec![summary.curve.clone()])
+        .save(&run.file("curve"))?;
+    }
     run.write_summary(&summary)?;
     Ok(summary)
 }
@@ -187,6 +265,8 @@ pub(super) struct SuiteTask {
     pub(super) plan: KickstartPlan,
     pub(super) root: PathBuf,
     pub(super) threads: usize,
+    /// Read finished units only; train nothing (missing units are left out of the report).
+    pub(super) report_only: bool,
 }
 
 /// Everything the report needs.
@@ -195,6 +275,8 @@ pub(super) struct SuiteResults {
     pub(super) threshold: f64,
     pub(super) settings: Vec<Setting>,
     pub(super) runs: Vec<StudentSummary>,
+    /// (ε, δ) of one release at k₀ per setting name (settings with the mechanism).
+    pub(super) release_at_k0: Vec<(String, PrivacyCost)>,
 }
 
 impl BackendTask for SuiteTask {
@@ -205,15 +287,24 @@ impl BackendTask for SuiteTask {
             plan,
             root,
             threads,
+            report_only,
         } = self;
         let (teacher, teacher_summary) = teacher::<B>(&plan, &root, &device)?;
         // 90% of the way from a random policy's return to the teacher's.
         let threshold = teacher_summary.random_return
             + 0.9 * (teacher_summary.final_return - teacher_summary.random_return);
         let settings = settings(&plan);
-        let mut jobs = Vec::new();
+        // Refuse weak privacy before any training.
+        let mut release_at_k0 = Vec::new();
         for setting in &settings {
-            for seed in 0..plan.seeds as u64 {
+            if let Some(cost) = check_privacy(&plan, setting, &teacher)? {
+                release_at_k0.push((setting.name.clone(), cost));
+            }
+        }
+        // Seed-major, so that an interrupted run has every setting at its first seeds.
+        let mut jobs = Vec::new();
+        for seed in 0..plan.seeds as u64 {
+            for setting in &settings {
                 jobs.push(Job::new(
                     format!("{}-seed{seed}", setting.name),
                     StudentJob {
@@ -223,26 +314,40 @@ impl BackendTask for SuiteTask {
                 ));
             }
         }
-        let runs = run_parallel(jobs, threads, |job, progress| {
-            train_student::<B>(
-                &plan,
-                &job,
-                &teacher,
-                threshold,
-                &root,
-                &device,
-                Some(progress),
-            )
-        })?
-        .into_ok()?
-        .into_iter()
-        .map(|(_, r)| r)
-        .collect();
+        let runs = if report_only {
+            let dir = root.join(suite_dir_name(&plan));
+            jobs.into_iter()
+                .filter_map(|job| {
+                    let unit = dir.join(&job.name);
+                    unit.join("summary.json")
+                        .is_file()
+                        .then(|| read_json::<StudentSummary>(&unit.join("summary.json")))
+                })
+                .collect::<Result<Vec<_>>>()?
+        } else {
+            let random_return = teacher_summary.random_return;
+            run_parallel(jobs, threads, |job, progress| {
+                train_student::<B>(
+                    &plan,
+                    &job,
+                    &teacher,
+                    (threshold, random_return),
+                    &root,
+                    &device,
+                    Some(progress),
+                )
+            })?
+            .into_ok()?
+            .into_iter()
+            .map(|(_, r)| r)
+            .collect()
+        };
         Ok(SuiteResults {
             teacher: teacher_summary,
             threshold,
             settings,
             runs,
+            release_at_k0,
         })
     }
 }

@@ -12,7 +12,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::plan::KickstartPlan;
-use super::SUITE;
+use super::students::suite_dir_name;
 use crate::report::format_number;
 use crate::report::plot::LearningCurves;
 use crate::run::{read_json, RunDir};
@@ -85,7 +85,7 @@ pub(super) fn teacher<B: Backend>(
     root: &Path,
     device: &B::Device,
 ) -> Result<(Teacher, TeacherSummary)> {
-    let run = RunDir::create_in(root, SUITE, "teacher")?;
+    let run = RunDir::create_in(root, &suite_dir_name(plan), "teacher")?;
     let config = (
         &plan.env,
         plan.teacher_epochs,
