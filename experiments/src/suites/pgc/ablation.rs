@@ -13,6 +13,7 @@
 //! outcome of those gives the same verdict. The smallest combination that learns is the
 //! setting that learns with the fewest factors changed (ties: lower median FST).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -687,22 +688,17 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
     };
     headline.add_to(&mut report);
     // One command per group of units run alike (cutoff, threads), from the units themselves.
-    let mut groups: Vec<((u64, usize), Vec<String>, Vec<u64>)> = Vec::new();
+    let mut groups: BTreeMap<(u64, usize), (Vec<String>, Vec<u64>)> = BTreeMap::new();
     for u in &units {
-        let key = (u.max_updates, u.workers);
-        match groups.iter_mut().find(|(k, _, _)| *k == key) {
-            Some((_, names, seeds)) => {
-                if !names.contains(&u.setting) {
-                    names.push(u.setting.clone());
-                }
-                seeds.push(u.summary.seed);
-            }
-            None => groups.push((key, vec![u.setting.clone()], vec![u.summary.seed])),
+        let (names, seeds) = groups.entry((u.max_updates, u.workers)).or_default();
+        if !names.contains(&u.setting) {
+            names.push(u.setting.clone());
         }
+        seeds.push(u.summary.seed);
     }
     let mut commands: Vec<String> = groups
         .iter()
-        .map(|((max_updates, workers), names, seeds)| {
+        .map(|((max_updates, workers), (names, seeds))| {
             let (low, high) = (
                 seeds.iter().min().copied().unwrap_or(0),
                 seeds.iter().max().copied().unwrap_or(0),
