@@ -29,6 +29,7 @@ use super::learner::{ActionsArg, ClockArg, LearnerArgs, LossArg, OptimizerChoice
 use super::plan::PgcSuiteArgs;
 use super::trial::{buffer_size, TrialSummary};
 use crate::backend::{dispatch, BackendTask};
+use crate::report::plot::median;
 use crate::report::{Cell, Report};
 use crate::run::{read_json, write_json};
 use crate::summary::{Headline, SuiteOutcome};
@@ -428,19 +429,6 @@ struct Row {
     verdict: &'static str,
 }
 
-fn median(values: &mut [f64]) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let k = values.len();
-    Some(if k % 2 == 1 {
-        values[k / 2]
-    } else {
-        0.5 * (values[k / 2 - 1] + values[k / 2])
-    })
-}
-
 fn rows(units: &[Unit], planned: usize) -> Vec<Row> {
     let mut order: Vec<Setting> = settings();
     // Settings on disk that the current list no longer has still count.
@@ -469,7 +457,7 @@ fn rows(units: &[Unit], planned: usize) -> Vec<Row> {
             cutoffs.sort_unstable();
             cutoffs.dedup();
             let cutoffs: Vec<String> = cutoffs.iter().map(u64::to_string).collect();
-            let mut best: Vec<f64> = mine.iter().filter_map(|u| u.best_mean_score).collect();
+            let best: Vec<f64> = mine.iter().filter_map(|u| u.best_mean_score).collect();
             Some(Row {
                 setting: setting.name(),
                 mechanism: setting.mechanism.name().to_string(),
@@ -479,7 +467,9 @@ fn rows(units: &[Unit], planned: usize) -> Vec<Row> {
                 successes,
                 success_ratio: successes as f64 / mine.len() as f64,
                 median_fst: median_first_success(&fsts),
-                median_best_mean_score: median(&mut best),
+                // To 0.1, the precision of a mean of ten integer scores.
+                median_best_mean_score: (!best.is_empty())
+                    .then(|| (median(&best) * 10.0).round() / 10.0),
                 submissions: mine.iter().map(|u| u.summary.applied).sum(),
                 cutoffs: cutoffs.join(", "),
                 verdict: verdict(successes, decided, planned).label(),
@@ -682,7 +672,8 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
                     )
                 })
                 .collect();
-            format!("{}. {conclusion}", lines.join("; "))
+            // The headline adds its own full stop.
+            format!("{}. {}", lines.join("; "), conclusion.trim_end_matches('.'))
         },
         visible: !papers.is_empty() && papers.iter().all(|r| r.verdict == "learns"),
     };
