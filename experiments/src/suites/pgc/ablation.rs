@@ -13,6 +13,7 @@
 //! outcome of those gives the same verdict. The smallest combination that learns is the
 //! setting that learns with the fewest factors changed (ties: lower median FST).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -28,6 +29,7 @@ use super::learner::{ActionsArg, ClockArg, LearnerArgs, LossArg, OptimizerChoice
 use super::plan::PgcSuiteArgs;
 use super::trial::{buffer_size, TrialSummary};
 use crate::backend::{dispatch, BackendTask};
+use crate::report::plot::median;
 use crate::report::{Cell, Report};
 use crate::run::{read_json, write_json};
 use crate::summary::{Headline, SuiteOutcome};
@@ -427,19 +429,6 @@ struct Row {
     verdict: &'static str,
 }
 
-fn median(values: &mut [f64]) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let k = values.len();
-    Some(if k % 2 == 1 {
-        values[k / 2]
-    } else {
-        0.5 * (values[k / 2 - 1] + values[k / 2])
-    })
-}
-
 fn rows(units: &[Unit], planned: usize) -> Vec<Row> {
     let mut order: Vec<Setting> = settings();
     // Settings on disk that the current list no longer has still count.
@@ -468,7 +457,7 @@ fn rows(units: &[Unit], planned: usize) -> Vec<Row> {
             cutoffs.sort_unstable();
             cutoffs.dedup();
             let cutoffs: Vec<String> = cutoffs.iter().map(u64::to_string).collect();
-            let mut best: Vec<f64> = mine.iter().filter_map(|u| u.best_mean_score).collect();
+            let best: Vec<f64> = mine.iter().filter_map(|u| u.best_mean_score).collect();
             Some(Row {
                 setting: setting.name(),
                 mechanism: setting.mechanism.name().to_string(),
@@ -478,7 +467,9 @@ fn rows(units: &[Unit], planned: usize) -> Vec<Row> {
                 successes,
                 success_ratio: successes as f64 / mine.len() as f64,
                 median_fst: median_first_success(&fsts),
-                median_best_mean_score: median(&mut best),
+                // To 0.1, the precision of a mean of ten integer scores.
+                median_best_mean_score: (!best.is_empty())
+                    .then(|| (median(&best) * 10.0).round() / 10.0),
                 submissions: mine.iter().map(|u| u.summary.applied).sum(),
                 cutoffs: cutoffs.join(", "),
                 verdict: verdict(successes, decided, planned).label(),
@@ -681,28 +672,24 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
                     )
                 })
                 .collect();
-            format!("{}. {conclusion}", lines.join("; "))
+            // The headline adds its own full stop.
+            format!("{}. {}", lines.join("; "), conclusion.trim_end_matches('.'))
         },
         visible: !papers.is_empty() && papers.iter().all(|r| r.verdict == "learns"),
     };
     headline.add_to(&mut report);
     // One command per group of units run alike (cutoff, threads), from the units themselves.
-    let mut groups: Vec<((u64, usize), Vec<String>, Vec<u64>)> = Vec::new();
+    let mut groups: BTreeMap<(u64, usize), (Vec<String>, Vec<u64>)> = BTreeMap::new();
     for u in &units {
-        let key = (u.max_updates, u.workers);
-        match groups.iter_mut().find(|(k, _, _)| *k == key) {
-            Some((_, names, seeds)) => {
-                if !names.contains(&u.setting) {
-                    names.push(u.setting.clone());
-                }
-                seeds.push(u.summary.seed);
-            }
-            None => groups.push((key, vec![u.setting.clone()], vec![u.summary.seed])),
+        let (names, seeds) = groups.entry((u.max_updates, u.workers)).or_default();
+        if !names.contains(&u.setting) {
+            names.push(u.setting.clone());
         }
+        seeds.push(u.summary.seed);
     }
     let mut commands: Vec<String> = groups
         .iter()
-        .map(|((max_updates, workers), names, seeds)| {
+        .map(|((max_updates, workers), (names, seeds))| {
             let (low, high) = (
                 seeds.iter().min().copied().unwrap_or(0),
                 seeds.iter().max().copied().unwrap_or(0),

@@ -188,6 +188,22 @@ mod tests {
     use privrl_agents::OptimizerKind;
     use privrl_privacy::GradientMechanismConfig;
 
+    /// A table trial of `mech` at `epsilon` with the paper's |B|.
+    fn table_trial(plan: Plan, mech: MechanismKind, epsilon: Epsilon) -> Trial {
+        Trial {
+            plan,
+            mech,
+            epsilon,
+            buffer_size: buffer_size(mech),
+            max_updates: 10,
+            max_submissions: u64::MAX,
+            stop_at_success: true,
+            seed: 0,
+            run_name: "t".into(),
+            redis: None,
+        }
+    }
+
     #[test]
     fn optimizer_flags_reach_the_aggregator_config() {
         let paper = parse(&[]).plan();
@@ -208,18 +224,11 @@ mod tests {
         );
         assert_eq!((lap.optimizer, lap.lr), (OptimizerChoice::Adam, 0.005));
         assert_eq!((prs.optimizer, prs.lr), (OptimizerChoice::Sgd, 0.1));
-        let prs_trial = Trial {
-            plan: parse(&["--optimizer", "sgd,laplace=adam"]).plan(),
-            mech: MechanismKind::Prs,
-            epsilon: Epsilon::INFINITE,
-            buffer_size: 100,
-            max_updates: 10,
-            max_submissions: u64::MAX,
-            stop_at_success: true,
-            seed: 0,
-            run_name: "t".into(),
-            redis: None,
-        };
+        let prs_trial = table_trial(
+            parse(&["--optimizer", "sgd,laplace=adam"]).plan(),
+            MechanismKind::Prs,
+            Epsilon::INFINITE,
+        );
         assert_eq!(prs_trial.config().a3c.optimizer, OptimizerKind::Sgd);
         assert_eq!(prs_trial.config().a3c.lr, 0.5);
         assert!(
@@ -229,18 +238,7 @@ mod tests {
         let plan = parse(&["--optimizer", "adam", "--mechanisms", "lap", "--bias"]).plan();
         assert_eq!(plan.optimizer(MechanismKind::Laplace).lr, 0.005);
         assert_eq!(plan.mechanisms, vec![MechanismKind::Laplace]);
-        let trial = Trial {
-            plan,
-            mech: MechanismKind::Laplace,
-            epsilon: Epsilon::finite(2.0).unwrap(),
-            buffer_size: 1,
-            max_updates: 10,
-            max_submissions: u64::MAX,
-            stop_at_success: true,
-            seed: 0,
-            run_name: "t".into(),
-            redis: None,
-        };
+        let trial = table_trial(plan, MechanismKind::Laplace, Epsilon::finite(2.0).unwrap());
         let config = trial.config();
         assert_eq!(config.a3c.optimizer, OptimizerKind::Adam);
         assert_eq!(config.a3c.lr, 0.005);
