@@ -163,7 +163,7 @@ pub trait Agent {
 /// The recorder for every checkpoint file: named MessagePack at full precision.
 pub type CheckpointRecorder = NamedMpkFileRecorder<FullPrecisionSettings>;
 
-fn checkpoint_error(path: &Path, error: impl std::fmt::Display) -> AgentError {
+pub(crate) fn checkpoint_error(path: &Path, error: impl std::fmt::Display) -> AgentError {
     AgentError::Checkpoint {
         path: path.to_path_buf(),
         message: error.to_string(),

@@ -190,7 +190,7 @@ impl TransitionBatch {
 }
 
 /// A ring buffer of transitions, sampled uniformly with replacement (DQN's experience replay).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ReplayBuffer {
     obs_len: usize,
     capacity: usize,
@@ -222,6 +222,19 @@ impl ReplayBuffer {
     /// Transitions stored.
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Whether `other` has the same observation width, capacity and consistent storage (what
+    /// a buffer read from a file must have to replace this one).
+    pub(crate) fn same_shape(&self, other: &ReplayBuffer) -> bool {
+        let rows = |b: &ReplayBuffer| {
+            b.obs.len() == b.capacity * b.obs_len
+                && b.next_obs.len() == b.obs.len()
+                && [b.actions.len(), b.rewards.len(), b.terminated.len()] == [b.capacity; 3]
+                && b.next < b.capacity
+                && b.len <= b.capacity
+        };
+        self.obs_len == other.obs_len && self.capacity == other.capacity && rows(other)
     }
 
     /// Whether nothing is stored.

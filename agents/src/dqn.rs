@@ -16,7 +16,10 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::agent::{load_module, save_module, ActMode, Agent, AgentState, EpisodeLog, EpochStats};
+use crate::agent::{
+    checkpoint_error, load_module, save_module, ActMode, Agent, AgentState, EpisodeLog,
+    EpochStats,
+};
 use crate::autodiff;
 use crate::buffer::{ReplayBuffer, TransitionBatch};
 use crate::env::{discrete_env_dims, RolloutEnv};
@@ -143,6 +146,9 @@ pub fn td_loss<B: Backend>(
 // ---------------------------------------------------------------------------------------------
 // Agent
 // ---------------------------------------------------------------------------------------------
+
+/// The replay buffer's file in a checkpoint directory ([`Dqn::save_replay`]).
+const REPLAY_FILE: &str = "replay.json";
 
 /// A DQN agent.
 pub struct Dqn<B: AutodiffBackend, N: TrainableNetwork<B> = Mlp<B>> {
@@ -406,6 +412,31 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Dqn<B, N> {
         })
     }
 
+    /// Writes the replay buffer to `dir/replay.json` (the agent's checkpoint leaves it out:
+    /// it is large, and plain DQN refills it).
+    pub fn save_replay(&self, dir: &Path) -> Result<(), AgentError> {
+        let path = dir.join(REPLAY_FILE);
+        let text = serde_json::to_string(&self.replay).map_err(|e| checkpoint_error(&path, e))?;
+        std::fs::write(&path, text).map_err(|e| checkpoint_error(&path, e))
+    }
+
+    /// Restores the replay buffer that [`Dqn::save_replay`] wrote; it must have this agent's
+    /// observation width and capacity.
+    pub fn load_replay(&mut self, dir: &Path) -> Result<(), AgentError> {
+        let path = dir.join(REPLAY_FILE);
+        let text = std::fs::read_to_string(&path).map_err(|e| checkpoint_error(&path, e))?;
+        let replay: ReplayBuffer =
+            serde_json::from_str(&text).map_err(|e| checkpoint_error(&path, e))?;
+        if !replay.same_shape(&self.replay) {
+            return Err(checkpoint_error(
+                &path,
+                "a replay buffer of another observation width or capacity",
+            ));
+        }
+        self.replay = replay;
+        Ok(())
+    }
+
     /// Applies a gradient (for example an aggregated or privatised one) with the agent's
     /// optimizer and learning rate.
     pub fn apply_gradient(&mut self, record: &GradientRecord) -> Result<(), AgentError> {
@@ -472,7 +503,8 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Agent for Dqn<B, N> {
         AgentState::capture(&self.rng, self.epoch, self.updates, &self.log).save(dir)
     }
 
-    /// Restores the networks, optimizer and generator; the replay buffer starts empty.
+    /// Restores the networks, optimizer and generator; the replay buffer starts empty
+    /// ([`Dqn::load_replay`] restores it where it was saved).
     fn load_checkpoint(&mut self, dir: &Path) -> Result<(), AgentError> {
         self.online = load_module::<B, _>(self.online.clone(), dir, "q_network", &self.device)?;
         self.target = load_module::<B::InnerBackend, _>(

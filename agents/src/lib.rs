@@ -110,7 +110,7 @@ pub use pgc::{
 pub use ppo::{AuxiliaryPolicyLoss, Ppo, PpoConfig, PpoStats};
 pub use private_training::{
     private_td_gradient, DpSgdDqn, DpSgdReinforce, DpSgdTrainingConfig, NoisyObservationEnv,
-    PrivacyTally,
+    PrivacyTally, PrivacyUnit,
 };
 pub use record::{GradientRecord, NamedGradient};
 pub use reinforce::{EpisodeBatch, Reinforce, ReinforceConfig, ReinforceStats};

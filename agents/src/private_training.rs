@@ -3,8 +3,9 @@
 //! noise on the observed states (local DP, "LDP – noise calibration"), with the privacy each
 //! DP-SGD run actually spends, from the RDP accountant, which the slides leave as further work.
 //!
-//! - [`DpSgdReinforce`]: the gradient of one episode (the slides' "estimate gradient with one
-//!   episode") clipped to C in L2 and noised with N(0, σ²C²I) (Figure 7 with L = 1).
+//! - [`DpSgdReinforce`]: the gradients of L episodes (L = 1: the slides' "estimate gradient
+//!   with one episode"), each clipped to C in L2, summed, noised once with N(0, σ²C²I) and
+//!   divided by L (Figure 7).
 //! - [`DpSgdDqn`]: per-transition gradients of the TD loss from the analytic per-sample
 //!   gradients of [`crate::per_sample`], each clipped to C, summed, noised with N(0, σ²C²I)
 //!   and divided by the expected batch size (Figure 7; the slides' "custom backpropagation").
@@ -14,15 +15,16 @@
 //!
 //! # The unit of privacy
 //!
-//! **REINFORCE: an episode is one record.** Neighbouring data differ in one whole episode
-//! (add/remove). Every episode is collected once, used for exactly one gradient step and then
-//! discarded, so each record enters exactly one release of the Gaussian mechanism with
-//! sensitivity C and noise σC; later releases are computed from other records and from earlier
-//! (already private) outputs, so by adaptive composition over disjoint records the whole run is
-//! as private, per episode, as one release: ε of the subsampled Gaussian with q = 1 and one
-//! step, from [`RdpAccountant`]. This protects one episode (e.g. one user's trajectory), not a
-//! user who contributes many episodes: such a user composes over their episodes.
-//! [`PrivacyTally::epsilon_if_every_step`] gives that worst case (every step at q = 1).
+//! **REINFORCE: an episode is one record.** Neighbouring data differ in one whole episode.
+//! Every episode is collected once, used in exactly one DP-SGD step (with the other L − 1
+//! episodes of its batch) and then discarded, so each record enters exactly one release of the
+//! Gaussian mechanism with sensitivity C and noise σC; later releases are computed from other
+//! records and from earlier (already private) outputs, so by adaptive composition over
+//! disjoint records the whole run is as private, per episode, as one release: ε of the
+//! subsampled Gaussian with q = 1 and one step, from [`RdpAccountant`]. This protects one
+//! episode (e.g. one user's trajectory), not a user who contributes many episodes: such a user
+//! composes over their episodes. [`DpSgdReinforce::epsilon_if_every_step`] gives that worst
+//! case (every step at q = 1, the sum of a step's L episodes moving by up to L·C).
 //!
 //! **DQN: a transition is one record.** The slides sample |B| = 128 transitions uniformly with
 //! replacement; that sampling is not Poisson and a transition drawn twice doubles the
@@ -37,6 +39,16 @@
 //! q_t is rounded **up** to a geometric grid of ratio 1.01 (RDP grows with q, so this only
 //! over-states ε).
 //!
+//! **Adjacency.** Every ε here is stated under an [`Adjacency`], add/remove by default (as in
+//! Opacus), or substitution ([`DpSgdTrainingConfig::adjacency`]), whose per-step RDP is a
+//! conservative bound, exact at q = 1 ([`privrl_privacy::adjacency`]). An ε is printed with its
+//! unit and relation ([`PrivacyTally::label`]).
+//!
+//! **Resuming.** `save_checkpoint` writes the tally and the noise generator's position beside
+//! the agent's checkpoint (and, for DQN, the replay buffer, whose size sets the q_t to come);
+//! `load_checkpoint` continues them, so a resumed run's ε composes over every step since the
+//! start, never only those since the resume.
+//!
 //! **LDP on observations has no ε.** The observation noise has no sensitivity bound (states
 //! are unbounded), so it is a heuristic, as the slides' own "need for theoretical guarantees"
 //! says; [`NoisyObservationEnv`] reports ε = ∞.
@@ -46,6 +58,7 @@
 //! √P·C for P tensors: its σ corresponds to σ/√P here.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use burn::config::Config;
 use burn::module::Module;
@@ -53,17 +66,18 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Tensor;
 use privrl_envs::{Env, EnvError, Obs, Space, Step, StepInfo};
 use privrl_privacy::{
-    poisson_sample, Clipping, GradientMechanism, GradientMechanismConfig, GradientPrivacy,
-    MechanismRng, NoiseMode, ObservationNoise, RandomnessSource, RdpAccountant,
+    poisson_sample, Adjacency, Clipping, GradientMechanism, GradientMechanismConfig,
+    GradientPrivacy, MechanismRng, MechanismRngState, NoiseMode, ObservationNoise,
+    RandomnessSource, RdpAccountant,
 };
 use rand::Rng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::agent::Agent;
+use crate::agent::{checkpoint_error, Agent};
 use crate::autodiff;
 use crate::buffer::TransitionBatch;
 use crate::dqn::{Dqn, DqnConfig};
-use crate::error::{check_non_negative, check_positive, AgentError};
+use crate::error::{check_count, check_non_negative, check_positive, AgentError};
 use crate::heads::{matrix, one_hot, q_of_actions, to_host};
 use crate::nn::Mlp;
 use crate::per_sample::{probed_forward, PerSampleFactors};
@@ -88,6 +102,15 @@ pub struct DpSgdTrainingConfig {
     /// δ of the reported (ε, δ), in (0, 1).
     #[config(default = 1e-5)]
     pub delta: f64,
+    /// Which datasets are neighbours in the reported ε ([`Adjacency`]): add/remove, as in
+    /// Opacus, or substitution, whose ε is larger.
+    #[config(default = "Adjacency::AddRemove")]
+    pub adjacency: Adjacency,
+    /// DP-SGD REINFORCE: episodes L per DP-SGD step, each clipped to C on its own, the noise
+    /// added once to their sum and the sum divided by L (ignored by DQN, whose batch is
+    /// [`DqnConfig::batch_size`]). L = 1 is the slides' one episode per gradient.
+    #[config(default = 1)]
+    pub episodes_per_step: usize,
     /// Where the noise (and DQN's Poisson sampling) comes from: a generator seeded by the
     /// run, or the operating system's CSPRNG ([`NoiseMode`]).
     #[config(default = "NoiseMode::Seeded")]
@@ -122,6 +145,7 @@ impl DpSgdTrainingConfig {
     /// the expected batch size L (Figure 7). Without noise and without clipping it returns
     /// the plain mean gradient, bit for bit.
     pub fn build(&self, dimension: usize) -> Result<Box<dyn GradientMechanism>, AgentError> {
+        check_count("episodes_per_step", self.episodes_per_step)?;
         if !(self.delta > 0.0 && self.delta < 1.0) {
             return Err(AgentError::InvalidParameter {
                 name: "delta",
@@ -148,10 +172,36 @@ fn noise_multiplier(mechanism: &dyn GradientMechanism) -> f64 {
 /// Ratio of the geometric grid that sampling rates are rounded up to.
 const SAMPLE_RATE_GRID: f64 = 1.01;
 
+/// What one record of a private training run is: the unit that its ε protects (module docs).
+/// An ε per transition and an ε per episode are not comparable numbers: an episode holds
+/// hundreds of transitions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PrivacyUnit {
+    /// One transition (s, a, r, s′) of the replay buffer: DP-SGD DQN.
+    Transition,
+    /// One whole episode: DP-SGD REINFORCE.
+    Episode,
+}
+
+impl PrivacyUnit {
+    /// `transition` or `episode`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PrivacyUnit::Transition => "transition",
+            PrivacyUnit::Episode => "episode",
+        }
+    }
+}
+
 /// The subsampled-Gaussian releases of a run, counted per sampling rate (rounded up to a
-/// geometric grid of ratio 1.01), and the (ε, δ) they add up to under the RDP accountant.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// geometric grid of ratio 1.01), and the (ε, δ) they add up to under the RDP accountant, per
+/// [`PrivacyUnit`] and under an [`Adjacency`]. Plain counts, so a checkpoint holds it exactly
+/// and a resumed run continues it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PrivacyTally {
+    unit: PrivacyUnit,
+    adjacency: Adjacency,
     noise_multiplier: f64,
     delta: f64,
     /// Grid exponent k (q = 1.01^−k) → number of releases.
@@ -160,14 +210,22 @@ pub struct PrivacyTally {
 }
 
 impl PrivacyTally {
-    /// An empty tally for noise multiplier σ and δ.
-    pub fn new(noise_multiplier: f64, delta: f64) -> Self {
+    /// An empty tally of records of `unit` for noise multiplier σ and δ, add/remove.
+    pub fn new(unit: PrivacyUnit, noise_multiplier: f64, delta: f64) -> Self {
         Self {
+            unit,
+            adjacency: Adjacency::AddRemove,
             noise_multiplier,
             delta,
             releases: BTreeMap::new(),
             steps: 0,
         }
+    }
+
+    /// The same tally with ε stated under `adjacency` (the counts do not depend on it).
+    pub fn with_adjacency(mut self, adjacency: Adjacency) -> Self {
+        self.adjacency = adjacency;
+        self
     }
 
     /// Counts `count` releases at sampling rate `q` ∈ (0, 1], rounded up to the grid.
@@ -184,14 +242,15 @@ impl PrivacyTally {
     /// t ≥ `learning_starts` that `train_frequency` divides (`gradient_steps` of them), and
     /// each samples at q_t = min(1, |B| / n_t). The sampling rates are public (functions of t),
     /// so this is the accounting of the run without running it: what a report that quotes the
-    /// ε of a DP-SGD DQN run should use, rather than one constant q.
+    /// ε of a DP-SGD DQN run should use, rather than one constant q. Per transition,
+    /// add/remove ([`PrivacyTally::with_adjacency`] for substitution).
     pub fn dqn_schedule(
         config: &DqnConfig,
         env_steps: u64,
         noise_multiplier: f64,
         delta: f64,
     ) -> Self {
-        let mut tally = Self::new(noise_multiplier, delta);
+        let mut tally = Self::new(PrivacyUnit::Transition, noise_multiplier, delta);
         let (start, every) = (
             config.learning_starts as u64,
             config.train_frequency.max(1) as u64,
@@ -211,8 +270,39 @@ impl PrivacyTally {
         self.steps
     }
 
-    /// ε at the tally's δ: RDP of every counted release, composed (∞ without noise; 0 before
-    /// any release).
+    /// The record that ε protects.
+    pub fn unit(&self) -> PrivacyUnit {
+        self.unit
+    }
+
+    /// The neighbouring relation ε holds under.
+    pub fn adjacency(&self) -> Adjacency {
+        self.adjacency
+    }
+
+    /// σ.
+    pub fn noise_multiplier(&self) -> f64 {
+        self.noise_multiplier
+    }
+
+    /// δ of the (ε, δ).
+    pub fn delta(&self) -> f64 {
+        self.delta
+    }
+
+    /// What an ε of this tally means, to print beside it: `per episode, add/remove,
+    /// δ = 1e-5`.
+    pub fn label(&self) -> String {
+        format!(
+            "per {}, {}, δ = {}",
+            self.unit.name(),
+            self.adjacency.name(),
+            self.delta
+        )
+    }
+
+    /// ε at the tally's δ: RDP of every counted release, composed under the tally's
+    /// adjacency (∞ without noise; 0 before any release).
     pub fn epsilon(&self) -> Result<f64, AgentError> {
         if self.steps == 0 {
             return Ok(0.0);
@@ -220,7 +310,7 @@ impl PrivacyTally {
         if self.noise_multiplier <= 0.0 {
             return Ok(f64::INFINITY);
         }
-        let mut accountant = RdpAccountant::new(self.delta)?;
+        let mut accountant = RdpAccountant::new(self.delta)?.with_adjacency(self.adjacency)?;
         for (&exponent, &count) in &self.releases {
             let q = SAMPLE_RATE_GRID.powi(-(exponent as i32)).min(1.0);
             accountant.step(q, self.noise_multiplier, count)?;
@@ -228,12 +318,57 @@ impl PrivacyTally {
         Ok(accountant.epsilon(self.delta)?.0)
     }
 
-    /// ε if one record took part in every counted step at q = 1 (for REINFORCE: one user
-    /// contributing every episode).
+    /// ε if one record took part in every counted step at q = 1.
     pub fn epsilon_if_every_step(&self) -> Result<f64, AgentError> {
-        let mut all = Self::new(self.noise_multiplier, self.delta);
+        let mut all = self.clone();
+        all.releases.clear();
+        all.steps = 0;
         all.record(1.0, self.steps);
         all.epsilon()
+    }
+}
+
+/// What a DP-SGD agent saves beside its inner agent's checkpoint: the releases so far and the
+/// noise generator's position, so that a resumed run continues both.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct PrivateState {
+    tally: PrivacyTally,
+    noise_rng: Option<MechanismRngState>,
+}
+
+/// The file it lives in.
+const PRIVATE_STATE: &str = "dp_sgd.json";
+
+impl PrivateState {
+    fn save(&self, dir: &Path) -> Result<(), AgentError> {
+        let path = dir.join(PRIVATE_STATE);
+        let text = serde_json::to_string(self).map_err(|e| checkpoint_error(&path, e))?;
+        std::fs::write(&path, text).map_err(|e| checkpoint_error(&path, e))
+    }
+
+    /// Reads the state and checks it belongs to a run with `expected`'s unit, σ, δ and
+    /// adjacency: a tally composed at another σ or stated under another relation would be
+    /// continued under the wrong parameters.
+    fn load(dir: &Path, expected: &PrivacyTally) -> Result<Self, AgentError> {
+        let path = dir.join(PRIVATE_STATE);
+        let text = std::fs::read_to_string(&path).map_err(|e| checkpoint_error(&path, e))?;
+        let state: Self = serde_json::from_str(&text).map_err(|e| checkpoint_error(&path, e))?;
+        let (got, want) = (&state.tally, expected);
+        if (got.unit, got.adjacency, got.noise_multiplier, got.delta)
+            != (want.unit, want.adjacency, want.noise_multiplier, want.delta)
+        {
+            return Err(checkpoint_error(
+                &path,
+                format!(
+                    "saved by a run with σ = {} ({}), the agent has σ = {} ({})",
+                    got.noise_multiplier,
+                    got.label(),
+                    want.noise_multiplier,
+                    want.label()
+                ),
+            ));
+        }
+        Ok(state)
     }
 }
 
@@ -241,14 +376,25 @@ impl PrivacyTally {
 // DP-SGD REINFORCE
 // ---------------------------------------------------------------------------------------------
 
-/// REINFORCE whose one-episode gradient is clipped and noised before every Adam step
-/// (the slides' "REINFORCE – add noise on gradients", with flat clipping).
+/// REINFORCE whose gradient over L episodes is a DP-SGD release before every Adam step (the
+/// slides' "REINFORCE – add noise on gradients", with flat clipping; L = 1 in the slides).
+///
+/// Each step plays L fresh episodes with the current policy, clips each episode's gradient to
+/// C, sums them, adds N(0, σ²C²I) once and divides by L (a public constant, not a count that
+/// depends on the data). No sampling takes place: the episodes are partitioned into disjoint
+/// batches, each used by exactly one release and then discarded, so one episode's privacy is
+/// that of one Gaussian release with sensitivity C (add/remove; 2C for substitution), the
+/// subsampled Gaussian at q = 1 and one step, whatever L and however many steps. Batching L
+/// episodes keeps that ε and divides the noise on the mean gradient by L. (Amplification by
+/// subsampling would need a fixed set of episodes sampled at random, which on-policy
+/// REINFORCE, whose episodes must come from the current policy, does not have.)
 pub struct DpSgdReinforce<B: AutodiffBackend> {
     agent: Reinforce<B>,
     mechanism: Box<dyn GradientMechanism>,
-    delta: f64,
     noise_rng: MechanismRng,
-    episodes: u64,
+    episodes_per_step: usize,
+    /// Every DP-SGD step, at q = 1.
+    steps: PrivacyTally,
 }
 
 impl<B: AutodiffBackend> DpSgdReinforce<B> {
@@ -260,12 +406,18 @@ impl<B: AutodiffBackend> DpSgdReinforce<B> {
         noise_seed: u64,
     ) -> Result<Self, AgentError> {
         let mechanism = config.build(agent.policy().num_params())?;
+        let steps = PrivacyTally::new(
+            PrivacyUnit::Episode,
+            noise_multiplier(mechanism.as_ref()),
+            config.delta,
+        )
+        .with_adjacency(config.adjacency);
         Ok(Self {
             agent,
             mechanism,
-            delta: config.delta,
             noise_rng: config.noise_rng.rng(noise_seed)?,
-            episodes: 0,
+            episodes_per_step: config.episodes_per_step,
+            steps,
         })
     }
 
@@ -279,27 +431,49 @@ impl<B: AutodiffBackend> DpSgdReinforce<B> {
         self.mechanism.as_ref()
     }
 
-    /// Plays one episode and takes one Adam step on its privatized gradient; returns the
-    /// episode's return.
-    pub fn train_episode(&mut self) -> Result<f64, AgentError> {
-        // The episode is played on host copies; gradient and step open their own sections.
-        let batch = self.agent.collect_episode()?;
-        let gradient = self.agent.gradient(&batch)?;
-        let private = gradient.with_flat(
-            &self
-                .mechanism
-                .release(&gradient.flatten(), &mut self.noise_rng)?,
-        )?;
-        self.agent.apply_gradient(&private)?;
-        self.episodes += 1;
-        Ok(batch.rewards.iter().map(|&r| f64::from(r)).sum())
+    /// Episodes L per DP-SGD step.
+    pub fn episodes_per_step(&self) -> usize {
+        self.episodes_per_step
     }
 
-    /// The releases, as the accountant sees them: each episode is a fresh record released
-    /// once, so a record's privacy is one release at q = 1 (module docs).
+    /// Plays L episodes and takes one Adam step on their DP-SGD gradient (type docs); returns
+    /// the mean of their returns.
+    pub fn train_step(&mut self) -> Result<f64, AgentError> {
+        // The episodes are played on host copies; gradients and step open their own sections.
+        let mut per_episode = Vec::with_capacity(self.episodes_per_step);
+        let mut layout = None;
+        let mut total_return = 0.0;
+        for _ in 0..self.episodes_per_step {
+            let batch = self.agent.collect_episode()?;
+            let gradient = self.agent.gradient(&batch)?;
+            per_episode.push(gradient.flatten());
+            total_return += batch.rewards.iter().map(|&r| f64::from(r)).sum::<f64>();
+            layout = Some(gradient);
+        }
+        let layout = layout.expect("episodes_per_step >= 1 is checked when building");
+        let released = self.mechanism.release_batch(
+            &per_episode,
+            self.episodes_per_step as f64,
+            &mut self.noise_rng,
+        )?;
+        self.agent.apply_gradient(&layout.with_flat(&released)?)?;
+        self.steps.record(1.0, 1);
+        Ok(total_return / self.episodes_per_step as f64)
+    }
+
+    /// [`DpSgdReinforce::train_step`] with L = 1, the slides' one episode per gradient;
+    /// returns the episode's return. With L > 1, one step of L episodes.
+    pub fn train_episode(&mut self) -> Result<f64, AgentError> {
+        self.train_step()
+    }
+
+    /// The releases, as the accountant sees them: each episode is a record released once, so
+    /// a record's privacy is one release at q = 1 (type docs).
     pub fn tally(&self) -> PrivacyTally {
-        let mut tally = PrivacyTally::new(noise_multiplier(self.mechanism.as_ref()), self.delta);
-        if self.episodes > 0 {
+        let mut tally = self.steps.clone();
+        tally.releases.clear();
+        tally.steps = 0;
+        if self.steps.steps() > 0 {
             tally.record(1.0, 1);
         }
         tally
@@ -310,11 +484,42 @@ impl<B: AutodiffBackend> DpSgdReinforce<B> {
         self.tally().epsilon()
     }
 
-    /// ε if every episode came from the same user: every step composed at q = 1.
+    /// ε per user if one user contributed every episode: every step at q = 1, where a step's
+    /// L episodes all come from that user, so its sum moves by up to L·C: noise multiplier
+    /// σ/L per step (exact for the Gaussian mechanism; L = 1 gives σ).
     pub fn epsilon_if_every_step(&self) -> Result<f64, AgentError> {
-        let mut tally = PrivacyTally::new(noise_multiplier(self.mechanism.as_ref()), self.delta);
-        tally.record(1.0, self.episodes);
-        tally.epsilon()
+        let mut user = self.steps.clone();
+        user.noise_multiplier /= self.episodes_per_step as f64;
+        user.epsilon_if_every_step()
+    }
+
+    /// Every DP-SGD step so far (each at q = 1), as checkpointed.
+    pub fn steps(&self) -> &PrivacyTally {
+        &self.steps
+    }
+
+    /// Writes the agent's checkpoint and, beside it, the tally and the noise generator's
+    /// position (`dp_sgd.json`).
+    pub fn save_checkpoint(&self, dir: &Path) -> Result<(), AgentError> {
+        self.agent.save_checkpoint(dir)?;
+        PrivateState {
+            tally: self.steps.clone(),
+            noise_rng: self.noise_rng.state(),
+        }
+        .save(dir)
+    }
+
+    /// Restores what [`DpSgdReinforce::save_checkpoint`] wrote: the tally continues from the
+    /// checkpoint's, never from zero. Fails if the checkpoint was written with another σ, δ
+    /// or adjacency.
+    pub fn load_checkpoint(&mut self, dir: &Path) -> Result<(), AgentError> {
+        let state = PrivateState::load(dir, &self.steps)?;
+        self.agent.load_checkpoint(dir)?;
+        self.noise_rng
+            .restore(state.noise_rng.as_ref())
+            .map_err(|e| checkpoint_error(&dir.join(PRIVATE_STATE), e))?;
+        self.steps = state.tally;
+        Ok(())
     }
 }
 
@@ -340,7 +545,12 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
         noise_seed: u64,
     ) -> Result<Self, AgentError> {
         let mechanism = config.build(agent.q_network().num_params())?;
-        let tally = PrivacyTally::new(noise_multiplier(mechanism.as_ref()), config.delta);
+        let tally = PrivacyTally::new(
+            PrivacyUnit::Transition,
+            noise_multiplier(mechanism.as_ref()),
+            config.delta,
+        )
+        .with_adjacency(config.adjacency);
         Ok(Self {
             agent,
             mechanism,
@@ -405,6 +615,33 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
             .last()
             .copied()
             .unwrap_or(0.0))
+    }
+
+    /// Writes the agent's checkpoint and, beside it, the replay buffer (whose size sets the
+    /// sampling rate q_t of the steps to come), the tally and the noise generator's position.
+    pub fn save_checkpoint(&self, dir: &Path) -> Result<(), AgentError> {
+        self.agent.save_checkpoint(dir)?;
+        self.agent.save_replay(dir)?;
+        PrivateState {
+            tally: self.tally.clone(),
+            noise_rng: self.noise_rng.state(),
+        }
+        .save(dir)
+    }
+
+    /// Restores what [`DpSgdDqn::save_checkpoint`] wrote: the tally continues from the
+    /// checkpoint's, never from zero, and the replay buffer's size, hence every later q_t, is
+    /// the uninterrupted run's. Fails if the checkpoint was written with another σ, δ or
+    /// adjacency.
+    pub fn load_checkpoint(&mut self, dir: &Path) -> Result<(), AgentError> {
+        let state = PrivateState::load(dir, &self.tally)?;
+        self.agent.load_checkpoint(dir)?;
+        self.agent.load_replay(dir)?;
+        self.noise_rng
+            .restore(state.noise_rng.as_ref())
+            .map_err(|e| checkpoint_error(&dir.join(PRIVATE_STATE), e))?;
+        self.tally = state.tally;
+        Ok(())
     }
 }
 

@@ -9,11 +9,12 @@ use burn::tensor::Tensor;
 use privrl_agents::private_training::{DpSgdDqn, DpSgdReinforce, NoisyObservationEnv};
 use privrl_agents::{
     private_td_gradient, AgentError, DpSgdTrainingConfig, Dqn, DqnConfig, GradientRecord, Mlp,
-    PrivacyTally, Reinforce, ReinforceConfig, TransitionBatch,
+    PrivacyTally, PrivacyUnit, Reinforce, ReinforceConfig, TransitionBatch,
 };
 use privrl_envs::Env;
 use privrl_privacy::{
-    dp_sgd_epsilon, GradientMechanism, NoiseMode, ObservationNoiseConfig, RandomnessSource,
+    clip_l2, dp_sgd_epsilon, dp_sgd_epsilon_under, Adjacency, GradientMechanism, NoiseMode,
+    ObservationNoiseConfig, RandomnessSource,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -240,7 +241,7 @@ fn epsilon_follows_the_rdp_accountant() {
     // Sampling rates are rounded up to a 1.01 grid: ε lies between the exact value at q and
     // at 1.01·q.
     let (q, sigma, steps) = (0.0123, 1.1, 500);
-    let mut tally = PrivacyTally::new(sigma, delta);
+    let mut tally = PrivacyTally::new(PrivacyUnit::Transition, sigma, delta);
     tally.record(q, steps);
     let eps = tally.epsilon().unwrap();
     let low = dp_sgd_epsilon(q, sigma, steps, delta).unwrap();
@@ -419,4 +420,207 @@ fn secure_noise_ignores_the_seed_and_seeded_noise_repeats() {
             &after_one_step(NoiseMode::Secure)
         ) > 0.0
     );
+}
+
+/// The adjacency chosen in the config reaches every ε, and the label printed beside it names
+/// the unit and the relation. One episode at σ = 1, δ = 1e-5: 4.73 add/remove, 10.73
+/// substitution (hand-worked in privrl-privacy's adjacency tests).
+#[test]
+fn adjacency_and_unit_reach_every_epsilon() {
+    let reinforce =
+        Reinforce::<B>::new(ReinforceConfig::new(), cartpole(), &Default::default(), 0).unwrap();
+    let substitution = config(1.0, Some(1.0)).with_adjacency(Adjacency::Substitution);
+    let mut private = DpSgdReinforce::new(reinforce, &substitution, 0).unwrap();
+    private.train_episode().unwrap();
+    let eps = private.epsilon().unwrap();
+    assert!((eps - 10.725510).abs() < 1e-5, "{eps}");
+    assert_eq!(
+        private.tally().label(),
+        "per episode, substitution, δ = 0.00001"
+    );
+
+    let dqn_config = DqnConfig::new()
+        .with_learning_starts(50)
+        .with_batch_size(16)
+        .with_hidden(vec![16]);
+    let run = |adjacency| {
+        let dqn = Dqn::<B>::new(dqn_config.clone(), cartpole(), &Default::default(), 0).unwrap();
+        let mut private =
+            DpSgdDqn::new(dqn, &config(1.0, Some(1.0)).with_adjacency(adjacency), 0).unwrap();
+        for _ in 0..80 {
+            private.step().unwrap();
+        }
+        private
+    };
+    let (add_remove, substitution) = (run(Adjacency::AddRemove), run(Adjacency::Substitution));
+    assert_eq!(
+        add_remove.tally().label(),
+        "per transition, add/remove, δ = 0.00001"
+    );
+    // The same releases, a larger ε under substitution; the schedule carries the relation.
+    assert_eq!(add_remove.tally().steps(), substitution.tally().steps());
+    assert!(substitution.epsilon().unwrap() > add_remove.epsilon().unwrap());
+    assert_eq!(
+        *substitution.tally(),
+        PrivacyTally::dqn_schedule(&dqn_config, 80, 1.0, 1e-5)
+            .with_adjacency(Adjacency::Substitution)
+    );
+}
+
+/// Train N steps, checkpoint, resume in a fresh agent for M steps: the tally, its ε and the
+/// saved privacy state (tally and noise-generator position) are those of N + M uninterrupted
+/// steps, byte for byte; a fresh tally would have restarted at zero.
+#[test]
+fn the_privacy_tally_survives_a_checkpoint() {
+    let dir = std::env::temp_dir().join(format!("privrl-dp-resume-{}", std::process::id()));
+    let (n, m) = (60, 50);
+    let dqn_config = DqnConfig::new()
+        .with_learning_starts(20)
+        .with_batch_size(16)
+        .with_buffer_capacity(70)
+        .with_hidden(vec![16]);
+    let dqn = |seed| {
+        let dqn = Dqn::<B>::new(dqn_config.clone(), cartpole(), &Default::default(), seed);
+        DpSgdDqn::new(dqn.unwrap(), &config(0.9, Some(1.0)), 5).unwrap()
+    };
+    let mut straight = dqn(2);
+    for _ in 0..n + m {
+        straight.step().unwrap();
+    }
+    let mut first = dqn(2);
+    for _ in 0..n {
+        first.step().unwrap();
+    }
+    first.save_checkpoint(&dir.join("dqn-n")).unwrap();
+    let mut resumed = dqn(2);
+    resumed.load_checkpoint(&dir.join("dqn-n")).unwrap();
+    assert_eq!(resumed.tally(), first.tally());
+    for _ in 0..m {
+        resumed.step().unwrap();
+    }
+    assert_eq!(resumed.tally(), straight.tally());
+    assert_eq!(resumed.epsilon().unwrap(), straight.epsilon().unwrap());
+    assert!(resumed.epsilon().unwrap() > first.epsilon().unwrap());
+    straight.save_checkpoint(&dir.join("dqn-straight")).unwrap();
+    resumed.save_checkpoint(&dir.join("dqn-resumed")).unwrap();
+    let state = |run: &str| std::fs::read(dir.join(run).join("dp_sgd.json")).unwrap();
+    assert_eq!(state("dqn-straight"), state("dqn-resumed"));
+
+    let reinforce = |l| {
+        let agent = Reinforce::<B>::new(ReinforceConfig::new(), cartpole(), &Default::default(), 4);
+        let config = config(1.0, Some(1.0)).with_episodes_per_step(l);
+        DpSgdReinforce::new(agent.unwrap(), &config, 6).unwrap()
+    };
+    let mut straight = reinforce(2);
+    for _ in 0..5 {
+        straight.train_step().unwrap();
+    }
+    let mut first = reinforce(2);
+    for _ in 0..3 {
+        first.train_step().unwrap();
+    }
+    first.save_checkpoint(&dir.join("reinforce-n")).unwrap();
+    let mut resumed = reinforce(2);
+    resumed.load_checkpoint(&dir.join("reinforce-n")).unwrap();
+    for _ in 0..2 {
+        resumed.train_step().unwrap();
+    }
+    assert_eq!(resumed.steps(), straight.steps());
+    assert_eq!(
+        resumed.epsilon_if_every_step().unwrap(),
+        straight.epsilon_if_every_step().unwrap()
+    );
+    straight.save_checkpoint(&dir.join("reinforce-straight")).unwrap();
+    resumed.save_checkpoint(&dir.join("reinforce-resumed")).unwrap();
+    assert_eq!(state("reinforce-straight"), state("reinforce-resumed"));
+
+    // A checkpoint of another σ is refused, naming the file.
+    let agent = Reinforce::<B>::new(ReinforceConfig::new(), cartpole(), &Default::default(), 4);
+    let other = config(2.0, Some(1.0)).with_episodes_per_step(2);
+    let mut other = DpSgdReinforce::new(agent.unwrap(), &other, 6).unwrap();
+    let error = other
+        .load_checkpoint(&dir.join("reinforce-n"))
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("dp_sgd.json") && error.contains("σ = 1"), "{error}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// One DP-SGD step over L episodes: without noise it is exactly the mean of the L episodes'
+/// gradients, each clipped to C on its own (replayed by hand on a plain agent from the same
+/// seed); with noise the release differs from it by N(0, (σC/L)²) per value; the ε per
+/// episode is one release whatever L, and one user's ε composes every step at σ/L.
+#[test]
+fn batched_reinforce_clips_per_episode_and_averages() {
+    let (l, clip) = (3usize, 0.05);
+    let agent = || {
+        Reinforce::<B>::new(ReinforceConfig::new(), cartpole(), &Default::default(), 9).unwrap()
+    };
+    let clipped = config(0.0, Some(clip)).with_episodes_per_step(l);
+    let mut private = DpSgdReinforce::new(agent(), &clipped, 0).unwrap();
+    let mut by_hand = agent();
+    for _ in 0..2 {
+        private.train_step().unwrap();
+        let mut sum: Vec<f64> = Vec::new();
+        let mut layout = None;
+        for _ in 0..l {
+            let episode = by_hand.collect_episode().unwrap();
+            let gradient = by_hand.gradient(&episode).unwrap();
+            let mut flat = gradient.flatten();
+            let norm = flat.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>().sqrt();
+            assert!(norm > clip, "clipping must be active for this test: {norm}");
+            clip_l2(&mut flat, clip);
+            sum.resize(flat.len(), 0.0);
+            sum.iter_mut().zip(&flat).for_each(|(s, &x)| *s += f64::from(x));
+            layout = Some(gradient);
+        }
+        // The clipped sum is accumulated in f64, rounded to f32, then divided by L.
+        let mean: Vec<f32> = sum
+            .iter()
+            .map(|&s| (f64::from(s as f32) / l as f64) as f32)
+            .collect();
+        by_hand
+            .apply_gradient(&layout.unwrap().with_flat(&mean).unwrap())
+            .unwrap();
+    }
+    assert_eq!(privrl_agents::Agent::episode_log(private.agent()).episodes(), 2 * l);
+    assert_eq!(private.steps().steps(), 2);
+    assert_eq!(flat_params(private.agent().policy()), flat_params(by_hand.policy()));
+
+    // Noise: std σC/L on the mean.
+    let sigma = 2.0;
+    let mut fresh = agent();
+    let per_episode: Vec<Vec<f32>> = (0..l)
+        .map(|_| {
+            let episode = fresh.collect_episode().unwrap();
+            fresh.gradient(&episode).unwrap().flatten()
+        })
+        .collect();
+    let d = per_episode[0].len();
+    let noisy = config(sigma, Some(clip)).build(d).unwrap();
+    let clean = config(0.0, Some(clip)).build(d).unwrap();
+    let mut rng = NoiseMode::Seeded.rng(11).unwrap();
+    let a = noisy.release_batch(&per_episode, l as f64, &mut rng).unwrap();
+    let b = clean.release_batch(&per_episode, l as f64, &mut rng).unwrap();
+    let std = (a.iter().zip(&b).map(|(x, y)| f64::from(x - y).powi(2)).sum::<f64>() / d as f64)
+        .sqrt();
+    assert!((std / (sigma * clip / l as f64) - 1.0).abs() < 0.08, "std {std}");
+
+    // Accounting: per episode one release at q = 1; one user over 4 steps at σ/L.
+    let with_noise = config(sigma, Some(clip)).with_episodes_per_step(l);
+    let mut private = DpSgdReinforce::new(agent(), &with_noise, 0).unwrap();
+    for _ in 0..4 {
+        private.train_step().unwrap();
+    }
+    let delta = 1e-5;
+    assert_eq!(private.epsilon().unwrap(), dp_sgd_epsilon(1.0, sigma, 1, delta).unwrap());
+    let user = dp_sgd_epsilon(1.0, sigma / l as f64, 4, delta).unwrap();
+    assert!((private.epsilon_if_every_step().unwrap() - user).abs() < 1e-12);
+    assert!(
+        (dp_sgd_epsilon_under(Adjacency::Substitution, 1.0, sigma, 1, delta).unwrap()
+            - dp_sgd_epsilon(1.0, sigma / 2.0, 1, delta).unwrap())
+        .abs()
+            < 1e-12
+    );
+    assert!(config(1.0, Some(1.0)).with_episodes_per_step(0).build(10).is_err());
 }

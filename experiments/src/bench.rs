@@ -4,19 +4,16 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use burn::backend::Autodiff;
-use burn::module::Module;
-use burn::optim::{AdamConfig, GradientsParams, Optimizer};
 use burn::tensor::backend::Backend;
-use burn::tensor::{Distribution, Tensor};
 use clap::Args;
-use privrl_agents::{autodiff, dp_sgd_gradient, Mlp, MlpConfig};
+use privrl_agents::{DpSgdDqn, DpSgdTrainingConfig, Dqn};
 use privrl_attacks::{attack, Victim};
 use privrl_bench::{
     env_steps_per_second, env_steps_per_second_allocating, vec_env_steps_per_second,
 };
 use privrl_envs::registry;
 use privrl_envs::room::RoomSetting;
-use privrl_privacy::{Clipping, DirichletConfig, DpSgdConfig};
+use privrl_privacy::DirichletConfig;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -172,21 +169,26 @@ pub fn env_throughput_table(report: &mut Report, rows: &[EnvThroughput], num_env
     );
 }
 
-/// Median wall time of one training step of a (128,128) MLP on a batch of 128, plain and with
-/// DP-SGD (analytic per-sample clipping + Gaussian noise), and of the δ Monte Carlo.
+/// Median wall time of one environment step of the DP-SGD suite's DQN on CartPole-v1 with a
+/// gradient step at every environment step: the plain [`Dqn::step`] (|B| = 128 sampled with
+/// replacement, the mean TD loss, backward, Adam) against the real [`DpSgdDqn::step`] (a
+/// Poisson sample at q = 128/n, analytic per-transition gradients, flat clipping, Gaussian
+/// noise, Adam, and the privacy tally).
 #[derive(Debug, Serialize)]
 pub struct DpSgdTimes {
     /// Backend name.
     pub backend: String,
-    /// Forward, backward and Adam step, ms.
+    /// [`Dqn::step`], ms.
     pub plain_step_ms: f64,
-    /// Forward with probes, backward, clipping, noise and Adam step, ms.
+    /// [`DpSgdDqn::step`], ms.
     pub dp_sgd_step_ms: f64,
+    /// Transitions in the replay buffer when the timing started (q = 128/n).
+    pub replay_size: usize,
 }
 
 /// Times [`DpSgdTimes`] on the chosen backend.
 pub struct DpSgdBench {
-    /// Steps of each kind to take the median over (after 3 warm-up steps).
+    /// Steps of each kind to take the median over (after the warm-up).
     pub steps: usize,
 }
 
@@ -195,43 +197,37 @@ impl BackendTask for DpSgdBench {
 
     fn run<B: Backend>(self, device: B::Device) -> Result<DpSgdTimes> {
         type AB<B> = Autodiff<B>;
-        let mut rng = ChaCha8Rng::seed_from_u64(0);
-        let (d_in, d_out, batch) = (64, 8, 128);
-        let mut mlp = MlpConfig::new(d_in, vec![128, 128], d_out).init::<AB<B>>(&device, &mut rng);
-        let x = Tensor::<AB<B>, 2>::random([batch, d_in], Distribution::Normal(0.0, 1.0), &device);
-        let dp = DpSgdConfig {
-            noise_multiplier: 1.0,
-            clipping: Clipping::Flat { clip: 1.0 },
-            dimension: mlp.num_params(),
+        // The DP-SGD suite's DQN, training at every step so that every timed step trains.
+        let config = crate::suites::dpsgd::dqn_config().with_train_frequency(1);
+        let cartpole = || privrl_envs::make("CartPole-v1");
+        let mut plain = Dqn::<AB<B>>::new(config.clone(), cartpole()?, &device, 0)?;
+        let mut private = DpSgdDqn::new(
+            Dqn::<AB<B>>::new(config.clone(), cartpole()?, &device, 0)?,
+            &DpSgdTrainingConfig::new(),
+            1,
+        )?;
+        // Fill the buffers to the first gradient step, then warm up 3 steps of each.
+        for _ in 0..config.learning_starts + 2 {
+            plain.step()?;
+            private.step()?;
         }
-        .build()?;
-        let loss_of = |out: Tensor<AB<B>, 2>| out.powi_scalar(2).sum_dim(1).squeeze_dim::<1>(1);
-        let mut optimizer = AdamConfig::new().init::<AB<B>, Mlp<AB<B>>>();
+        let replay_size = private.agent().replay().len();
         // The two kinds of step alternate and each reports its median, so that a load that comes
         // and goes on a shared machine hits both alike.
-        let (mut plain, mut private) = (Vec::new(), Vec::new());
-        for i in 0..self.steps + 3 {
+        let (mut plain_ms, mut private_ms) = (Vec::new(), Vec::new());
+        for _ in 0..self.steps {
             let start = Instant::now();
-            let grads = autodiff::exclusive(|| {
-                let grads = autodiff::backward(&loss_of(mlp.forward(x.clone())).sum());
-                GradientsParams::from_grads(grads, &mlp)
-            });
-            mlp = optimizer.step(1e-3, mlp.clone(), grads);
+            plain.step()?;
             let middle = Instant::now();
-            let record = dp_sgd_gradient(&mlp, x.clone(), loss_of, &dp, batch as f64, &mut rng)?;
-            let grads = record.to_gradients_params(&mlp)?;
-            mlp = optimizer.step(1e-3, mlp.clone(), grads);
-            if i >= 3 {
-                plain.push((middle - start).as_secs_f64() * 1e3);
-                private.push(middle.elapsed().as_secs_f64() * 1e3);
-            }
+            private.step()?;
+            plain_ms.push((middle - start).as_secs_f64() * 1e3);
+            private_ms.push(middle.elapsed().as_secs_f64() * 1e3);
         }
-        let plain_step_ms = median(&plain);
-        let dp_sgd_step_ms = median(&private);
         Ok(DpSgdTimes {
             backend: B::name(&device),
-            plain_step_ms,
-            dp_sgd_step_ms,
+            plain_step_ms: median(&plain_ms),
+            dp_sgd_step_ms: median(&private_ms),
+            replay_size,
         })
     }
 }
@@ -368,21 +364,26 @@ pub fn run(args: BenchArgs) -> Result<()> {
         )
         .heading("Privacy")
         .paragraph(&format!(
-            "Backend `{}`. A training step of a (128,128) MLP (64 inputs, 8 outputs) on a batch \
-             of 128 with Adam: plain, and DP-SGD with per-sample gradients computed \
-             analytically (one batched pass), flat clipping and Gaussian noise. The two steps \
-             alternate, {} of each; the table gives each one's median.",
-            dp_sgd.backend, args.train_steps
+            "Backend `{}`, CartPole-v1. One environment step of the DP-SGD suite's DQN \
+             ((128,128) ReLU Q-network, |B| = 128, a gradient step at every environment step, \
+             {} transitions in the replay buffer when timing starts): plain `Dqn::step` \
+             (128 transitions sampled with replacement, mean TD loss, backward, Adam) against \
+             `DpSgdDqn::step` (a Poisson sample at q = 128/n, per-transition gradients computed \
+             analytically in one batched pass, flat clipping to C = 1, Gaussian noise σ = 1, \
+             Adam, the privacy tally). The two alternate, {} of each; the table gives each \
+             one's median. Wall time on whatever else the machine runs: compare the ratio, not \
+             the milliseconds.",
+            dp_sgd.backend, dp_sgd.replay_size, args.train_steps
         ))
         .table(
             &["measurement", "value"],
             vec![
                 vec![
-                    Cell::from("plain step (ms)"),
+                    Cell::from("plain DQN step (ms)"),
                     Cell::from(dp_sgd.plain_step_ms),
                 ],
                 vec![
-                    Cell::from("DP-SGD step (ms)"),
+                    Cell::from("DP-SGD DQN step (ms)"),
                     Cell::from(dp_sgd.dp_sgd_step_ms),
                 ],
                 vec![

@@ -4,13 +4,14 @@
 //!   Dirichlet mechanism composed with an L-Lipschitz policy (Theorem 1 of Gohari et al.), and
 //!   the concentration k that meets a target ε.
 //! * `privacy dpsgd`: ε of DP-SGD (Poisson-subsampled Gaussian, RDP accountant with Opacus'
-//!   orders and the Balle et al. 2020 conversion), or the noise multiplier for a target ε.
+//!   orders and the Balle et al. 2020 conversion) under add/remove or substitution adjacency,
+//!   or the noise multiplier for a target ε.
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 use privrl_privacy::{
-    dp_sgd_epsilon, noise_multiplier_for, DeltaMethod, DirichletConfig, MechanismRng,
-    RandomnessSource,
+    dp_sgd_epsilon_under, noise_multiplier_for_under, Adjacency, DeltaMethod, DirichletConfig,
+    MechanismRng, RandomnessSource,
 };
 
 /// Privacy accounting commands.
@@ -81,6 +82,10 @@ pub struct DpsgdArgs {
     /// Report the smallest noise multiplier whose ε is at most this value (> 0) instead.
     #[arg(long)]
     pub target_eps: Option<f64>,
+    /// Neighbouring datasets: `add-remove` (one record added or removed; Opacus' default) or
+    /// `substitution` (one record replaced: a conservative bound, exact at q = 1, and larger).
+    #[arg(long, default_value_t = Adjacency::AddRemove)]
+    pub adjacency: Adjacency,
 }
 
 /// Runs a privacy command and prints its result.
@@ -157,18 +162,27 @@ fn dpsgd(args: DpsgdArgs) -> anyhow::Result<()> {
     if args.sigma.is_none() && args.target_eps.is_none() {
         bail!("give --sigma, --target-eps, or both");
     }
+    let adjacency = args.adjacency;
     if let Some(target) = args.target_eps {
-        let sigma = noise_multiplier_for(target, args.delta, args.q, args.steps)
+        let sigma = noise_multiplier_for_under(adjacency, target, args.delta, args.q, args.steps)
             .context("solving for the noise multiplier")?;
-        let eps = dp_sgd_epsilon(args.q, sigma, args.steps, args.delta)?;
-        println!("target epsilon {target}: noise multiplier sigma = {sigma:.6} (epsilon = {eps:.6} at delta = {})", args.delta);
+        let eps = dp_sgd_epsilon_under(adjacency, args.q, sigma, args.steps, args.delta)?;
+        println!(
+            "target epsilon {target}: noise multiplier sigma = {sigma:.6} (epsilon = {eps:.6} at \
+             delta = {}, {} adjacency)",
+            args.delta,
+            adjacency.name()
+        );
     }
     if let Some(sigma) = args.sigma {
-        let eps =
-            dp_sgd_epsilon(args.q, sigma, args.steps, args.delta).context("RDP accounting")?;
+        let eps = dp_sgd_epsilon_under(adjacency, args.q, sigma, args.steps, args.delta)
+            .context("RDP accounting")?;
         println!(
-            "q = {}, sigma = {sigma}, steps = {}: epsilon = {eps:.6} at delta = {}",
-            args.q, args.steps, args.delta
+            "q = {}, sigma = {sigma}, steps = {}: epsilon = {eps:.6} at delta = {}, {} adjacency",
+            args.q,
+            args.steps,
+            args.delta,
+            adjacency.name()
         );
     }
     Ok(())

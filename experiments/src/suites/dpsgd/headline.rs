@@ -34,7 +34,7 @@ pub(super) fn headline(points: &[Point]) -> Headline {
             method.name(),
             format_number(mean(&highest.mean_returns())),
             format_number(highest.noise),
-            format_number(highest.epsilon()),
+            highest.epsilon_with_unit(),
             format_number(mean(&lowest.mean_returns())),
             format_number(lowest.noise)
         )

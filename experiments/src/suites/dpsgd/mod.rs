@@ -140,6 +140,10 @@ mod tests {
         assert_eq!(outcome.headline.measured.matches("σ = 1 (ε = ").count(), 2);
         assert!(outcome.headline.measured.contains("not judged: DP-SGD DQN"));
         assert!(markdown.contains("## Headline"), "{markdown}");
+        // Every ε carries its unit and relation: never one bare ε axis for both agents.
+        assert!(markdown.contains("ε (δ = 0.00001, add/remove) | unit of privacy"));
+        assert!(outcome.headline.measured.contains("/episode)"));
+        assert!(outcome.headline.measured.contains("/transition)"));
         // 2 DP-SGD methods × 2 σ + 2 LDP methods × 1 σ rows.
         let rows = markdown
             .lines()
@@ -153,6 +157,8 @@ mod tests {
         crate::run::tests::assert_complete_run(&run);
         let summary: RunSummary = crate::run::read_json(&run.join("summary.json")).unwrap();
         assert_eq!(summary.episodes, 60);
+        assert_eq!(summary.unit, Some(privrl_agents::PrivacyUnit::Episode));
+        assert_eq!(summary.adjacency, privrl_privacy::Adjacency::AddRemove);
         // One Gaussian release per episode-record at q = 1 (σ = 1, δ = 1e-5).
         let expected = privrl_privacy::dp_sgd_epsilon(1.0, 1.0, 1, 1e-5).unwrap();
         assert!((summary.epsilon.unwrap() - expected).abs() < 1e-9);

@@ -2,7 +2,8 @@
 //! resolve to (what every run's `config.json` records).
 
 use clap::{Args, ValueEnum};
-use privrl_agents::{DqnConfig, ReinforceConfig};
+use privrl_agents::{DqnConfig, PrivacyUnit, ReinforceConfig};
+use privrl_privacy::Adjacency;
 use serde::{Deserialize, Serialize};
 
 use super::{ENV, SOLVED_RETURN, SOLVED_WINDOW, WARMUP_STEPS};
@@ -44,6 +45,16 @@ pub struct DpsgdArgs {
     /// δ of the reported (ε, δ).
     #[arg(long, default_value_t = 1e-5)]
     pub delta: f64,
+    /// Neighbouring relation of the reported ε: `add-remove` (one record added or removed, as
+    /// in Opacus) or `substitution` (one record replaced; a larger ε). A record is an episode
+    /// for REINFORCE and a transition for DQN.
+    #[arg(long, default_value_t = Adjacency::AddRemove)]
+    pub adjacency: Adjacency,
+    /// DP-SGD REINFORCE: episodes L per DP-SGD step, each clipped on its own, noised once and
+    /// averaged (1: the slides' one episode per gradient). The ε per episode does not depend
+    /// on L; the noise on the mean gradient is σC/L.
+    #[arg(long, default_value_t = 1)]
+    pub reinforce_batch: usize,
     /// Which methods to run, comma-separated (default: all four).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub methods: Option<Vec<Method>>,
@@ -107,6 +118,16 @@ impl Method {
     pub(super) fn is_dqn(self) -> bool {
         matches!(self, Method::DpSgdDqn | Method::LdpDqn)
     }
+
+    /// The record its ε protects: DP-SGD DQN a transition, DP-SGD REINFORCE an episode; LDP
+    /// has no ε.
+    pub(super) fn unit(self) -> Option<PrivacyUnit> {
+        match self {
+            Method::DpSgdReinforce => Some(PrivacyUnit::Episode),
+            Method::DpSgdDqn => Some(PrivacyUnit::Transition),
+            Method::LdpReinforce | Method::LdpDqn => None,
+        }
+    }
 }
 
 /// Resolved parameters of the suite (what every run's `config.json` records).
@@ -120,6 +141,8 @@ pub(super) struct DpsgdPlan {
     pub(super) dqn_steps: u64,
     pub(super) clip: f64,
     pub(super) delta: f64,
+    pub(super) adjacency: Adjacency,
+    pub(super) reinforce_batch: usize,
     pub(super) methods: Vec<Method>,
     pub(super) backend: BackendChoice,
     pub(super) solved_window: usize,
@@ -142,6 +165,8 @@ impl DpsgdArgs {
             dqn_steps: None,
             clip: 1.0,
             delta: 1e-5,
+            adjacency: Adjacency::AddRemove,
+            reinforce_batch: 1,
             methods: None,
             backend,
             threads,
@@ -177,6 +202,8 @@ impl DpsgdArgs {
                 .unwrap_or(if quick { 8_000 } else { DQN_STEPS }),
             clip: self.clip,
             delta: self.delta,
+            adjacency: self.adjacency,
+            reinforce_batch: self.reinforce_batch,
             methods: self.methods.clone().unwrap_or_else(|| Method::ALL.to_vec()),
             backend: self.backend,
             noise_rng: self.noise_rng,

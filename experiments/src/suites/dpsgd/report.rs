@@ -65,6 +65,17 @@ impl Point {
             .map(|r| r.epsilon.unwrap_or(f64::INFINITY))
             .fold(0.0, f64::max)
     }
+
+    /// The ε with its unit, never a bare number: `4.73/episode`, `24.2/transition`, `∞`.
+    pub(super) fn epsilon_with_unit(&self) -> String {
+        let epsilon = self.epsilon();
+        match self.method.unit() {
+            Some(unit) if epsilon.is_finite() => {
+                format!("{}/{}", format_number(epsilon), unit.name())
+            }
+            _ => "∞".to_string(),
+        }
+    }
 }
 
 /// The three charts of one family (DP-SGD or LDP): average reward, median reward and
@@ -74,6 +85,7 @@ fn family_charts(
     family: &str,
     x_label: &str,
     points: &[&Point],
+    epsilon_note: &str,
 ) -> Result<Vec<(String, PlotFiles)>> {
     type Statistic = fn(&Point) -> f64;
     let charts: [(&str, &str, &str, Statistic); 3] = [
@@ -117,14 +129,16 @@ fn family_charts(
             .annotations(
                 of_method
                     .iter()
-                    .map(|p| format!("ε={}", format_number(p.epsilon()))),
+                    .map(|p| format!("ε={}", p.epsilon_with_unit())),
             );
             chart = chart.line(line);
         }
         let slug = family.to_lowercase().replace(' ', "-");
         let files = chart.save(&dir.join(format!("{slug}-{stem}")))?;
         out.push((
-            format!("{family}: {what} against σ (points annotated with ε at δ)"),
+            format!(
+                "{family}: {what} against σ (points annotated with ε at δ, {epsilon_note})"
+            ),
             files,
         ));
     }
@@ -165,14 +179,25 @@ pub(super) fn write_report(
         plan.backend,
     ));
     report.paragraph(&plan.noise_rng.report_line());
+    let epsilon_note = format!(
+        "{}; REINFORCE's ε is per episode and DQN's per transition: one x axis of σ, not \
+         of ε, because the two are not comparable",
+        plan.adjacency.name()
+    );
     report.heading("The privacy each run spends").bullets([
         format!(
-            "DP-SGD REINFORCE: an episode is one record. Each episode is collected once, used for \
-             one gradient step and discarded, so each record enters one Gaussian release \
-             (q = 1, one step): ε below at δ = {}. A user contributing every episode would \
-             compose over all of them: that ε is in each run's summary.json \
-             (`epsilon_if_every_episode_one_user`).",
-            plan.delta
+            "Every ε is stated under **{}** adjacency (`--adjacency`; add/remove is Opacus' \
+             default, substitution's ε is larger) and names its unit of privacy.",
+            plan.adjacency.name()
+        ),
+        format!(
+            "DP-SGD REINFORCE: an episode is one record. Each DP-SGD step plays L = {} fresh \
+             episodes, clips each one's gradient to C, noises their sum once and divides by L; \
+             every episode is used in one step and discarded (disjoint batches, no sampling), so \
+             each record enters one Gaussian release (q = 1, one step): ε below at δ = {}. A \
+             user contributing every episode would compose over all steps, each moving by up \
+             to L·C: that ε is in each run's summary.json (`epsilon_if_every_episode_one_user`).",
+            plan.reinforce_batch, plan.delta
         ),
         "DP-SGD DQN: a transition is one record. Each gradient step Poisson-samples the replay \
          buffer at q_t = |B|/n_t (expected batch |B|, not the slides' uniform sampling with \
@@ -191,6 +216,7 @@ pub(super) fn write_report(
             Cell::from(point.method.name()),
             Cell::from(format_number(point.noise)),
             Cell::from(format_number(point.epsilon())),
+            Cell::from(point.method.unit().map_or("—", |u| u.name())),
             Cell::from(format_mean_std(&point.mean_returns())),
             Cell::from(format_number(median(&point.median_returns()))),
             Cell::from(format!(
@@ -218,7 +244,8 @@ pub(super) fn write_report(
         &[
             "method",
             "σ",
-            &format!("ε (δ = {})", plan.delta),
+            &format!("ε (δ = {}, {})", plan.delta, plan.adjacency.name()),
+            "unit of privacy",
             "average reward (mean ± std over seeds)",
             "median reward",
             "episodes to solved (median; unsolved = ∞)",
@@ -237,6 +264,7 @@ pub(super) fn write_report(
             "DP-SGD",
             "noise multiplier σ",
             &dp_sgd,
+            &epsilon_note,
         )?);
     }
     if !ldp.is_empty() {
@@ -245,6 +273,7 @@ pub(super) fn write_report(
             "LDP",
             "observation noise σ (× IQR)",
             &ldp,
+            "LDP has no ε",
         )?);
     }
     report.heading("Figures");
@@ -266,10 +295,13 @@ pub(super) fn write_report(
     }
 
     let command = if args.quick {
-        "cargo xtask suite dpsgd --quick".to_string()
+        match plan.adjacency {
+            privrl_privacy::Adjacency::AddRemove => "cargo xtask suite dpsgd --quick".to_string(),
+            other => format!("cargo xtask suite dpsgd --quick --adjacency {other}"),
+        }
     } else {
         format!(
-            "cargo xtask suite dpsgd --seeds {} --dp-sgd-noise {} --ldp-noise {} --episodes {} --dqn-steps {} --clip {} --delta {}",
+            "cargo xtask suite dpsgd --seeds {} --dp-sgd-noise {} --ldp-noise {} --episodes {} --dqn-steps {} --clip {} --delta {} --adjacency {} --reinforce-batch {}",
             plan.seeds
                 .iter()
                 .map(u64::to_string)
@@ -280,7 +312,9 @@ pub(super) fn write_report(
             plan.episodes,
             plan.dqn_steps,
             plan.clip,
-            plan.delta
+            plan.delta,
+            plan.adjacency,
+            plan.reinforce_batch
         )
     };
     let command = command + plan.noise_rng.reproduce_flag();

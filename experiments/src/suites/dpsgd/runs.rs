@@ -10,10 +10,10 @@ use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
 use privrl_agents::{
     Agent, DpSgdDqn, DpSgdReinforce, DpSgdTrainingConfig, Dqn, EpisodeLog, NoisyObservationEnv,
-    Reinforce,
+    PrivacyUnit, Reinforce,
 };
 use privrl_envs::Env;
-use privrl_privacy::ObservationNoiseConfig;
+use privrl_privacy::{Adjacency, ObservationNoiseConfig};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -55,8 +55,17 @@ pub struct RunSummary {
     pub median_return: f64,
     /// Episodes until the mean of 25 consecutive returns first reached 475.
     pub solved_at_episode: Option<usize>,
-    /// ε spent at δ; `None` (null) where there is no guarantee (LDP, σ = 0).
+    /// ε spent at δ, per [`RunSummary::unit`] under [`RunSummary::adjacency`]; `None`
+    /// (null) where there is no guarantee (LDP, σ = 0).
     pub epsilon: Option<f64>,
+    /// The record ε protects: an episode (REINFORCE) or a transition (DQN); `None` for LDP.
+    /// Summaries written before it was recorded read as `None`.
+    #[serde(default)]
+    pub unit: Option<PrivacyUnit>,
+    /// The neighbouring relation ε holds under (add/remove where not recorded, the only
+    /// relation then).
+    #[serde(default)]
+    pub adjacency: Adjacency,
     /// REINFORCE only: ε if one user contributed every episode.
     pub epsilon_if_every_episode_one_user: Option<f64>,
     /// DP-SGD DQN: gradient steps released.
@@ -164,6 +173,8 @@ impl BackendTask for RunTask<'_> {
             .with_noise_multiplier(noise)
             .with_clip(Some(plan.clip))
             .with_delta(plan.delta)
+            .with_adjacency(plan.adjacency)
+            .with_episodes_per_step(plan.reinforce_batch)
             .with_noise_rng(plan.noise_rng.mode());
         // Under `--noise-rng secure` this seed is not used, and it is never written.
         let noise_seed = seed ^ 0xd9_5e0d;
@@ -223,7 +234,7 @@ impl BackendTask for RunTask<'_> {
             PrivateAgent::DpSgdReinforce(a) => (
                 a.epsilon()?,
                 Some(a.epsilon_if_every_step()?),
-                a.agent().episode_log().episodes() as u64,
+                a.steps().steps(),
             ),
             PrivateAgent::DpSgdDqn(a) => (a.epsilon()?, None, a.tally().steps()),
             PrivateAgent::Reinforce(a) => (f64::INFINITY, None, a.episode_log().episodes() as u64),
@@ -240,6 +251,8 @@ impl BackendTask for RunTask<'_> {
             median_return: median(&log.returns),
             solved_at_episode: log.first_solved(SOLVED_WINDOW, SOLVED_RETURN).map(|s| s.0),
             epsilon: epsilon.is_finite().then_some(epsilon),
+            unit: method.unit(),
+            adjacency: plan.adjacency,
             epsilon_if_every_episode_one_user: every.filter(|e| e.is_finite()),
             gradient_steps,
             observation_noise_std,

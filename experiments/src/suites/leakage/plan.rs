@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Args;
 use privrl_agents::{DqnConfig, PrivacyTally};
-use privrl_privacy::{Epsilon, GradientMechanismConfig};
+use privrl_privacy::{Adjacency, Epsilon, GradientMechanismConfig};
 use serde::Serialize;
 
 use crate::backend::BackendChoice;
@@ -65,6 +65,10 @@ pub struct LeakageArgs {
     /// δ of the DP-SGD accounting.
     #[arg(long, default_value_t = 1e-5)]
     pub delta: f64,
+    /// Neighbouring relation of the DP-SGD ε: `add-remove` (one transition added or removed,
+    /// as in Opacus) or `substitution` (one transition replaced; a larger ε).
+    #[arg(long, default_value_t = Adjacency::AddRemove)]
+    pub adjacency: Adjacency,
     /// The DP-SGD suite's runs, for the utility column (skipped if absent).
     #[arg(long)]
     pub dpsgd_runs: Option<PathBuf>,
@@ -114,6 +118,7 @@ impl LeakageArgs {
             prs_clip: 1.0,
             train_env_steps: DQN_STEPS,
             delta: 1e-5,
+            adjacency: Adjacency::AddRemove,
             dpsgd_runs: None,
             pgc_runs: None,
             victim_train_steps: 0,
@@ -140,6 +145,7 @@ impl LeakageArgs {
             train_env_steps: self.train_env_steps,
             train_dqn: dqn_config(),
             delta: self.delta,
+            adjacency: self.adjacency,
             defences: self.defences(),
             victim_train_steps: self.victim_train_steps,
             batch_sizes: self.batch_sizes.clone(),
@@ -222,6 +228,7 @@ pub(super) struct LeakagePlan {
     /// The DQN whose sampling schedule the DP-SGD ε is accounted over.
     pub(super) train_dqn: DqnConfig,
     pub(super) delta: f64,
+    pub(super) adjacency: Adjacency,
     pub(super) defences: Vec<GradientMechanismConfig>,
     pub(super) victim_train_steps: usize,
     pub(super) batch_sizes: Vec<usize>,
@@ -230,7 +237,8 @@ pub(super) struct LeakagePlan {
 
 impl LeakagePlan {
     /// ε per transition of the DP-SGD DQN training run at noise σ: the RDP composition of
-    /// every gradient step at the sampling rate it uses ([`PrivacyTally::dqn_schedule`]), at δ.
+    /// every gradient step at the sampling rate it uses ([`PrivacyTally::dqn_schedule`]), at δ,
+    /// under the plan's adjacency.
     /// (One constant q = |B|/capacity over the run understated it about 2.7× at σ = 1: the
     /// buffer is small, so q large, early on.)
     pub(super) fn training_epsilon(&self, noise_multiplier: f64) -> f64 {
@@ -240,8 +248,21 @@ impl LeakagePlan {
             noise_multiplier,
             self.delta,
         )
+        .with_adjacency(self.adjacency)
         .epsilon()
         .unwrap_or(f64::INFINITY)
+    }
+
+    /// What the DP-SGD ε means, for every label that prints it: per transition of the DQN
+    /// training run, under the plan's adjacency. RGI's victim is REINFORCE, whose own ε is per
+    /// episode; its DP-SGD cells sit at the same σ, so the same ε is printed for them.
+    pub(super) fn dp_sgd_epsilon_label(&self) -> String {
+        format!(
+            "ε per transition (DP-SGD DQN run of {} env steps, RDP, {}, δ = {})",
+            self.train_env_steps,
+            self.adjacency.name(),
+            self.delta
+        )
     }
 
     /// The ε a cell is plotted at: per release for Laplace and PRS, over the training run

@@ -19,6 +19,7 @@ pub(super) fn family_plot(
     family: &str,
     cells: &[CellResult],
     utility: &UtilityTable,
+    dp_sgd_epsilon_label: &str,
 ) -> Result<Option<crate::report::plot::PlotFiles>> {
     let mut leakage = Vec::new();
     let mut utility_lines = Vec::new();
@@ -67,8 +68,8 @@ pub(super) fn family_plot(
     }
     let title = format!("{family}: privacy, utility and leakage");
     let x_label = match family {
-        "dp-sgd" => "ε (DP-SGD training run, RDP)",
-        _ => "ε per release",
+        "dp-sgd" => dp_sgd_epsilon_label,
+        _ => "ε per release (local DP, one gradient)",
     };
     let stem = dir.join(format!("leakage-{family}"));
     let files = if utility_lines.is_empty() {

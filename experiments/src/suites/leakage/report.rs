@@ -36,7 +36,9 @@ pub(super) fn write_report(
          clipping alone (C = {clip}), DP-SGD clipping + Gaussian noise σC (ε: the RDP \
          accountant per transition over the DP-SGD suite's DQN run of {steps} environment steps, \
          composing every gradient step at the Poisson rate q_t = min(1, |B|/n_t) it uses, \
-         δ = {delta}), \
+         δ = {delta}, {adjacency} adjacency; RGI's DP-SGD rows are printed at the same σ's \
+         per-transition ε, while a DP-SGD REINFORCE run's own ε is per episode, one Gaussian \
+         release at q = 1: not comparable numbers), \
          and the PGC mechanisms Laplace (C = {lap}) and projected random sign (C = {prs}) at \
          their per-release ε. The attacker knows the defence; cosine matching ignores the \
          scale that clipping and the mechanisms introduce, and all noise is zero-mean, so it \
@@ -49,6 +51,7 @@ pub(super) fn write_report(
         clip = args.dp_sgd_clip,
         steps = plan.train_env_steps,
         delta = plan.delta,
+        adjacency = plan.adjacency.name(),
         lap = args.laplace_clip,
         prs = args.prs_clip,
         n = plan.samples,
@@ -108,7 +111,7 @@ pub(super) fn write_report(
             &[
                 "attack",
                 "defence",
-                "ε",
+                "ε (DP-SGD: per transition; Laplace, PRS: per release)",
                 "utility",
                 "RGB PSNR / SSIM",
                 "depth PSNR / SSIM",
@@ -201,7 +204,7 @@ pub(super) fn write_report(
 
     report.heading("Plots");
     for family in ["dp-sgd", "laplace", "prs"] {
-        if let Some(files) = family_plot(dir, family, cells, utility)? {
+        if let Some(files) = family_plot(dir, family, cells, utility, &plan.dp_sgd_epsilon_label())? {
             report.image(
                 &format!("{family}: utility and reconstruction quality against ε"),
                 &files.png,
@@ -220,7 +223,7 @@ pub(super) fn write_report(
     let command = format!(
         "cargo xtask suite leakage --samples {} --image-size {} --iterations {} --tv-weight {} \\\n    \
          --dp-sgd-noise {} --dp-sgd-clip {} --ldp-epsilon {} --laplace-clip {} --prs-clip {} \\\n    \
-         --train-env-steps {} --delta {} --victim-train-steps {} --seed {} \\\n    \
+         --train-env-steps {} --delta {} --adjacency {} --victim-train-steps {} --seed {} \\\n    \
          --batch-sizes {} --backend {}",
         plan.samples,
         plan.image_size,
@@ -237,6 +240,7 @@ pub(super) fn write_report(
         args.prs_clip,
         plan.train_env_steps,
         plan.delta,
+        plan.adjacency,
         plan.victim_train_steps,
         plan.seed,
         plan

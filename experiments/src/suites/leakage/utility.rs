@@ -147,6 +147,8 @@ mod tests {
             median_return: mean_return,
             solved_at_episode: None,
             epsilon: Some(epsilon),
+            unit: Some(privrl_agents::PrivacyUnit::Transition),
+            adjacency: privrl_privacy::Adjacency::AddRemove,
             epsilon_if_every_episode_one_user: None,
             gradient_steps: 1,
             observation_noise_std: Vec::new(),
