@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::attack::{attack_batch, AttackConfig, Reconstruction};
 use crate::defence::Defence;
+use privrl_agents::autodiff;
 use crate::error::AttackError;
 use crate::metrics::{
     absolute_error, bbox_iou, percentage_error, score_rgb, score_single_channel,
@@ -40,7 +41,14 @@ pub struct InversionRow {
     pub reward_abs_error: Option<f64>,
     /// The attack's last recorded loss.
     pub final_loss: Option<f64>,
-    /// Wall-clock time of the attack.
+    /// Whether the attack failed on this sample: its optimisation diverged, leaving a
+    /// non-finite loss, reconstruction or recovered signal, or a score came out NaN. A failed
+    /// row still counts: tables report the failure rate beside means over the other rows.
+    #[serde(default)]
+    pub failed: bool,
+    /// Wall-clock time of the attack per sample: its batch's attack time inside the attack's
+    /// autodiff section (without waiting for other threads' sections) divided by the
+    /// samples of the batch; with single-sample gradients, the sample's own attack.
     pub attack_ms: f64,
     /// The reconstructed state as it was scored (images normalised), for figures; not
     /// serialised.
@@ -110,13 +118,48 @@ pub fn evaluate_defended_batch_inversion<B: Backend>(
     rng: &mut impl Rng,
     batch_size: usize,
 ) -> Result<Vec<InversionRow>, AttackError> {
+    evaluate_timed(
+        victim,
+        samples,
+        config,
+        normalisation,
+        defence,
+        rng,
+        batch_size,
+        &mut Instant::now,
+    )
+}
+
+/// [`evaluate_defended_batch_inversion`] reading the time from `clock`.
+///
+/// A row's `attack_ms` is its share of its batch's attack: the time the attack ran inside its
+/// autodiff section, divided by the samples of the batch. The clock is read inside the
+/// section, so time spent waiting for another thread's section (parallel suite jobs) is not
+/// counted, and dividing by the batch size makes rows of batched and single-sample gradients
+/// comparable per sample.
+#[allow(clippy::too_many_arguments)]
+fn evaluate_timed<B: Backend>(
+    victim: &Victim<B>,
+    samples: &[Sample],
+    config: &AttackConfig,
+    normalisation: ImageNormalisation,
+    defence: &GradientMechanismConfig,
+    rng: &mut impl Rng,
+    batch_size: usize,
+    clock: &mut (dyn FnMut() -> Instant + Send),
+) -> Result<Vec<InversionRow>, AttackError> {
     let config = defence.adapt_attack(config.clone());
     let mut rows = Vec::with_capacity(samples.len());
     for (batch_index, batch) in samples.chunks(batch_size.max(1)).enumerate() {
         let record = defence.shared_gradient(victim, batch, rng)?;
-        let start = Instant::now();
-        let reconstructions = attack_batch(victim, &record, &config, batch.len())?;
-        let attack_ms = start.elapsed().as_secs_f64() * 1e3;
+        let (reconstructions, batch_ms) = autodiff::exclusive(|| {
+            let start = clock();
+            let reconstructions = attack_batch(victim, &record, &config, batch.len());
+            let elapsed = clock().saturating_duration_since(start);
+            (reconstructions, elapsed.as_secs_f64() * 1e3)
+        });
+        let reconstructions = reconstructions?;
+        let attack_ms = batch_ms / batch.len() as f64;
         let first = batch_index * batch_size.max(1);
         let scored: Vec<Vec<InversionRow>> = batch
             .iter()
@@ -225,6 +268,7 @@ pub fn score_reconstruction<B: Backend>(
     let vector_iou = (sample.vector.len() == 4)
         .then(|| bbox_iou(&sample.vector, &reconstruction.vector))
         .transpose()?;
+    let final_loss = reconstruction.loss_history.last().map(|r| r.loss);
     let (mut predicted_q_error_pct, mut target_q_error_pct, mut reward_abs_error) =
         (None, None, None);
     match victim.kind() {
@@ -239,6 +283,18 @@ pub fn score_reconstruction<B: Backend>(
             reward_abs_error = Some(absolute_error(reconstruction.signal, sample.signal));
         }
     }
+    // PSNR is +∞ for a perfect image, so only NaN marks a failed score.
+    let scores = [rgb, depth]
+        .into_iter()
+        .flatten()
+        .flat_map(|s| [s.psnr, s.ssim])
+        .chain(vector_iou)
+        .chain(predicted_q_error_pct)
+        .chain(target_q_error_pct)
+        .chain(reward_abs_error);
+    let failed = !reconstruction_is_finite(reconstruction)
+        || final_loss.is_some_and(|l| !l.is_finite())
+        || scores.into_iter().any(f64::is_nan);
     Ok(InversionRow {
         sample: index,
         rgb,
@@ -248,8 +304,131 @@ pub fn score_reconstruction<B: Backend>(
         predicted_q_error_pct,
         target_q_error_pct,
         reward_abs_error,
-        final_loss: reconstruction.loss_history.last().map(|r| r.loss),
+        final_loss,
+        failed,
         attack_ms,
         reconstructed,
     })
+}
+
+/// Whether every reconstructed value is finite: a diverged optimisation leaves NaN or ±∞ in
+/// the raw reconstruction, which clamping before scoring would partly hide (±∞ clamps to a
+/// valid pixel).
+fn reconstruction_is_finite(reconstruction: &Reconstruction) -> bool {
+    let images = [&reconstruction.rgb, &reconstruction.depth]
+        .into_iter()
+        .flatten()
+        .flatten();
+    images
+        .chain(&reconstruction.vector)
+        .all(|v| v.is_finite())
+        && reconstruction.signal.is_finite()
+        && reconstruction.predicted_q.is_none_or(f64::is_finite)
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::backend::NdArray;
+    use privrl_agents::MultimodalNetConfig;
+
+    use super::*;
+    use crate::victim::LinearPartInput;
+
+    fn victim() -> Victim<NdArray> {
+        let network = MultimodalNetConfig::new(4, 3).with_head_hidden(vec![8]);
+        Victim::from_seed(&network, VictimKind::Dqn, 1, &Default::default()).unwrap()
+    }
+
+    fn sample() -> Sample {
+        Sample {
+            rgb: None,
+            depth: None,
+            vector: vec![-0.5, -0.2, 0.3, 0.6],
+            action: 1,
+            signal: 1.5,
+        }
+    }
+
+    /// The truth itself, as an attack that succeeded exactly would return it.
+    fn exact(sample: &Sample) -> Reconstruction {
+        Reconstruction {
+            rgb: None,
+            depth: None,
+            vector: sample.vector.clone(),
+            action: sample.action,
+            signal: sample.signal,
+            predicted_q: Some(0.5),
+            probabilities: None,
+            linear_part: LinearPartInput {
+                rgb_features: None,
+                depth_features: None,
+                vector: sample.vector.clone(),
+            },
+            loss_history: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_diverged_reconstruction_is_marked_failed_and_an_exact_one_is_not() {
+        let (victim, sample) = (victim(), sample());
+        let score = |rec: &Reconstruction| {
+            score_reconstruction(&victim, &sample, rec, ImageNormalisation::Clamp, 0, 0.0)
+                .unwrap()
+        };
+        let ok = score(&exact(&sample));
+        assert!(!ok.failed, "{ok:?}");
+        assert_eq!(ok.vector_iou, Some(1.0));
+
+        let mut nan_vector = exact(&sample);
+        nan_vector.vector[2] = f32::NAN;
+        let mut infinite_signal = exact(&sample);
+        infinite_signal.signal = f64::INFINITY;
+        let mut nan_loss = exact(&sample);
+        nan_loss.loss_history.push(crate::attack::LossRecord {
+            stage: crate::attack::Stage::LinearPart,
+            restart: 0,
+            iteration: 3,
+            loss: f64::NAN,
+        });
+        for (what, rec) in [
+            ("NaN vector", nan_vector),
+            ("infinite signal", infinite_signal),
+            ("NaN loss", nan_loss),
+        ] {
+            assert!(score(&rec).failed, "{what}");
+        }
+    }
+
+    #[test]
+    fn each_row_times_its_own_share_of_its_batch() {
+        let victim = victim();
+        let mut samples: Vec<Sample> = (0..3).map(|_| sample()).collect();
+        // Distinct actions in the batch of two, as the batch attack reads them from ∇b_last.
+        samples[1].action = 2;
+        let mut config = AttackConfig::qgi();
+        config.iterations_per_stage = 2;
+        // A clock at k² ms on its k-th reading: the first batch's attack reads 0 and 1 ms, the
+        // second's 4 and 9 ms.
+        let base = Instant::now();
+        let mut readings = 0u64;
+        let mut clock = move || {
+            let t = base + std::time::Duration::from_millis(readings * readings);
+            readings += 1;
+            t
+        };
+        let rows = evaluate_timed(
+            &victim,
+            &samples,
+            &config,
+            ImageNormalisation::Clamp,
+            &GradientMechanismConfig::None,
+            &mut ChaCha8Rng::seed_from_u64(0),
+            2,
+            &mut clock,
+        )
+        .unwrap();
+        let times: Vec<f64> = rows.iter().map(|r| r.attack_ms).collect();
+        // 1 ms shared by two samples, then 5 ms for the last sample alone.
+        assert_eq!(times, [0.5, 0.5, 5.0]);
+    }
 }

@@ -22,7 +22,7 @@ use crate::backend::{dispatch, BackendChoice, BackendTask};
 use crate::report::plot::median;
 use crate::report::{Cell, Report};
 use crate::run::{suite_dir, write_json};
-use crate::suites::inversion::{room_samples, victim_config, Method, ENTROPY_WEIGHT};
+use crate::suites::inversion::{room_samples, victim_config, Method, VictimWidth, ENTROPY_WEIGHT};
 use crate::sweep::progress_bar;
 
 /// Arguments of `bench`.
@@ -258,7 +258,7 @@ impl BackendTask for QgiBench {
     fn run<B: Backend>(self, device: B::Device) -> Result<QgiTimes> {
         let (samples, _) = room_samples(RoomSetting::S1, self.image_size, 1, 0)?;
         let victim = Victim::<B>::from_seed(
-            &victim_config(RoomSetting::S1, self.image_size),
+            &victim_config(RoomSetting::S1, self.image_size, VictimWidth::Wide),
             Method::Qgi.victim_kind(ENTROPY_WEIGHT),
             0,
             &device,

@@ -224,6 +224,8 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
         seed,
         backend: args.backend,
         skip_ablations: false,
+        victims: None,
+        normalisation: crate::suites::inversion::NormalisationArg::Paper,
         threads: args.threads,
     })?;
     report.heading("Gradient inversion").paragraph(&format!(

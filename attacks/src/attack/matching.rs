@@ -101,3 +101,86 @@ impl<B: Backend> Problem<'_, B> {
         loss
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use burn::backend::NdArray;
+    use burn::tensor::TensorData;
+    use privrl_agents::{ConvEncoderConfig, MultimodalNetConfig};
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    use super::*;
+    use crate::attack::variables::{Block, Layout};
+    use crate::attack::AttackConfig;
+    use crate::parts::gaussian_noise;
+    use crate::victim::{Sample, VictimKind};
+
+    /// f64 throughout, so that central differences resolve the gradient to ~1e-8.
+    type B = NdArray<f64>;
+
+    /// Stage 1's loss at `theta` and its gradient by the attack's own path: the head's weight
+    /// gradients as factors (`ReconstructedGradient::Factored`), matched by eq. 5 plus the
+    /// magnitude term, differentiated by the inner autodiff.
+    fn loss_and_gradient(problem: &Problem<'_, B>, layout: &Layout, theta: &[f64]) -> (f64, Vec<f64>) {
+        let device = Default::default();
+        autodiff::exclusive(|| {
+            let theta = Tensor::<B, 1>::from_data(TensorData::new(theta.to_vec(), [theta.len()]), &device);
+            let tracked = Tensor::<Inner<B>, 1>::from_inner(theta).require_grad();
+            let loss = problem.loss(Stage::LinearPart, problem.split(layout, &tracked), None);
+            let value = loss.clone().inner().into_data().to_vec::<f64>().unwrap()[0];
+            let gradient = tracked.grad(&autodiff::backward(&loss)).expect("θ is tracked");
+            (value, gradient.into_data().to_vec::<f64>().unwrap())
+        })
+    }
+
+    #[test]
+    fn the_factored_stage_one_gradient_matches_finite_differences() {
+        let device = Default::default();
+        // Depth features (2 channels × 4 × 4) and a 4-vector into three head layers, so every
+        // head layer's weight gradient is matched through its factors.
+        let network = MultimodalNetConfig::new(4, 3)
+            .with_depth(Some(ConvEncoderConfig::new(1, 8).with_channels(vec![2])))
+            .with_vector_hidden(vec![5])
+            .with_head_hidden(vec![6, 5]);
+        let victim = Victim::<B>::from_seed(&network, VictimKind::Dqn, 7, &device).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        let sample = Sample {
+            rgb: None,
+            depth: Some(gaussian_noise(64, 0.3, &mut rng).iter().map(|v| v.abs()).collect()),
+            vector: vec![-0.5, -0.2, 0.3, 0.6],
+            action: 1,
+            signal: 1.5,
+        };
+        let record = victim.shared_gradient(std::slice::from_ref(&sample)).unwrap();
+        let config = AttackConfig::qgi();
+        let problem = Problem::new(&victim, &record, &config, 1).unwrap();
+        let mut layout = Layout::default();
+        let features = victim.net().depth.as_ref().unwrap().d_output;
+        layout.push(Block::DepthFeatures, features);
+        layout.push(Block::Vector, 4);
+        let theta: Vec<f64> = gaussian_noise(layout.len, 1.0, &mut rng)
+            .into_iter()
+            .map(f64::from)
+            .collect();
+        let (loss, gradient) = loss_and_gradient(&problem, &layout, &theta);
+        assert!(loss.is_finite() && loss > 0.0, "{loss}");
+        let h = 1e-6;
+        let mut worst: f64 = 0.0;
+        for i in 0..theta.len() {
+            let at = |delta: f64| {
+                let mut moved = theta.clone();
+                moved[i] += delta;
+                loss_and_gradient(&problem, &layout, &moved).0
+            };
+            let numeric = (at(h) - at(-h)) / (2.0 * h);
+            let error = (gradient[i] - numeric).abs() / (1e-6 + numeric.abs().max(gradient[i].abs()));
+            worst = worst.max(error);
+            assert!(error < 1e-4, "θ[{i}]: autodiff {} vs central difference {numeric}", gradient[i]);
+        }
+        // The check is not vacuous: the gradient has weight on features and vector alike.
+        let norm = |r: std::ops::Range<usize>| gradient[r].iter().map(|g| g * g).sum::<f64>().sqrt();
+        assert!(norm(0..features) > 1e-6 && norm(features..features + 4) > 1e-6, "{gradient:?}");
+        println!("worst relative error {worst:.2e} over {} coordinates", theta.len());
+    }
+}

@@ -5,7 +5,10 @@ use clap::{Args, ValueEnum};
 use privrl_envs::room::RoomSetting;
 use serde::Serialize;
 
-use super::{reconstruction_sheet, room_samples, write_rows, InversionJob, InversionPlan, Method};
+use super::{
+    paper_normalisation, reconstruction_sheet, room_samples, write_rows, InversionJob,
+    InversionPlan, Method, VictimWidth,
+};
 use crate::backend::{dispatch, BackendChoice};
 use crate::run::{RunDir, RunName};
 
@@ -38,6 +41,10 @@ pub struct AttackArgs {
     /// Image size in pixels (the paper: 150).
     #[arg(long, default_value_t = 32)]
     pub res: usize,
+    /// The victim's encoder width: `paper` (the feature-to-pixel ratios of the paper's DQN
+    /// encoder at 150 px) or `wide` (16 and 32 channels, over-determining depth).
+    #[arg(long, value_enum, default_value_t = VictimWidth::Paper)]
+    pub victim: VictimWidth,
     /// Optimisation iterations per stage (the paper: 2×10⁴).
     #[arg(long, default_value_t = 2000)]
     pub iters: usize,
@@ -100,12 +107,18 @@ pub fn run_attack(args: AttackArgs) -> Result<std::path::PathBuf> {
             setting,
             samples: truth.clone(),
             batch_size: args.batch_size,
+            width: args.victim,
+            normalisation: paper_normalisation(setting),
         },
     )?;
     let run = RunDir::create(
         "attack",
         RunName::new(args.method.slug())
             .part(format!("{setting:?}"))
+            .part(match args.victim {
+                VictimWidth::Paper => "",
+                VictimWidth::Wide => "wide",
+            })
             .part(if args.batch_size > 1 {
                 format!("batch{}", args.batch_size)
             } else {
@@ -119,8 +132,13 @@ pub fn run_attack(args: AttackArgs) -> Result<std::path::PathBuf> {
     reconstruction_sheet(&sheet, args.method, setting, &truth, &rows, plan.image_size)?;
     for row in &rows {
         println!(
-            "sample {}: action {}, RGB {}, depth {}, IoU {}, ε(Q) {}, |Δr| {}, {:.1} s",
+            "sample {}{}: action {}, RGB {}, depth {}, IoU {}, ε(Q) {}, |Δr| {}, {:.1} s",
             row.sample,
+            if row.failed {
+                " (FAILED: the attack diverged)"
+            } else {
+                ""
+            },
             if row.action_correct {
                 "recovered"
             } else {
@@ -153,6 +171,7 @@ mod tests {
             setting: SettingArg::S2,
             samples: 2,
             res: 8,
+            victim: VictimWidth::Paper,
             iters: 1,
             batch_size,
             tv_weight: 0.1,

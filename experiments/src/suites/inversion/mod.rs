@@ -9,6 +9,7 @@ mod method;
 mod plan;
 mod report;
 mod run_files;
+mod verdict;
 
 use anyhow::Result;
 use privrl_envs::room::RoomSetting;
@@ -20,11 +21,12 @@ use crate::summary::SuiteOutcome;
 use crate::sweep::{run_parallel, Job};
 
 pub use self::attack::{run_attack, AttackArgs, SettingArg};
-pub(crate) use self::job::{room_samples, victim_config, InversionJob};
+pub use self::job::VictimWidth;
+pub(crate) use self::job::{paper_normalisation, room_samples, victim_config, InversionJob};
 pub use self::method::Method;
-pub use self::plan::InversionArgs;
+pub use self::plan::{InversionArgs, NormalisationArg};
 pub(crate) use self::plan::{InversionPlan, ENTROPY_WEIGHT};
-pub(crate) use self::report::summary;
+pub(crate) use self::report::{failure_rate, summary, FAILURE_NOTE};
 pub(crate) use self::run_files::{reconstruction_sheet, write_rows};
 
 /// Runs the suite and writes `runs/inversion/report.md`; returns the report's path.
@@ -34,39 +36,47 @@ pub fn run(args: InversionArgs) -> Result<SuiteOutcome> {
     let mut jobs = Vec::new();
     let mut room_types = Vec::new();
     let mut truths = Vec::new();
+    let widths = args.victim_widths()?;
     for setting in [RoomSetting::S1, RoomSetting::S2] {
         let (samples, types) = room_samples(setting, plan.image_size, plan.samples, plan.seed)?;
         room_types = types;
         truths.push((setting, samples.clone()));
-        let mut methods = vec![Method::Qgi, Method::Rgi];
-        if setting == RoomSetting::S1 && !args.skip_ablations {
-            methods.extend(Method::ABLATIONS);
-        }
-        for method in methods {
-            let name = format!("{} {:?}", method.name(), setting);
-            jobs.push(Job::new(
-                name,
-                InversionJob {
-                    plan: plan.clone(),
-                    method,
-                    setting,
-                    samples: samples.clone(),
-                    batch_size: 1,
-                },
-            ));
+        for (w, &width) in widths.iter().enumerate() {
+            let mut methods = vec![Method::Qgi, Method::Rgi];
+            // Table II's ablation on the first (main) victim only.
+            if setting == RoomSetting::S1 && !args.skip_ablations && w == 0 {
+                methods.extend(Method::ABLATIONS);
+            }
+            for method in methods {
+                let name = format!("{} {:?} {}", method.name(), setting, width.label());
+                jobs.push(Job::new(
+                    name,
+                    InversionJob {
+                        plan: plan.clone(),
+                        method,
+                        setting,
+                        samples: samples.clone(),
+                        batch_size: 1,
+                        width,
+                        normalisation: args.normalisation.of(setting),
+                    },
+                ));
+            }
         }
     }
     let outcomes = run_parallel(jobs, args.threads, |job, _| {
-        let (method, setting) = (job.method, job.setting);
-        Ok((method, setting, dispatch(plan.backend, job)?))
+        let (method, setting, width) = (job.method, job.setting, job.width);
+        Ok((method, setting, width, dispatch(plan.backend, job)?))
     })?
     .into_ok()?;
     write_report(dir, &args, plan, outcomes, truths, room_types)
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    pub(crate) use super::report::tests::row;
 
     use crate::backend::BackendChoice;
 

@@ -4,6 +4,10 @@
 use clap::Args;
 use serde::Serialize;
 
+use privrl_attacks::ImageNormalisation;
+use privrl_envs::room::RoomSetting;
+
+use super::{paper_normalisation, VictimWidth};
 use crate::backend::BackendChoice;
 
 /// Arguments of `suite inversion`.
@@ -35,9 +39,39 @@ pub struct InversionArgs {
     /// Skip Table II's baselines (DLG, Inverting Gradients) and Fig. 4's joint ablation.
     #[arg(long)]
     pub skip_ablations: bool,
+    /// Victim encoder widths, comma-separated; the first is the main victim (Table II's
+    /// ablation, the headline). `paper`: the feature-to-pixel ratios of the paper's DQN
+    /// encoder at 150 px; `wide`: 16 and 32 channels (an extra row: its features
+    /// over-determine the depth image). Default `paper` quick, `paper,wide` otherwise.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub victims: Option<Vec<VictimWidth>>,
+    /// How reconstructions are mapped to [0, 1] before scoring. `paper`: S1 scales the RGB
+    /// image so its brightest pixel is 1 and depth by the same factor (Section V, "Metric"),
+    /// S2 only clamps (the paper states no rescaling without RGB); `clamp`: clamp both.
+    #[arg(long, value_enum, default_value_t = NormalisationArg::Paper)]
+    pub normalisation: NormalisationArg,
     /// Worker threads (0: one per core); each runs one (attack, setting).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
+}
+
+/// `--normalisation`: how reconstructions are mapped to [0, 1] before scoring.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum NormalisationArg {
+    /// The paper's rule in S1 (brightest RGB pixel to 1, depth by the same factor); clamp in S2.
+    Paper,
+    /// Clamp every value to [0, 1].
+    Clamp,
+}
+
+impl NormalisationArg {
+    /// The normalisation of one setting.
+    pub(crate) fn of(self, setting: RoomSetting) -> ImageNormalisation {
+        match self {
+            NormalisationArg::Paper => paper_normalisation(setting),
+            NormalisationArg::Clamp => ImageNormalisation::Clamp,
+        }
+    }
 }
 
 /// Entropy weight α of the REINFORCE victim (eq. 4); the paper does not state it.
@@ -57,6 +91,24 @@ pub(crate) struct InversionPlan {
 }
 
 impl InversionArgs {
+    /// `--victims`, checked: at least one, none twice.
+    pub(super) fn victim_widths(&self) -> anyhow::Result<Vec<VictimWidth>> {
+        let victims = self.victims.clone().unwrap_or(if self.quick {
+            vec![VictimWidth::Paper]
+        } else {
+            vec![VictimWidth::Paper, VictimWidth::Wide]
+        });
+        anyhow::ensure!(!victims.is_empty(), "--victims needs at least one width");
+        let mut seen = victims.clone();
+        seen.sort_by_key(|w| *w as u8);
+        seen.dedup();
+        anyhow::ensure!(
+            seen.len() == victims.len(),
+            "--victims names a width twice: {victims:?}"
+        );
+        Ok(victims)
+    }
+
     pub(super) fn plan(&self) -> InversionPlan {
         let pick =
             |v: Option<usize>, quick, full| v.unwrap_or(if self.quick { quick } else { full });

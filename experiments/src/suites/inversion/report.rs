@@ -9,18 +9,23 @@ use privrl_attacks::{InversionRow, Sample};
 use privrl_envs::room::{RoomSetting, RoomType};
 
 use super::headline::headline;
-use super::{reconstruction_sheet, write_rows, InversionArgs, InversionPlan, Method};
+use super::verdict::{
+    criterion, format_paper, paper_table_one, verdict, PaperValue, Verdict, PAPER_QGI_TABLE_TWO,
+};
+use super::{
+    reconstruction_sheet, write_rows, InversionArgs, InversionPlan, Method, NormalisationArg,
+    VictimWidth,
+};
 use crate::report::{format_mean_std, Cell, Report};
 use crate::run::{RunDir, RunName};
 use crate::summary::SuiteOutcome;
 
-/// Mean ± std of `f` over the rows where it is defined.
+/// Mean ± std of `f` over the rows whose attack did not fail ([`InversionRow::failed`]) and
+/// where `f` is defined (`None`: the state has no such part). Failed rows are left out of the
+/// mean and counted by [`failure_rate`], which every table that uses this shows beside it;
+/// a non-failed row's value is never skipped, ±∞ included (a PSNR of ∞ is a perfect image).
 pub(crate) fn summary(rows: &[InversionRow], f: impl Fn(&InversionRow) -> Option<f64>) -> String {
-    let values: Vec<f64> = rows
-        .iter()
-        .filter_map(f)
-        .filter(|v| v.is_finite())
-        .collect();
+    let values: Vec<f64> = rows.iter().filter(|r| !r.failed).filter_map(f).collect();
     if values.is_empty() {
         "-".into()
     } else {
@@ -28,21 +33,34 @@ pub(crate) fn summary(rows: &[InversionRow], f: impl Fn(&InversionRow) -> Option
     }
 }
 
-/// The paper's Table I averages (PSNR, SSIM), for comparison.
-fn paper_table_one(method: Method, setting: RoomSetting, depth: bool) -> &'static str {
-    match (method, setting, depth) {
-        (Method::Qgi, RoomSetting::S1, false) => "21.02 / 0.729",
-        (Method::Qgi, RoomSetting::S1, true) => "23.18 / 0.807",
-        (Method::Qgi, RoomSetting::S2, true) => "26.46 / 0.910",
-        (Method::Rgi, RoomSetting::S1, false) => "17.12 / 0.544",
-        (Method::Rgi, RoomSetting::S1, true) => "18.58 / 0.581",
-        (Method::Rgi, RoomSetting::S2, true) => "37.21 / 0.964",
-        _ => "-",
-    }
+/// The failed attacks among `rows`, as "k/n (p%)": the failure-rate column of every table
+/// whose means [`summary`] takes over the other rows.
+pub(crate) fn failure_rate(rows: &[InversionRow]) -> String {
+    let failed = rows.iter().filter(|r| r.failed).count();
+    let percent = 100.0 * failed as f64 / rows.len().max(1) as f64;
+    format!("{failed}/{} ({percent:.0}%)", rows.len())
 }
 
-/// One attack's outcome: the method, the setting and one row per attacked sample.
-type AttackOutcome = (Method, RoomSetting, Vec<InversionRow>);
+/// How every table of the suite treats failed attacks.
+pub(crate) const FAILURE_NOTE: &str =
+    "\"failed\": attacks that diverged on a sample (a non-finite loss, reconstruction or \
+     recovered signal, or a NaN score). They are counted in that column and left out of the \
+     means beside it; no other row is left out.";
+
+/// One attack's outcome: the method, the setting, the victim and one row per attacked sample.
+type AttackOutcome = (Method, RoomSetting, VictimWidth, Vec<InversionRow>);
+
+/// The verdict on `f` over `rows` against the paper's value: on the values [`summary`]
+/// averages, with the failed rows counted against the column.
+fn judged(
+    rows: &[InversionRow],
+    f: impl Fn(&InversionRow) -> Option<f64>,
+    paper: PaperValue,
+) -> Verdict {
+    let values: Vec<f64> = rows.iter().filter(|r| !r.failed).filter_map(f).collect();
+    let failed = rows.iter().filter(|r| r.failed).count();
+    verdict(&values, failed, rows.len(), paper)
+}
 
 /// Writes every attack's run directory and `report.md` in `dir`.
 pub(super) fn write_report(
@@ -64,27 +82,57 @@ pub(super) fn write_report(
          in Table II), through the error-direction surrogate (eq. 6) with a TV prior, then Q \
          (§IV-C2) or the reward (eq. 9). {} samples per cell from the pure-Rust rooms at \
          {}×{} px (the paper: 240 AI2THOR samples at 150×150), {} iterations per stage (the \
-         paper: 2×10⁴), λ = {}, backend `{}`. Images are clamped to [0, 1]; PSNR and SSIM on \
-         the Y channel (RGB) and on depth.",
+         paper: 2×10⁴), λ = {}, backend `{}`. {} PSNR and SSIM on the Y channel (RGB) and on \
+         depth, data range 1. Depth is the distance along the optical axis divided by 10 m and \
+         clipped to [0, 1]; the paper does not state its depth range.",
         plan.samples,
         plan.image_size,
         plan.image_size,
         plan.iterations,
         plan.tv_weight,
-        plan.backend
+        plan.backend,
+        match args.normalisation {
+            NormalisationArg::Paper => {
+                "Normalisation as the paper's (Section V, \"Metric\"): in S1 the RGB \
+                 reconstruction is scaled so that its brightest pixel is 1 and depth by the same \
+                 factor, then both are clamped to [0, 1]; in S2, which has no RGB image, the \
+                 paper states no rescaling, so depth is only clamped."
+            }
+            NormalisationArg::Clamp => {
+                "Reconstructions are clamped to [0, 1] (`--normalisation clamp`; the paper \
+                 rescales S1 by the brightest RGB pixel)."
+            }
+        }
     ));
+    report.paragraph(
+        "Victims: **paper width** has two 3×3 stride-2 convolutions of 8 channels per image, \
+         which keeps the ratios of the paper's DQN encoder (Mnih et al., its ref. [18]: 32 \
+         8×8/4, 64 4×4/2, 64 3×3/1) at the paper's 150 px: 0.5 features per depth pixel and \
+         0.17 per RGB value (DQN: 0.64 and 0.21), so the features that stage 1 recovers \
+         under-determine the images. The paper gives no widths of its own. **wide (extra)** \
+         is privrl's earlier victim (16 and 32 channels: 2 features per depth pixel), kept as \
+         a labelled extra row: its features over-determine the depth image, which makes \
+         stage 2 easier than in the paper. Both have a 32-unit Dense layer over the box and a \
+         64-unit hidden Dense layer after the concatenation.",
+    );
     let mut table_one = Vec::new();
     let mut table_two = Vec::new();
     let mut ablation = Vec::new();
     let mut sheets = Vec::new();
-    for (_, (method, setting, rows)) in &outcomes {
+    let mut verdicts = Vec::new();
+    let main_width = args.victim_widths()?[0];
+    for (_, (method, setting, width, rows)) in &outcomes {
         let run = RunDir::create(
             "inversion",
             RunName::new(method.slug())
                 .part(format!("{setting:?}"))
+                .part(match width {
+                    VictimWidth::Paper => "",
+                    VictimWidth::Wide => "wide",
+                })
                 .seed(plan.seed),
         )?;
-        run.write_config(&plan)?;
+        run.write_config(&(&plan, width, args.normalisation))?;
         write_rows(&run, rows)?;
         if let Some((_, truth)) = truths.iter().find(|(s, _)| s == setting) {
             let path = run.path().join("reconstructions.png");
@@ -92,15 +140,17 @@ pub(super) fn write_report(
             if *method != Method::Rgi {
                 sheets.push((
                     format!(
-                        "{} {setting:?}: originals beside reconstructions",
-                        method.name()
+                        "{} {setting:?}, {}: originals beside reconstructions",
+                        method.name(),
+                        width.label()
                     ),
                     path,
                 ));
             }
         }
+        let main_victim = *width == main_width;
         if Method::ABLATIONS.contains(method)
-            || (*method == Method::Qgi && *setting == RoomSetting::S1)
+            || (*method == Method::Qgi && *setting == RoomSetting::S1 && main_victim)
         {
             let [gradient, action, target, loss] = method.table_two_design();
             ablation.push(vec![
@@ -122,6 +172,7 @@ pub(super) fn write_report(
                     summary(rows, |r| r.depth.map(|s| s.psnr)),
                     summary(rows, |r| r.depth.map(|s| s.ssim))
                 )),
+                Cell::from(failure_rate(rows)),
                 Cell::from(method.paper_table_two()),
             ]);
         }
@@ -136,6 +187,7 @@ pub(super) fn write_report(
             let mut cells = vec![
                 Cell::from(method.name()),
                 Cell::from(format!("{setting:?}")),
+                Cell::from(width.label()),
                 Cell::from(modality),
             ];
             for room in RoomType::ALL.map(|t| t.to_string()) {
@@ -155,35 +207,76 @@ pub(super) fn write_report(
                 summary(rows, |r| scores(r).map(|s| s.psnr)),
                 summary(rows, |r| scores(r).map(|s| s.ssim))
             )));
-            cells.push(Cell::from(paper_table_one(*method, *setting, depth)));
+            cells.push(Cell::from(failure_rate(rows)));
+            match paper_table_one(*method, *setting, depth) {
+                Some((psnr, ssim)) => {
+                    let psnr_verdict = judged(rows, |r| scores(r).map(|s| s.psnr), psnr);
+                    let ssim_verdict = judged(rows, |r| scores(r).map(|s| s.ssim), ssim);
+                    cells.push(Cell::from(format!(
+                        "{} / {}",
+                        format_paper(psnr),
+                        format_paper(ssim)
+                    )));
+                    cells.push(Cell::from(format!("{psnr_verdict} / {ssim_verdict}")));
+                    verdicts.push(format!(
+                        "Table I, {} {setting:?} {modality}, {}: PSNR {psnr_verdict}, SSIM \
+                         {ssim_verdict}",
+                        method.name(),
+                        width.label()
+                    ));
+                }
+                None => cells.extend([Cell::from("-"), Cell::from("-")]),
+            }
             table_one.push(cells);
         }
         let accuracy =
             rows.iter().filter(|r| r.action_correct).count() as f64 / rows.len().max(1) as f64;
+        if *method == Method::Qgi && *setting == RoomSetting::S1 {
+            let [iou, predicted, target] = PAPER_QGI_TABLE_TWO;
+            for (what, f, paper) in [
+                ("IoU", (|r: &InversionRow| r.vector_iou) as fn(&InversionRow) -> Option<f64>, iou),
+                ("ε(Q̂)", |r: &InversionRow| r.predicted_q_error_pct, predicted),
+                ("ε(Q)", |r: &InversionRow| r.target_q_error_pct, target),
+            ] {
+                verdicts.push(format!(
+                    "Table II, QGI S1 {what}, {}: {} (ours {}, the paper's {})",
+                    width.label(),
+                    judged(rows, f, paper),
+                    summary(rows, f),
+                    format_paper(paper)
+                ));
+            }
+        }
         table_two.push(vec![
             Cell::from(method.name()),
             Cell::from(format!("{setting:?}")),
+            Cell::from(width.label()),
             Cell::from(summary(rows, |r| r.vector_iou)),
             Cell::from(format!("{:.0}%", 100.0 * accuracy)),
             Cell::from(summary(rows, |r| r.predicted_q_error_pct)),
             Cell::from(summary(rows, |r| r.target_q_error_pct)),
             Cell::from(summary(rows, |r| r.reward_abs_error)),
             Cell::from(summary(rows, |r| Some(r.attack_ms / 1e3))),
+            Cell::from(failure_rate(rows)),
         ]);
     }
     report
         .heading("Images (Table I): PSNR / SSIM, mean ± std over samples")
+        .paragraph(FAILURE_NOTE)
         .table(
             &[
                 "method",
                 "setting",
+                "victim",
                 "state",
                 "bathroom",
                 "bedroom",
                 "kitchen",
                 "living room",
                 "average",
+                "failed",
                 "paper's average",
+                "verdict (PSNR / SSIM)",
             ],
             table_one,
         )
@@ -196,15 +289,21 @@ pub(super) fn write_report(
             &[
                 "method",
                 "setting",
+                "victim",
                 "bbox IoU",
                 "action accuracy",
                 "ε(Q̂) %",
                 "ε(Q) %",
                 "|r − r_rec|",
                 "seconds / sample",
+                "failed",
             ],
             table_two,
         );
+    report
+        .heading("Verdicts against the paper")
+        .paragraph(&criterion())
+        .bullets(verdicts);
     if !ablation.is_empty() {
         report
             .heading("Table II and Fig. 4: baselines and ablation (DQN victim, S1)")
@@ -227,6 +326,7 @@ pub(super) fn write_report(
                     "ε(Q) %",
                     "RGB PSNR / SSIM",
                     "depth PSNR / SSIM",
+                    "failed",
                     "paper: IoU / ε(Q̂) / ε(Q)",
                 ],
                 ablation,
@@ -235,8 +335,10 @@ pub(super) fn write_report(
     let headline = headline(
         outcomes
             .iter()
-            .find(|(_, (m, s, _))| *m == Method::Qgi && *s == RoomSetting::S1)
-            .map_or(&[][..], |(_, (_, _, rows))| rows.as_slice()),
+            .find(|(_, (m, s, w, _))| {
+                *m == Method::Qgi && *s == RoomSetting::S1 && *w == main_width
+            })
+            .map_or(&[][..], |(_, (_, _, _, rows))| rows.as_slice()),
     );
     headline.add_to(&mut report);
     report.heading("Reconstructions");
@@ -253,6 +355,19 @@ pub(super) fn write_report(
     if args.skip_ablations {
         command.push_str(" --skip-ablations");
     }
+    if let Some(victims) = &args.victims {
+        let names: Vec<&str> = victims
+            .iter()
+            .map(|w| match w {
+                VictimWidth::Paper => "paper",
+                VictimWidth::Wide => "wide",
+            })
+            .collect();
+        command.push_str(&format!(" --victims {}", names.join(",")));
+    }
+    if args.normalisation == NormalisationArg::Clamp {
+        command.push_str(" --normalisation clamp");
+    }
     report.reproduce([command]);
     let path = report.write()?;
     println!("wrote {}", path.display());
@@ -260,4 +375,50 @@ pub(super) fn write_report(
         report: path,
         headline,
     })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use privrl_attacks::ImageScores;
+
+    use super::*;
+
+    /// A row with depth PSNR `psnr` (SSIM `psnr / 100`) and IoU 0.5; `failed` marks a diverged
+    /// attack (its scores NaN, as a diverged optimisation leaves them).
+    pub(crate) fn row(sample: usize, psnr: f64, failed: bool) -> InversionRow {
+        let psnr = if failed { f64::NAN } else { psnr };
+        InversionRow {
+            sample,
+            rgb: None,
+            depth: Some(ImageScores {
+                psnr,
+                ssim: psnr / 100.0,
+            }),
+            vector_iou: Some(if failed { f64::NAN } else { 0.5 }),
+            action_correct: true,
+            predicted_q_error_pct: None,
+            target_q_error_pct: Some(1.0),
+            reward_abs_error: None,
+            final_loss: Some(if failed { f64::NAN } else { 0.1 }),
+            failed,
+            attack_ms: 10.0,
+            reconstructed: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_failed_row_is_counted_and_left_out_of_the_means_only() {
+        let rows = [row(0, 20.0, false), row(1, f64::NAN, true), row(2, 22.0, false)];
+        assert_eq!(failure_rate(&rows), "1/3 (33%)");
+        // Mean and sample std of 20 and 22: the failed row is out of the mean.
+        assert_eq!(summary(&rows, |r| r.depth.map(|s| s.psnr)), "21 ± 1.414");
+        // Every other row counts, an infinite PSNR (a perfect image) included.
+        let perfect = [row(0, f64::INFINITY, false), row(1, 20.0, false)];
+        assert_eq!(failure_rate(&perfect), "0/2 (0%)");
+        assert!(summary(&perfect, |r| r.depth.map(|s| s.psnr)).starts_with('∞'));
+        // Nothing but failures: no mean, and the whole count in the failure column.
+        let failed = [row(0, 0.0, true), row(1, 0.0, true)];
+        assert_eq!(summary(&failed, |r| r.depth.map(|s| s.psnr)), "-");
+        assert_eq!(failure_rate(&failed), "2/2 (100%)");
+    }
 }

@@ -93,6 +93,7 @@ pub(crate) fn write_rows(run: &RunDir, rows: &[InversionRow]) -> Result<()> {
             ),
             ("target_q_error_pct", row.target_q_error_pct.unwrap_or(nan)),
             ("reward_abs_error", row.reward_abs_error.unwrap_or(nan)),
+            ("failed", f64::from(u8::from(row.failed))),
             ("attack_ms", row.attack_ms),
         ])?;
     }
@@ -104,7 +105,9 @@ pub(crate) fn write_rows(run: &RunDir, rows: &[InversionRow]) -> Result<()> {
 mod tests {
     use super::*;
     use crate::backend::dispatch;
-    use crate::suites::inversion::{room_samples, tests::tiny_plan, InversionJob};
+    use crate::suites::inversion::{
+        paper_normalisation, room_samples, tests::tiny_plan, InversionJob, VictimWidth,
+    };
 
     #[test]
     fn every_method_attacks_and_draws_its_reconstruction_sheet() {
@@ -124,6 +127,8 @@ mod tests {
                     setting: RoomSetting::S1,
                     samples: truth.clone(),
                     batch_size: 1,
+                    width: VictimWidth::Paper,
+                    normalisation: paper_normalisation(RoomSetting::S1),
                 },
             )
             .unwrap();

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::{IOU_THRESHOLD, SSIM_THRESHOLD};
 use crate::backend::BackendTask;
-use crate::suites::inversion::{victim_config, Method, ENTROPY_WEIGHT};
+use crate::suites::inversion::{victim_config, Method, VictimWidth, ENTROPY_WEIGHT};
 
 /// Minibatch size of the victims' training (`--victim-train-steps`).
 pub(super) const VICTIM_BATCH: usize = 16;
@@ -47,7 +47,7 @@ impl BackendTask for LeakageJob {
             .method
             .attack_config(self.iterations, self.seed, self.tv_weight);
         let mut victim = Victim::<B>::from_seed(
-            &victim_config(RoomSetting::S1, self.image_size),
+            &victim_config(RoomSetting::S1, self.image_size, VictimWidth::Wide),
             self.method.victim_kind(ENTROPY_WEIGHT),
             self.seed,
             &device,
@@ -80,7 +80,10 @@ impl BackendTask for LeakageJob {
     }
 }
 
-/// Mean reconstruction quality of one cell.
+/// Mean reconstruction quality of one cell. The image and box means are over the rows whose
+/// attack did not fail ([`InversionRow::failed`]), so a failure never dilutes the leakage
+/// that the other samples show (the conservative side for privacy); the failed rows are
+/// counted in `failure_rate`. The action accuracy is over every row.
 #[derive(Debug, Clone, Serialize)]
 pub(super) struct CellScores {
     pub(super) rgb_psnr: f64,
@@ -89,29 +92,30 @@ pub(super) struct CellScores {
     pub(super) depth_ssim: f64,
     pub(super) iou: f64,
     pub(super) action_accuracy: f64,
+    /// Fraction of the rows whose attack failed.
+    pub(super) failure_rate: f64,
 }
 
 impl CellScores {
     pub(super) fn of(rows: &[InversionRow]) -> Self {
         let mean = |f: &dyn Fn(&InversionRow) -> Option<f64>| {
-            let values: Vec<f64> = rows
-                .iter()
-                .filter_map(f)
-                .filter(|v| v.is_finite())
-                .collect();
+            let values: Vec<f64> = rows.iter().filter(|r| !r.failed).filter_map(f).collect();
             if values.is_empty() {
                 f64::NAN
             } else {
                 values.iter().sum::<f64>() / values.len() as f64
             }
         };
+        let failed = rows.iter().filter(|r| r.failed).count();
         Self {
+            failure_rate: failed as f64 / rows.len().max(1) as f64,
             rgb_psnr: mean(&|r| r.rgb.map(|s| s.psnr)),
             rgb_ssim: mean(&|r| r.rgb.map(|s| s.ssim)),
             depth_psnr: mean(&|r| r.depth.map(|s| s.psnr)),
             depth_ssim: mean(&|r| r.depth.map(|s| s.ssim)),
             iou: mean(&|r| r.vector_iou),
-            action_accuracy: mean(&|r| Some(f64::from(u8::from(r.action_correct)))),
+            action_accuracy: rows.iter().filter(|r| r.action_correct).count() as f64
+                / rows.len().max(1) as f64,
         }
     }
 
@@ -205,6 +209,8 @@ mod tests {
                     setting: RoomSetting::S1,
                     samples: samples.clone(),
                     batch_size: 1,
+                    width: VictimWidth::Wide,
+                    normalisation: ImageNormalisation::Clamp,
                 },
             )
             .unwrap();
@@ -227,6 +233,27 @@ mod tests {
             .unwrap();
             assert_eq!(comparable(&inversion), comparable(&leakage), "{method:?}");
         }
+    }
+
+    #[test]
+    fn a_failed_attack_is_counted_not_averaged_in() {
+        use crate::suites::inversion::tests::row;
+        let mut failed = row(1, 0.0, true);
+        failed.action_correct = false;
+        let rows = [row(0, 30.0, false), failed, row(2, 40.0, false)];
+        let scores = CellScores::of(&rows);
+        assert!((scores.failure_rate - 1.0 / 3.0).abs() < 1e-12);
+        // The other rows' mean, undiluted by the failure: the conservative side for privacy.
+        assert_eq!(scores.depth_psnr, 35.0);
+        assert_eq!(scores.depth_ssim, 0.35);
+        assert_eq!(scores.iou, 0.5);
+        // The action is scored on every row.
+        assert!((scores.action_accuracy - 2.0 / 3.0).abs() < 1e-12);
+        assert!(!scores.unrecognisable());
+        // Every attack failed: nothing was reconstructed, and the count says why.
+        let all_failed = CellScores::of(&[row(0, 0.0, true), row(1, 0.0, true)]);
+        assert_eq!(all_failed.failure_rate, 1.0);
+        assert!(all_failed.depth_ssim.is_nan() && all_failed.unrecognisable());
     }
 
     #[test]

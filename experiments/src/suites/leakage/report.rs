@@ -13,7 +13,7 @@ use super::plots::family_plot;
 use super::utility::UtilityTable;
 use super::{IOU_THRESHOLD, METHODS, SSIM_THRESHOLD};
 use crate::report::{format_number, Cell, Report};
-use crate::suites::inversion::{summary, Method};
+use crate::suites::inversion::{failure_rate, summary, Method, FAILURE_NOTE};
 use crate::summary::Headline;
 
 pub(super) fn write_report(
@@ -102,6 +102,7 @@ pub(super) fn write_report(
     }
     report
         .heading("Privacy, utility and leakage")
+        .paragraph(FAILURE_NOTE)
         .paragraph(
             "Mean ± std over samples. Utility: DP-SGD rows, the DP-SGD suite's mean training \
              return at the same σ (its own ε in brackets: its run length differs from the one \
@@ -119,6 +120,7 @@ pub(super) fn write_report(
                 "action accuracy",
                 "ε(Q) % or |r − r_rec|",
                 "recognisable",
+                "failed",
             ],
             rows,
         );
@@ -156,6 +158,7 @@ pub(super) fn write_report(
                     "action accuracy",
                     "ε(Q) %",
                     "recognisable",
+                    "failed",
                 ],
                 rows,
             );
@@ -281,5 +284,6 @@ fn score_columns(cell: &CellResult) -> Vec<Cell> {
         } else {
             "yes"
         }),
+        Cell::from(failure_rate(&cell.rows)),
     ]
 }
