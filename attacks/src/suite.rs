@@ -11,13 +11,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::attack::{attack_batch, AttackConfig, Reconstruction};
 use crate::defence::Defence;
-use privrl_agents::autodiff;
 use crate::error::AttackError;
 use crate::metrics::{
     absolute_error, bbox_iou, percentage_error, score_rgb, score_single_channel,
     ImageNormalisation, ImageScores,
 };
 use crate::victim::{Sample, Victim, VictimKind};
+use privrl_agents::autodiff;
 use privrl_privacy::GradientMechanismConfig;
 
 /// The scores of one attacked sample.
@@ -319,9 +319,7 @@ fn reconstruction_is_finite(reconstruction: &Reconstruction) -> bool {
         .into_iter()
         .flatten()
         .flatten();
-    images
-        .chain(&reconstruction.vector)
-        .all(|v| v.is_finite())
+    images.chain(&reconstruction.vector).all(|v| v.is_finite())
         && reconstruction.signal.is_finite()
         && reconstruction.predicted_q.is_none_or(f64::is_finite)
 }
@@ -372,8 +370,7 @@ mod tests {
     fn a_diverged_reconstruction_is_marked_failed_and_an_exact_one_is_not() {
         let (victim, sample) = (victim(), sample());
         let score = |rec: &Reconstruction| {
-            score_reconstruction(&victim, &sample, rec, ImageNormalisation::Clamp, 0, 0.0)
-                .unwrap()
+            score_reconstruction(&victim, &sample, rec, ImageNormalisation::Clamp, 0, 0.0).unwrap()
         };
         let ok = score(&exact(&sample));
         assert!(!ok.failed, "{ok:?}");

@@ -122,14 +122,21 @@ mod tests {
     /// Stage 1's loss at `theta` and its gradient by the attack's own path: the head's weight
     /// gradients as factors (`ReconstructedGradient::Factored`), matched by eq. 5 plus the
     /// magnitude term, differentiated by the inner autodiff.
-    fn loss_and_gradient(problem: &Problem<'_, B>, layout: &Layout, theta: &[f64]) -> (f64, Vec<f64>) {
+    fn loss_and_gradient(
+        problem: &Problem<'_, B>,
+        layout: &Layout,
+        theta: &[f64],
+    ) -> (f64, Vec<f64>) {
         let device = Default::default();
         autodiff::exclusive(|| {
-            let theta = Tensor::<B, 1>::from_data(TensorData::new(theta.to_vec(), [theta.len()]), &device);
+            let theta =
+                Tensor::<B, 1>::from_data(TensorData::new(theta.to_vec(), [theta.len()]), &device);
             let tracked = Tensor::<Inner<B>, 1>::from_inner(theta).require_grad();
             let loss = problem.loss(Stage::LinearPart, problem.split(layout, &tracked), None);
             let value = loss.clone().inner().into_data().to_vec::<f64>().unwrap()[0];
-            let gradient = tracked.grad(&autodiff::backward(&loss)).expect("θ is tracked");
+            let gradient = tracked
+                .grad(&autodiff::backward(&loss))
+                .expect("θ is tracked");
             (value, gradient.into_data().to_vec::<f64>().unwrap())
         })
     }
@@ -147,12 +154,19 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(11);
         let sample = Sample {
             rgb: None,
-            depth: Some(gaussian_noise(64, 0.3, &mut rng).iter().map(|v| v.abs()).collect()),
+            depth: Some(
+                gaussian_noise(64, 0.3, &mut rng)
+                    .iter()
+                    .map(|v| v.abs())
+                    .collect(),
+            ),
             vector: vec![-0.5, -0.2, 0.3, 0.6],
             action: 1,
             signal: 1.5,
         };
-        let record = victim.shared_gradient(std::slice::from_ref(&sample)).unwrap();
+        let record = victim
+            .shared_gradient(std::slice::from_ref(&sample))
+            .unwrap();
         let config = AttackConfig::qgi();
         let problem = Problem::new(&victim, &record, &config, 1).unwrap();
         let mut layout = Layout::default();
@@ -174,13 +188,25 @@ mod tests {
                 loss_and_gradient(&problem, &layout, &moved).0
             };
             let numeric = (at(h) - at(-h)) / (2.0 * h);
-            let error = (gradient[i] - numeric).abs() / (1e-6 + numeric.abs().max(gradient[i].abs()));
+            let error =
+                (gradient[i] - numeric).abs() / (1e-6 + numeric.abs().max(gradient[i].abs()));
             worst = worst.max(error);
-            assert!(error < 1e-4, "θ[{i}]: autodiff {} vs central difference {numeric}", gradient[i]);
+            assert!(
+                error < 1e-4,
+                "θ[{i}]: autodiff {} vs central difference {numeric}",
+                gradient[i]
+            );
         }
         // The check is not vacuous: the gradient has weight on features and vector alike.
-        let norm = |r: std::ops::Range<usize>| gradient[r].iter().map(|g| g * g).sum::<f64>().sqrt();
-        assert!(norm(0..features) > 1e-6 && norm(features..features + 4) > 1e-6, "{gradient:?}");
-        println!("worst relative error {worst:.2e} over {} coordinates", theta.len());
+        let norm =
+            |r: std::ops::Range<usize>| gradient[r].iter().map(|g| g * g).sum::<f64>().sqrt();
+        assert!(
+            norm(0..features) > 1e-6 && norm(features..features + 4) > 1e-6,
+            "{gradient:?}"
+        );
+        println!(
+            "worst relative error {worst:.2e} over {} coordinates",
+            theta.len()
+        );
     }
 }

@@ -234,8 +234,16 @@ pub(super) fn write_report(
         if *method == Method::Qgi && *setting == RoomSetting::S1 {
             let [iou, predicted, target] = PAPER_QGI_TABLE_TWO;
             for (what, f, paper) in [
-                ("IoU", (|r: &InversionRow| r.vector_iou) as fn(&InversionRow) -> Option<f64>, iou),
-                ("ε(Q̂)", |r: &InversionRow| r.predicted_q_error_pct, predicted),
+                (
+                    "IoU",
+                    (|r: &InversionRow| r.vector_iou) as fn(&InversionRow) -> Option<f64>,
+                    iou,
+                ),
+                (
+                    "ε(Q̂)",
+                    |r: &InversionRow| r.predicted_q_error_pct,
+                    predicted,
+                ),
                 ("ε(Q)", |r: &InversionRow| r.target_q_error_pct, target),
             ] {
                 verdicts.push(format!(
@@ -408,7 +416,11 @@ pub(crate) mod tests {
 
     #[test]
     fn a_failed_row_is_counted_and_left_out_of_the_means_only() {
-        let rows = [row(0, 20.0, false), row(1, f64::NAN, true), row(2, 22.0, false)];
+        let rows = [
+            row(0, 20.0, false),
+            row(1, f64::NAN, true),
+            row(2, 22.0, false),
+        ];
         assert_eq!(failure_rate(&rows), "1/3 (33%)");
         // Mean and sample std of 20 and 22: the failed row is out of the mean.
         assert_eq!(summary(&rows, |r| r.depth.map(|s| s.psnr)), "21 ± 1.414");
