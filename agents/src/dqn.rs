@@ -17,8 +17,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use crate::agent::{
-    checkpoint_error, load_module, save_module, ActMode, Agent, AgentState, EpisodeLog,
-    EpochStats,
+    checkpoint_error, load_module, save_module, ActMode, Agent, AgentState, EpisodeLog, EpochStats,
 };
 use crate::autodiff;
 use crate::buffer::{ReplayBuffer, TransitionBatch};

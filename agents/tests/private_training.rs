@@ -530,8 +530,12 @@ fn the_privacy_tally_survives_a_checkpoint() {
         resumed.epsilon_if_every_step().unwrap(),
         straight.epsilon_if_every_step().unwrap()
     );
-    straight.save_checkpoint(&dir.join("reinforce-straight")).unwrap();
-    resumed.save_checkpoint(&dir.join("reinforce-resumed")).unwrap();
+    straight
+        .save_checkpoint(&dir.join("reinforce-straight"))
+        .unwrap();
+    resumed
+        .save_checkpoint(&dir.join("reinforce-resumed"))
+        .unwrap();
     assert_eq!(state("reinforce-straight"), state("reinforce-resumed"));
 
     // A checkpoint of another σ is refused, naming the file.
@@ -542,7 +546,10 @@ fn the_privacy_tally_survives_a_checkpoint() {
         .load_checkpoint(&dir.join("reinforce-n"))
         .unwrap_err()
         .to_string();
-    assert!(error.contains("dp_sgd.json") && error.contains("σ = 1"), "{error}");
+    assert!(
+        error.contains("dp_sgd.json") && error.contains("σ = 1"),
+        "{error}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -553,9 +560,8 @@ fn the_privacy_tally_survives_a_checkpoint() {
 #[test]
 fn batched_reinforce_clips_per_episode_and_averages() {
     let (l, clip) = (3usize, 0.05);
-    let agent = || {
-        Reinforce::<B>::new(ReinforceConfig::new(), cartpole(), &Default::default(), 9).unwrap()
-    };
+    let agent =
+        || Reinforce::<B>::new(ReinforceConfig::new(), cartpole(), &Default::default(), 9).unwrap();
     let clipped = config(0.0, Some(clip)).with_episodes_per_step(l);
     let mut private = DpSgdReinforce::new(agent(), &clipped, 0).unwrap();
     let mut by_hand = agent();
@@ -567,11 +573,17 @@ fn batched_reinforce_clips_per_episode_and_averages() {
             let episode = by_hand.collect_episode().unwrap();
             let gradient = by_hand.gradient(&episode).unwrap();
             let mut flat = gradient.flatten();
-            let norm = flat.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>().sqrt();
+            let norm = flat
+                .iter()
+                .map(|&x| f64::from(x).powi(2))
+                .sum::<f64>()
+                .sqrt();
             assert!(norm > clip, "clipping must be active for this test: {norm}");
             clip_l2(&mut flat, clip);
             sum.resize(flat.len(), 0.0);
-            sum.iter_mut().zip(&flat).for_each(|(s, &x)| *s += f64::from(x));
+            sum.iter_mut()
+                .zip(&flat)
+                .for_each(|(s, &x)| *s += f64::from(x));
             layout = Some(gradient);
         }
         // The clipped sum is accumulated in f64, rounded to f32, then divided by L.
@@ -583,9 +595,15 @@ fn batched_reinforce_clips_per_episode_and_averages() {
             .apply_gradient(&layout.unwrap().with_flat(&mean).unwrap())
             .unwrap();
     }
-    assert_eq!(privrl_agents::Agent::episode_log(private.agent()).episodes(), 2 * l);
+    assert_eq!(
+        privrl_agents::Agent::episode_log(private.agent()).episodes(),
+        2 * l
+    );
     assert_eq!(private.steps().steps(), 2);
-    assert_eq!(flat_params(private.agent().policy()), flat_params(by_hand.policy()));
+    assert_eq!(
+        flat_params(private.agent().policy()),
+        flat_params(by_hand.policy())
+    );
 
     // Noise: std σC/L on the mean.
     let sigma = 2.0;
@@ -600,11 +618,23 @@ fn batched_reinforce_clips_per_episode_and_averages() {
     let noisy = config(sigma, Some(clip)).build(d).unwrap();
     let clean = config(0.0, Some(clip)).build(d).unwrap();
     let mut rng = NoiseMode::Seeded.rng(11).unwrap();
-    let a = noisy.release_batch(&per_episode, l as f64, &mut rng).unwrap();
-    let b = clean.release_batch(&per_episode, l as f64, &mut rng).unwrap();
-    let std = (a.iter().zip(&b).map(|(x, y)| f64::from(x - y).powi(2)).sum::<f64>() / d as f64)
+    let a = noisy
+        .release_batch(&per_episode, l as f64, &mut rng)
+        .unwrap();
+    let b = clean
+        .release_batch(&per_episode, l as f64, &mut rng)
+        .unwrap();
+    let std = (a
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| f64::from(x - y).powi(2))
+        .sum::<f64>()
+        / d as f64)
         .sqrt();
-    assert!((std / (sigma * clip / l as f64) - 1.0).abs() < 0.08, "std {std}");
+    assert!(
+        (std / (sigma * clip / l as f64) - 1.0).abs() < 0.08,
+        "std {std}"
+    );
 
     // Accounting: per episode one release at q = 1; one user over 4 steps at σ/L.
     let with_noise = config(sigma, Some(clip)).with_episodes_per_step(l);
@@ -613,7 +643,10 @@ fn batched_reinforce_clips_per_episode_and_averages() {
         private.train_step().unwrap();
     }
     let delta = 1e-5;
-    assert_eq!(private.epsilon().unwrap(), dp_sgd_epsilon(1.0, sigma, 1, delta).unwrap());
+    assert_eq!(
+        private.epsilon().unwrap(),
+        dp_sgd_epsilon(1.0, sigma, 1, delta).unwrap()
+    );
     let user = dp_sgd_epsilon(1.0, sigma / l as f64, 4, delta).unwrap();
     assert!((private.epsilon_if_every_step().unwrap() - user).abs() < 1e-12);
     assert!(
@@ -622,5 +655,8 @@ fn batched_reinforce_clips_per_episode_and_averages() {
         .abs()
             < 1e-12
     );
-    assert!(config(1.0, Some(1.0)).with_episodes_per_step(0).build(10).is_err());
+    assert!(config(1.0, Some(1.0))
+        .with_episodes_per_step(0)
+        .build(10)
+        .is_err());
 }

@@ -82,13 +82,23 @@ fn out_of_range_inputs_are_named_errors_with_a_nonzero_exit() {
 /// relation is a named error.
 #[test]
 fn adjacency_is_an_option_printed_beside_epsilon() {
-    let run = |extra: &str| privacy(&format!("dpsgd --q 1 --sigma 1 --steps 1 --delta 1e-5{extra}"));
+    let run = |extra: &str| {
+        privacy(&format!(
+            "dpsgd --q 1 --sigma 1 --steps 1 --delta 1e-5{extra}"
+        ))
+    };
     let (code, stdout, _) = run("");
     assert_eq!(code, 0);
-    assert!(stdout.contains("epsilon = 4.728507 at delta = 0.00001, add/remove adjacency"), "{stdout}");
+    assert!(
+        stdout.contains("epsilon = 4.728507 at delta = 0.00001, add/remove adjacency"),
+        "{stdout}"
+    );
     let (code, stdout, _) = run(" --adjacency substitution");
     assert_eq!(code, 0);
-    assert!(stdout.contains("epsilon = 10.725510 at delta = 0.00001, substitution adjacency"), "{stdout}");
+    assert!(
+        stdout.contains("epsilon = 10.725510 at delta = 0.00001, substitution adjacency"),
+        "{stdout}"
+    );
     let (code, _, stderr) = run(" --adjacency swap");
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("adjacency"), "{stderr}");

@@ -136,9 +136,7 @@ fn family_charts(
         let slug = family.to_lowercase().replace(' ', "-");
         let files = chart.save(&dir.join(format!("{slug}-{stem}")))?;
         out.push((
-            format!(
-                "{family}: {what} against σ (points annotated with ε at δ, {epsilon_note})"
-            ),
+            format!("{family}: {what} against σ (points annotated with ε at δ, {epsilon_note})"),
             files,
         ));
     }

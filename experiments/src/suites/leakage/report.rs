@@ -207,7 +207,8 @@ pub(super) fn write_report(
 
     report.heading("Plots");
     for family in ["dp-sgd", "laplace", "prs"] {
-        if let Some(files) = family_plot(dir, family, cells, utility, &plan.dp_sgd_epsilon_label())? {
+        if let Some(files) = family_plot(dir, family, cells, utility, &plan.dp_sgd_epsilon_label())?
+        {
             report.image(
                 &format!("{family}: utility and reconstruction quality against ε"),
                 &files.png,
