@@ -92,7 +92,7 @@ pub struct PgcSuiteArgs {
     /// Run the ablation at ε = ∞ instead of the tables: the paper's setting, each factor
     /// alone (reward, loss, exploration clock, actions, biases, Adam) and fixed combinations,
     /// --trials each (default 10), one trial at a time, as resumable units under
-    /// <results-dir>/ablation/ (finished ones are skipped); the mechanism, optimiser and
+    /// `<results-dir>/ablation/` (finished ones are skipped); the mechanism, optimiser and
     /// learner flags are then the settings' own.
     #[arg(long)]
     pub ablation: bool,
