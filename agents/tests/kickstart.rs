@@ -412,9 +412,12 @@ fn per_rollout_vanishing_multiplies_k_once_per_epoch() {
     assert_eq!(lock(&private).summary().unwrap().trajectories, 3);
 }
 
-/// Records every `observe` call: (observation, trajectory start).
+/// (observation, trajectory start) of every `observe` call.
+type Observed = Vec<(Vec<f32>, bool)>;
+
+/// Records every `observe` call.
 #[derive(Default)]
-struct Recorder(Arc<Mutex<Vec<(Vec<f32>, bool)>>>);
+struct Recorder(Arc<Mutex<Observed>>);
 
 impl AuxiliaryPolicyLoss<B> for Recorder {
     fn observe(&mut self, obs: &[f32], trajectory_start: bool) -> Result<(), AgentError> {
@@ -432,7 +435,7 @@ impl AuxiliaryPolicyLoss<B> for Recorder {
 
 /// Three 4-step epochs on CartPole (no episode can end within 4 steps of a reset: the pole
 /// needs more than 4 steps of 0.02 s to leave ±12°).
-fn starts_over_three_epochs(reset_at_epoch_end: bool) -> (Vec<(Vec<f32>, bool)>, usize) {
+fn starts_over_three_epochs(reset_at_epoch_end: bool) -> (Observed, usize) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let mut ppo = Ppo::<B>::new(
         PpoConfig::new()
