@@ -127,13 +127,13 @@ mod tests {
         assert_eq!(verdict(&ten(22.5), 0, 10, paper), Verdict::Higher);
         assert_eq!(verdict(&ten(17.0), 0, 10, paper), Verdict::Lower);
         // One failure in 10 is allowed (10%), two are not; the failures are not in `values`.
-        assert_eq!(verdict(&vec![20.0; 9], 1, 10, paper), Verdict::Agrees);
+        assert_eq!(verdict(&[20.0; 9], 1, 10, paper), Verdict::Agrees);
         assert!(matches!(
-            verdict(&vec![20.0; 8], 2, 10, paper),
+            verdict(&[20.0; 8], 2, 10, paper),
             Verdict::Inconclusive(why) if why == "2/10 failed"
         ));
         assert!(matches!(
-            verdict(&vec![20.0; 7], 0, 7, paper),
+            verdict(&[20.0; 7], 0, 7, paper),
             Verdict::Inconclusive(_)
         ));
         assert_eq!(Verdict::Lower.to_string(), "Disagrees (lower)");
