@@ -136,6 +136,36 @@ fn teacher() -> Teacher {
     Teacher::from_actor(&actor).unwrap()
 }
 
+/// A privacy-aware PPO student of `teacher()` released through a private teacher with
+/// `config` and k₀ = 5 on CartPole: `steps` per epoch, one hidden layer of `hidden` units and
+/// `iters` policy and value iterations, seeded by `seed`.
+fn kickstarted_student(
+    config: PrivateTeacherConfig,
+    steps: usize,
+    hidden: usize,
+    iters: usize,
+    seed: u64,
+) -> (Arc<Mutex<PrivateTeacher>>, Ppo<B>) {
+    let private = Arc::new(Mutex::new(
+        PrivateTeacher::new(teacher(), config, 5).unwrap(),
+    ));
+    let mut ppo = Ppo::<B>::new(
+        PpoConfig::new()
+            .with_steps_per_epoch(steps)
+            .with_hidden(vec![hidden])
+            .with_train_pi_iters(iters)
+            .with_train_v_iters(iters),
+        privrl_envs::make("CartPole-v1").unwrap(),
+        &Default::default(),
+        seed,
+    )
+    .unwrap();
+    ppo.set_auxiliary_loss(Box::new(
+        PrivacyAwareKickstarting::new(private.clone(), PrivacyAwareConfig::new()).unwrap(),
+    ));
+    (private, ppo)
+}
+
 fn states(n: usize) -> Vec<Vec<f32>> {
     (0..n)
         .map(|i| {
@@ -341,29 +371,13 @@ fn with_k_to_infinity_the_privacy_aware_student_is_conventional_kickstarting() {
 
 #[test]
 fn a_kickstarted_ppo_epoch_records_its_releases() {
-    let device = Default::default();
-    let private = Arc::new(Mutex::new(
-        PrivateTeacher::new(
-            teacher(),
-            PrivateTeacherConfig::new().with_vanishing_coefficient(0.9),
-            5,
-        )
-        .unwrap(),
-    ));
-    let mut ppo = Ppo::<B>::new(
-        PpoConfig::new()
-            .with_steps_per_epoch(200)
-            .with_hidden(vec![8])
-            .with_train_pi_iters(3)
-            .with_train_v_iters(3),
-        privrl_envs::make("CartPole-v1").unwrap(),
-        &device,
+    let (private, mut ppo) = kickstarted_student(
+        PrivateTeacherConfig::new().with_vanishing_coefficient(0.9),
+        200,
+        8,
+        3,
         4,
-    )
-    .unwrap();
-    ppo.set_auxiliary_loss(Box::new(
-        PrivacyAwareKickstarting::new(private.clone(), PrivacyAwareConfig::new()).unwrap(),
-    ));
+    );
     let stats = ppo.train_epoch().unwrap();
     let penalty = stats
         .extra
@@ -384,27 +398,10 @@ fn a_kickstarted_ppo_epoch_records_its_releases() {
 
 #[test]
 fn per_rollout_vanishing_multiplies_k_once_per_epoch() {
-    let device = Default::default();
     let config = PrivateTeacherConfig::new()
         .with_vanishing_coefficient(0.5)
         .with_vanishing_unit(privrl_agents::VanishingUnit::Rollout);
-    let private = Arc::new(Mutex::new(
-        PrivateTeacher::new(teacher(), config, 5).unwrap(),
-    ));
-    let mut ppo = Ppo::<B>::new(
-        PpoConfig::new()
-            .with_steps_per_epoch(100)
-            .with_hidden(vec![8])
-            .with_train_pi_iters(2)
-            .with_train_v_iters(2),
-        privrl_envs::make("CartPole-v1").unwrap(),
-        &device,
-        4,
-    )
-    .unwrap();
-    ppo.set_auxiliary_loss(Box::new(
-        PrivacyAwareKickstarting::new(private.clone(), PrivacyAwareConfig::new()).unwrap(),
-    ));
+    let (private, mut ppo) = kickstarted_student(config, 100, 8, 2, 4);
     for epoch in 0..3 {
         ppo.train_epoch().unwrap();
         assert_eq!(lock(&private).concentration(), 5.0 * 0.5f64.powi(epoch));
@@ -485,28 +482,13 @@ fn spinning_up_ends_the_trajectory_at_every_epoch_boundary() {
 fn per_trajectory_vanishing_multiplies_k_at_every_epoch_boundary() {
     // With Spinning Up's reset every epoch starts a trajectory, so k vanishes once per epoch
     // even when no episode ends (4-step epochs).
-    let private = Arc::new(Mutex::new(
-        PrivateTeacher::new(
-            teacher(),
-            PrivateTeacherConfig::new().with_vanishing_coefficient(0.5),
-            5,
-        )
-        .unwrap(),
-    ));
-    let mut ppo = Ppo::<B>::new(
-        PpoConfig::new()
-            .with_steps_per_epoch(4)
-            .with_hidden(vec![4])
-            .with_train_pi_iters(1)
-            .with_train_v_iters(1),
-        privrl_envs::make("CartPole-v1").unwrap(),
-        &Default::default(),
+    let (private, mut ppo) = kickstarted_student(
+        PrivateTeacherConfig::new().with_vanishing_coefficient(0.5),
+        4,
+        4,
+        1,
         9,
-    )
-    .unwrap();
-    ppo.set_auxiliary_loss(Box::new(
-        PrivacyAwareKickstarting::new(private.clone(), PrivacyAwareConfig::new()).unwrap(),
-    ));
+    );
     for epoch in 0..3 {
         ppo.train_epoch().unwrap();
         assert_eq!(lock(&private).concentration(), 5.0 * 0.5f64.powi(epoch));

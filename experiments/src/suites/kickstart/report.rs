@@ -655,7 +655,9 @@ pub(super) fn write_ablation_report(
                 Some(true) => row("ppo-64-reset"),
                 _ => row("ppo-64"),
             };
+            // A setting whose median never reaches the threshold has no speed-up ("–"), not 0.
             let speedup = reference
+                .filter(|_| r.epochs.median.is_finite())
                 .map(|p| p.epochs.median / r.epochs.median)
                 .filter(|v| v.is_finite());
             vec![

@@ -100,7 +100,10 @@ pub(super) fn teacher<B: Backend>(
         device,
         plan.seed + 10_000,
     )?;
+    // A committed results tree keeps the teacher's summary but not its checkpoint (results/
+    // holds no checkpoints), so a missing checkpoint retrains the teacher: same seed, same bytes.
     let reuse = run.is_complete()
+        && checkpoint.exists()
         && read_json::<serde_json::Value>(&run.file("config.json")).ok() == Some(config_json);
     if reuse {
         ppo.load_checkpoint(&checkpoint)?;
