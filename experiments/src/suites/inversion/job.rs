@@ -56,9 +56,9 @@ pub(crate) fn room_samples(
 /// How wide the victim's image encoders are.
 ///
 /// The paper gives no layer widths (Section III: convolutions over each image, Dense layers
-/// over the box, concatenation, Dense layers), only that its DQN is Mnih et al.'s [18]. That
-/// encoder (32 8×8/4, 64 4×4/2, 64 3×3/1) on the paper's 150×150 images keeps 64·15·15 =
-/// 14,400 features per image: 0.64 of the depth image's pixels and 0.21 of the RGB image's
+/// over the box, concatenation, Dense layers), only that its DQN is Mnih et al.'s (its
+/// reference 18). That encoder (32 8×8/4, 64 4×4/2, 64 3×3/1) on the paper's 150×150 images
+/// keeps 64·15·15 = 14,400 features per image: 0.64 of the depth image's pixels and 0.21 of the RGB image's
 /// values, and its first layer has 1.8 (depth) and 0.6 (RGB) outputs per input value. Stage 1
 /// reconstructs those features; stage 2 must then find an image behind them, which is
 /// under-determined there.
