@@ -107,6 +107,13 @@ pub trait Env: Send + Sync {
         check_obs_len(obs, self.observation_space().flat_dim())?;
         self.reset(seed).write_flat(obs)
     }
+
+    /// Whether a step waits on another process (the Gymnasium bridge's worker). A
+    /// [`crate::VecEnv`] of such environments steps them all at once on threads of their own;
+    /// an in-process step (microseconds) is cheaper than a thread, so the default is `false`.
+    fn runs_in_worker(&self) -> bool {
+        false
+    }
 }
 
 /// Lets `Box<dyn Env>` (what [`crate::make`] returns) be used wherever an `E: Env` is expected,
@@ -138,6 +145,9 @@ impl<E: Env + ?Sized> Env for Box<E> {
     }
     fn reset_into(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<(), EnvError> {
         (**self).reset_into(seed, obs)
+    }
+    fn runs_in_worker(&self) -> bool {
+        (**self).runs_in_worker()
     }
 }
 

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::{Env, EnvError, Obs, Space};
+use crate::{Env, EnvError, Obs, Space, Step};
 
 /// Return and length of one finished episode, reported by the step that ended it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -154,6 +154,10 @@ pub struct VecEnv<E: Env = Box<dyn Env>> {
     running_returns: Vec<f64>,
     running_lengths: Vec<usize>,
     started: bool,
+    /// Step the environments on threads of their own, at once: set when they run in worker
+    /// processes ([`Env::runs_in_worker`]), where a step is a round trip of about a millisecond
+    /// that would otherwise be paid once per environment, one after another.
+    concurrent: bool,
 }
 
 impl VecEnv<Box<dyn Env>> {
@@ -196,7 +200,9 @@ impl<E: Env> VecEnv<E> {
             }
         }
         let num_envs = envs.len();
+        let concurrent = num_envs > 1 && envs.iter().any(Env::runs_in_worker);
         Ok(Self {
+            concurrent,
             obs_len: observation_space.flat_dim(),
             envs,
             observation_space,
@@ -296,8 +302,26 @@ impl<E: Env> VecEnv<E> {
             final_obs: Vec::with_capacity(n),
             episodes: Vec::with_capacity(n),
         };
-        for (i, (env, &action)) in self.envs.iter_mut().zip(actions).enumerate() {
+        // Each environment steps, and resets where its episode ended, independently of the
+        // others, so the concurrent path gives the same results as the sequential one.
+        let step_one = |env: &mut E, action: usize| -> Result<(Step, Option<Obs>), EnvError> {
             let step = env.step(action)?;
+            let next = step.done().then(|| env.reset(None));
+            Ok((step, next))
+        };
+        let steps = if self.concurrent {
+            on_own_threads(&mut self.envs, actions, |env, &action| {
+                step_one(env, action)
+            })
+        } else {
+            let mut steps = Vec::with_capacity(n);
+            for (env, &action) in self.envs.iter_mut().zip(actions) {
+                steps.push(Ok(step_one(env, action)?));
+            }
+            steps
+        };
+        for (i, outcome) in steps.into_iter().enumerate() {
+            let (step, next) = outcome?;
             let episode = record(
                 &mut self.running_returns[i],
                 &mut self.running_lengths[i],
@@ -305,10 +329,9 @@ impl<E: Env> VecEnv<E> {
                 step.terminated,
                 step.truncated,
             );
-            let (obs, final_obs) = if step.done() {
-                (env.reset(None), Some(step.obs))
-            } else {
-                (step.obs, None)
+            let (obs, final_obs) = match next {
+                Some(first) => (first, Some(step.obs)),
+                None => (step.obs, None),
             };
             out.obs.push(obs);
             out.rewards.push(step.reward);
@@ -330,6 +353,37 @@ impl<E: Env> VecEnv<E> {
                 expected: self.num_envs() * self.obs_len,
                 got: out.obs.len(),
             });
+        }
+        if self.concurrent {
+            let obs_len = self.obs_len.max(1);
+            let rows: Vec<(&mut [f32], &mut [f32])> = out
+                .obs
+                .chunks_exact_mut(obs_len)
+                .zip(out.final_obs.chunks_exact_mut(obs_len))
+                .collect();
+            let mut work: Vec<_> = self.envs.iter_mut().zip(rows).collect();
+            let infos = on_own_threads(&mut work, actions, |(env, (obs, final_obs)), &action| {
+                let info = env.step_into(action, obs)?;
+                if info.done() {
+                    final_obs.copy_from_slice(obs);
+                    env.reset_into(None, obs)?;
+                }
+                Ok(info)
+            });
+            for (i, info) in infos.into_iter().enumerate() {
+                let info = info?;
+                out.rewards[i] = info.reward;
+                out.terminated[i] = info.terminated;
+                out.truncated[i] = info.truncated;
+                out.episodes[i] = record(
+                    &mut self.running_returns[i],
+                    &mut self.running_lengths[i],
+                    info.reward,
+                    info.terminated,
+                    info.truncated,
+                );
+            }
+            return Ok(());
         }
         for (i, (env, &action)) in self.envs.iter_mut().zip(actions).enumerate() {
             let rows = i * self.obs_len..(i + 1) * self.obs_len;
@@ -384,6 +438,31 @@ impl<E: Env> VecEnv<E> {
 
 /// Adds one step to an episode's running totals; returns its statistics if it just ended.
 #[inline]
+/// Runs `work(item, action)` for every item at once, one scoped thread each, and returns the
+/// results in order. A panic in one of them is resumed on the caller's thread.
+fn on_own_threads<T: Send, A: Sync, R: Send>(
+    items: &mut [T],
+    actions: &[A],
+    work: impl Fn(&mut T, &A) -> R + Sync,
+) -> Vec<R> {
+    let work = &work;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .iter_mut()
+            .zip(actions)
+            .map(|(item, action)| scope.spawn(move || work(item, action)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| {
+                handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    })
+}
+
 fn record(
     running_return: &mut f64,
     running_length: &mut usize,

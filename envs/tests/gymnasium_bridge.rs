@@ -577,3 +577,103 @@ fn airraid_ram_runs_through_the_bridge() {
         .unwrap();
     assert_eq!(legacy.resolved(), "AirRaid-v0 with obs_type='ram'");
 }
+
+/// A `VecEnv` of bridged environments steps its workers at once (one thread each); the result
+/// must be what stepping each environment on its own gives, auto-resets included.
+#[test]
+fn a_concurrent_vec_env_matches_its_environments_stepped_one_by_one() {
+    let test = "a_concurrent_vec_env_matches_its_environments_stepped_one_by_one";
+    let config = GymnasiumConfig::new("CartPole-v1");
+    if build_or_skip(test, config.clone()).is_none() {
+        return;
+    }
+    let n = 3;
+    let mut together = config.build_vec(n).unwrap();
+    let mut alone = config.build_many(n).unwrap();
+    let mut buffer = together.flat_step_buffer();
+    together.reset_flat(7, buffer.obs_mut()).unwrap();
+    let mut obs: Vec<Vec<f32>> = alone
+        .iter_mut()
+        .enumerate()
+        .map(|(i, env)| {
+            let mut row = vec![0.0; 4];
+            env.reset_into(Some(7 + i as u64), &mut row).unwrap();
+            row
+        })
+        .collect();
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let mut resets = 0;
+    for step in 0..150 {
+        let actions: Vec<usize> = (0..n).map(|_| rng.random_range(0..2)).collect();
+        together.step_flat(&actions, &mut buffer).unwrap();
+        for (i, env) in alone.iter_mut().enumerate() {
+            let info = env.step_into(actions[i], &mut obs[i]).unwrap();
+            assert_eq!(buffer.rewards()[i], info.reward, "step {step}, env {i}");
+            assert_eq!(buffer.done(i), info.done(), "step {step}, env {i}");
+            if info.done() {
+                assert_eq!(bits(buffer.final_obs_row(i).unwrap()), bits(&obs[i]));
+                env.reset_into(None, &mut obs[i]).unwrap();
+                resets += 1;
+            }
+            assert_eq!(
+                bits(buffer.obs_row(i)),
+                bits(&obs[i]),
+                "step {step}, env {i}"
+            );
+        }
+    }
+    assert!(resets >= 3, "only {resets} auto-resets in 450 random steps");
+
+    // The allocating `step` takes the same path.
+    let mut boxed = VecEnv::make("gymnasium:CartPole-v1", 2).unwrap();
+    let first = boxed.reset(3);
+    let mut single = make("gymnasium:CartPole-v1").unwrap();
+    assert_eq!(vector(&single.reset(Some(4))), vector(&first[1]));
+    let step = boxed.step(&[1, 0]).unwrap();
+    assert_eq!(vector(&single.step(0).unwrap().obs), vector(&step.obs[1]));
+}
+
+/// `#obs_scale=1/255` turns AirRaid's RAM bytes into [0, 1], bounds included, and changes
+/// nothing else.
+#[test]
+fn airraid_ram_observations_can_be_scaled_to_the_unit_interval() {
+    let test = "airraid_ram_observations_can_be_scaled_to_the_unit_interval";
+    let raw = GymnasiumConfig::parse("gymnasium:ALE/AirRaid-v5?obs_type=ram").unwrap();
+    let Some(mut raw) = build_or_skip_with(test, raw, true) else {
+        return;
+    };
+    let name = "gymnasium:ALE/AirRaid-v5?obs_type=ram#obs_scale=1/255";
+    let mut scaled = make(name).unwrap();
+    let scale = (1.0f64 / 255.0) as f32;
+    assert_eq!(
+        scaled.observation_space(),
+        Space::Box {
+            low: vec![0.0; 128],
+            high: vec![255.0 * scale; 128]
+        }
+    );
+    // The canonical name keeps the scale, so it makes the same environment again.
+    assert!(
+        scaled.id().ends_with("#obs_scale=0.003921569"),
+        "{}",
+        scaled.id()
+    );
+    let (mut a, mut b) = (vec![0.0; 128], vec![0.0; 128]);
+    raw.reset_into(Some(5), &mut a).unwrap();
+    scaled.reset_into(Some(5), &mut b).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(2);
+    for _ in 0..50 {
+        let expected: Vec<f32> = a.iter().map(|x| x * scale).collect();
+        assert_eq!(bits(&b), bits(&expected));
+        assert!(b.iter().all(|v| (0.0..=1.0).contains(v)));
+        let action = rng.random_range(0..6);
+        let (x, y) = (
+            raw.step_into(action, &mut a).unwrap(),
+            scaled.step_into(action, &mut b).unwrap(),
+        );
+        assert_eq!((x.reward, x.done()), (y.reward, y.done()));
+        if x.done() {
+            break;
+        }
+    }
+}

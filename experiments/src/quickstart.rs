@@ -286,7 +286,7 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
     report
         .heading("Locally private distributed RL (PGC-A3C)")
         .paragraph(&format!(
-            "Laplace and PRS at ε ∈ {{2, ∞}}, 3 trials, at most 5000 updates, in-process, \
+            "Laplace and PRS at ε ∈ {{2, ∞}}, 3 trials, at most 2500 updates, in-process, \
              with Adam, sampled actions and biases (at the paper's setting as written no run \
              learns even at ε = ∞, so the effect of ε could not show): see [{}]({}). `cargo \
              xtask suite pgc` runs Tables 1–3 at scale.",
@@ -330,7 +330,7 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
         .heading("Privacy-preserving kickstarting")
         .paragraph(&format!(
             "Dirichlet-privatised (64, 64) PPO teacher, (32, 32) PPO students, Fig. 2 of Gohari \
-             et al. in quick mode (2 seeds, 6 epochs of 500 steps): see [{}]({}). `cargo xtask \
+             et al. in quick mode (2 seeds, 15 epochs of 1000 steps): see [{}]({}). `cargo xtask \
              suite kickstart` runs the 10-seed version.",
             kickstart.report.display(),
             pathdiff(&kickstart.report, &dir)

@@ -134,6 +134,11 @@ pub struct GymnasiumConfig {
     pub make_timeout: Duration,
     /// Limit on each reset, step and set_state (10 s).
     pub step_timeout: Duration,
+    /// Factor applied to every observation value on the Rust side (and to the Box bounds), e.g.
+    /// 1/255 for Atari RAM bytes, so that a network sees inputs in [0, 1] as it would after
+    /// the usual preprocessing. Written `#obs_scale=1/255` after the keyword arguments in a
+    /// name; `None` keeps Gymnasium's values.
+    pub obs_scale: Option<f32>,
 }
 
 impl GymnasiumConfig {
@@ -146,6 +151,7 @@ impl GymnasiumConfig {
             python_path: Vec::new(),
             make_timeout: DEFAULT_MAKE_TIMEOUT,
             step_timeout: DEFAULT_STEP_TIMEOUT,
+            obs_scale: None,
         }
     }
 
@@ -158,6 +164,10 @@ impl GymnasiumConfig {
         };
         let trimmed = name.trim();
         let body = strip_prefix(trimmed).unwrap_or(trimmed);
+        let (body, options) = match split_options(body) {
+            Some((body, options)) => (body, Some(options)),
+            None => (body, None),
+        };
         let (id, query) = match body.split_once('?') {
             Some((id, query)) => (id, Some(query)),
             None => (body, None),
@@ -203,6 +213,26 @@ impl GymnasiumConfig {
                 .kwargs
                 .push((key.to_string(), KwargValue::parse(value)));
         }
+        if let Some(options) = options {
+            for option in options.split('&') {
+                match option.split_once('=') {
+                    Some(("obs_scale", value)) => {
+                        let scale = parse_scale(value).ok_or_else(|| {
+                            invalid(format!(
+                                "obs_scale `{value}` is not a positive finite number or a \
+                                 fraction such as 1/255"
+                            ))
+                        })?;
+                        config.obs_scale = Some(scale);
+                    }
+                    _ => {
+                        return Err(invalid(format!(
+                            "unknown option `{option}` after `#` (known: obs_scale=<factor>)"
+                        )))
+                    }
+                }
+            }
+        }
         Ok(config)
     }
 
@@ -214,7 +244,16 @@ impl GymnasiumConfig {
             name.push(if i == 0 { '?' } else { '&' });
             name.push_str(&format!("{key}={value}"));
         }
+        if let Some(scale) = self.obs_scale {
+            name.push_str(&format!("#obs_scale={scale:?}"));
+        }
         name
+    }
+
+    /// Multiplies every observation value by `scale` (see [`GymnasiumConfig::obs_scale`]).
+    pub fn with_obs_scale(mut self, scale: f32) -> Self {
+        self.obs_scale = Some(scale);
+        self
     }
 
     /// Adds a keyword argument for `gymnasium.make` (replacing one of the same name).
@@ -260,6 +299,15 @@ impl GymnasiumConfig {
                 return Err(EnvError::invalid_parameter(name, 0.0, "> 0 seconds"));
             }
         }
+        if let Some(scale) = self.obs_scale {
+            if !(scale.is_finite() && scale > 0.0) {
+                return Err(EnvError::invalid_parameter(
+                    "obs_scale",
+                    f64::from(scale),
+                    "finite and > 0",
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -287,6 +335,33 @@ impl GymnasiumConfig {
     pub fn build_vec(&self, num_envs: usize) -> Result<VecEnv<GymnasiumEnv>, EnvError> {
         VecEnv::new(self.build_many(num_envs)?)
     }
+}
+
+/// Splits `body` at its first `#` outside quotes into the Gymnasium part and privrl's own
+/// options; `None` when there is no such `#`.
+fn split_options(body: &str) -> Option<(&str, &str)> {
+    let mut quote = None;
+    for (i, c) in body.char_indices() {
+        match (quote, c) {
+            (None, '"' | '\'') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, '#') => return Some((&body[..i], &body[i + 1..])),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A positive finite factor written as a number (`0.5`) or a fraction (`1/255`).
+fn parse_scale(text: &str) -> Option<f32> {
+    let value = match text.split_once('/') {
+        Some((num, den)) => {
+            (num.trim().parse::<f64>().ok()? / den.trim().parse::<f64>().ok()?) as f32
+        }
+        // Parsed as f32 directly, so that the canonical name's `{:?}` reads back exactly.
+        None => text.trim().parse::<f32>().ok()?,
+    };
+    (value.is_finite() && value > 0.0).then_some(value)
 }
 
 /// `name` without a case-insensitive `gymnasium:` prefix, if it has one.
@@ -339,6 +414,35 @@ mod tests {
         let config = GymnasiumConfig::parse("my.mod:Env-v0").unwrap();
         assert_eq!(config.id, "my.mod:Env-v0");
         assert!(config.kwargs.is_empty());
+    }
+
+    #[test]
+    fn an_observation_scale_follows_a_hash_and_reads_back() {
+        let config =
+            GymnasiumConfig::parse("gymnasium:ALE/AirRaid-v5?obs_type=ram#obs_scale=1/255")
+                .unwrap();
+        assert_eq!(config.id, "ALE/AirRaid-v5");
+        assert_eq!(config.kwargs.len(), 1);
+        assert_eq!(config.obs_scale, Some((1.0f64 / 255.0) as f32));
+        assert_eq!(GymnasiumConfig::parse(&config.name()).unwrap(), config);
+        let plain = GymnasiumConfig::parse("CartPole-v1#obs_scale=0.5").unwrap();
+        assert_eq!((plain.kwargs.len(), plain.obs_scale), (0, Some(0.5)));
+        // A `#` inside a quoted value is part of the value.
+        let quoted = GymnasiumConfig::parse("X-v0?tag=\"a#b\"").unwrap();
+        assert_eq!(quoted.kwargs[0].1, KwargValue::Str("a#b".into()));
+        assert_eq!(quoted.obs_scale, None);
+        for (name, needle) in [
+            ("X-v0#obs_scale=0", "obs_scale `0`"),
+            ("X-v0#obs_scale=-1", "obs_scale `-1`"),
+            ("X-v0#obs_scale=1/0", "obs_scale `1/0`"),
+            ("X-v0#obs_scale=nan", "obs_scale `nan`"),
+            ("X-v0#frame_stack=4", "unknown option `frame_stack=4`"),
+        ] {
+            let err = GymnasiumConfig::parse(name).unwrap_err().to_string();
+            assert!(err.contains(needle), "{name}: {err}");
+        }
+        let invalid = GymnasiumConfig::new("X-v0").with_obs_scale(f32::INFINITY);
+        assert!(invalid.validate().is_err());
     }
 
     #[test]

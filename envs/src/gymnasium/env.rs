@@ -138,7 +138,14 @@ impl GymnasiumEnv {
                 dtype,
                 low,
                 high,
-            } => (Space::Box { low, high }, shape, dtype),
+            } => {
+                let scaled = |bounds: Vec<f32>| match config.obs_scale {
+                    Some(scale) => bounds.into_iter().map(|b| b * scale).collect(),
+                    None => bounds,
+                };
+                let (low, high) = (scaled(low), scaled(high));
+                (Space::Box { low, high }, shape, dtype)
+            }
             WireSpace::Discrete { n, .. } => match usize::try_from(n) {
                 Ok(n) if n > 0 => (Space::Discrete { n }, vec![n], "one-hot f32".to_string()),
                 _ => return unsupported("observation", format!("Discrete({n})"), "n >= 1"),
@@ -270,8 +277,9 @@ impl GymnasiumEnv {
     }
 }
 
-/// Checks a reply's length and decodes its observation into `obs`.
-fn decode_obs(payload: &[u8], obs: &mut [f32]) -> Result<(), String> {
+/// Checks a reply's length and decodes its observation into `obs`, times `scale`
+/// ([`GymnasiumConfig::obs_scale`]).
+fn decode_obs(payload: &[u8], obs: &mut [f32], scale: Option<f32>) -> Result<(), String> {
     if payload.len() != 4 * obs.len() {
         return Err(format!(
             "observation of {} bytes; expected {} f32 values",
@@ -280,6 +288,9 @@ fn decode_obs(payload: &[u8], obs: &mut [f32]) -> Result<(), String> {
         ));
     }
     protocol::decode_f32s(payload, obs);
+    if let Some(scale) = scale {
+        obs.iter_mut().for_each(|x| *x *= scale);
+    }
     Ok(())
 }
 
@@ -327,11 +338,12 @@ impl Env for GymnasiumEnv {
     fn set_state(&mut self, state: &[f64]) -> Result<Obs, EnvError> {
         self.check_alive()?;
         let timeout = self.config.step_timeout;
+        let scale = self.config.obs_scale;
         let mut obs = vec![0.0; self.obs_len];
         let outcome = match self.worker.call("set_state", timeout, |buf| {
             protocol::set_state_request(buf, state)
         }) {
-            Ok(reply) => Ok(decode_obs(reply, &mut obs)),
+            Ok(reply) => Ok(decode_obs(reply, &mut obs, scale)),
             Err(error) => Err(error),
         };
         self.start_episode("set_state", outcome)?;
@@ -340,6 +352,11 @@ impl Env for GymnasiumEnv {
 
     fn max_episode_steps(&self) -> Option<usize> {
         self.max_episode_steps
+    }
+
+    /// `true`: every step is a round trip to the worker process.
+    fn runs_in_worker(&self) -> bool {
+        true
     }
 
     fn step_into(&mut self, action: usize, obs: &mut [f32]) -> Result<StepInfo, EnvError> {
@@ -370,11 +387,12 @@ impl Env for GymnasiumEnv {
         }
         let gym_action = self.action_start + action as i64;
         let timeout = self.config.step_timeout;
+        let scale = self.config.obs_scale;
         let decoded = match self.worker.call("step", timeout, |buf| {
             protocol::step_request(buf, gym_action)
         }) {
             Ok(reply) => match reply.split_at_checked(protocol::STEP_HEAD_LEN) {
-                Some((head, payload)) => decode_obs(payload, obs).map(|()| {
+                Some((head, payload)) => decode_obs(payload, obs, scale).map(|()| {
                     let mut reward = [0; 8];
                     reward.copy_from_slice(&head[..8]);
                     (f64::from_le_bytes(reward), head[8])
@@ -403,11 +421,12 @@ impl Env for GymnasiumEnv {
         check_obs_len(obs, self.obs_len)?;
         self.check_alive()?;
         let timeout = self.config.step_timeout;
+        let scale = self.config.obs_scale;
         let outcome = match self
             .worker
             .call("reset", timeout, |buf| protocol::reset_request(buf, seed))
         {
-            Ok(reply) => Ok(decode_obs(reply, obs)),
+            Ok(reply) => Ok(decode_obs(reply, obs, scale)),
             Err(error) => Err(error),
         };
         self.start_episode("reset", outcome)

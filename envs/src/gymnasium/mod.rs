@@ -18,7 +18,11 @@
 //! Values are typed as Python reads them: `true`/`false` (or `True`/`False`) are bools,
 //! `none`/`None` is `None`, integers are `int`, other numbers (`0.25`, `1e-3`, `inf`) are
 //! `float`, and anything else is a `str`. Quote a value (`"4x4"`, `'1'`) to force a string;
-//! inside quotes `&` and `=` are plain characters. The id itself is case-sensitive, as in
+//! inside quotes `&` and `=` are plain characters. After the keyword arguments, `#` starts
+//! privrl's own options, applied on the Rust side: `#obs_scale=1/255` multiplies every
+//! observation value and the Box bounds by a factor (a number or a fraction), as Atari RAM
+//! bytes are usually scaled before a network sees them
+//! (`gymnasium:ALE/AirRaid-v5?obs_type=ram#obs_scale=1/255`). The id itself is case-sensitive, as in
 //! Gymnasium; the `gymnasium:` prefix is not. [`GymnasiumConfig`] builds the same from Rust,
 //! and [`GymnasiumEnv::id`] gives back the canonical name, which `make` takes again.
 //!
@@ -69,7 +73,10 @@
 //!
 //! `VecEnv::make("gymnasium:...", n)` works and runs one worker per environment;
 //! [`GymnasiumConfig::build_vec`] does the same but starts the `n` workers concurrently, so
-//! Python's start-up (about 0.3 s) is paid once rather than `n` times.
+//! Python's start-up (about 0.3 s) is paid once rather than `n` times. A `VecEnv` of bridged
+//! environments steps them all at once, one thread per worker
+//! ([`Env::runs_in_worker`](crate::Env::runs_in_worker)), so a step of `n` workers costs about
+//! one round trip rather than `n`; the results are the same as stepping them one by one.
 //!
 //! ```no_run
 //! use privrl_envs::{make, Env};

@@ -261,6 +261,17 @@ fn format_epochs(v: f64) -> String {
     }
 }
 
+/// A δ total, with δ ≥ 1 named for what it is: a guarantee that promises nothing (basic
+/// composition sums the δ of every release, so a long run passes 1 quickly). The number is
+/// still printed, never clipped, so that the reader sees how far past 1 it is.
+fn format_delta(delta: Option<f64>) -> String {
+    match delta {
+        None => "–".into(),
+        Some(d) if d >= 1.0 => format!("{} (vacuous: ≥ 1)", format_number(d)),
+        Some(d) => format_number(d),
+    }
+}
+
 fn format_cost(cost: Option<PrivacyCost>) -> String {
     cost.map_or("–".into(), |c| {
         format!("({}, {})", format_number(c.epsilon), format_number(c.delta))
@@ -330,7 +341,7 @@ fn headline(rows: &[SettingRow]) -> Headline {
             a.label,
             format_number(a.median_final_return),
             a.median_epsilon_basic.map_or("-".into(), format_number),
-            a.median_delta_basic.map_or("-".into(), format_number)
+            format_delta(a.median_delta_basic)
         ));
     }
     Headline {
@@ -458,9 +469,9 @@ pub(super) fn write_report(
                 Cell::from(format_epochs(r.plateau.median)),
                 Cell::from(format_cost(r.release_at_k0)),
                 opt(r.median_epsilon_basic),
-                opt(r.median_delta_basic),
+                Cell::from(format_delta(r.median_delta_basic)),
                 opt(r.median_epsilon_advanced),
-                opt(r.median_delta_advanced),
+                Cell::from(format_delta(r.median_delta_advanced)),
                 opt(r.median_dirichlet_releases),
                 opt(r.median_exhausted_at_epoch),
             ]
@@ -725,6 +736,19 @@ pub(super) fn write_ablation_report(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_delta_total_of_one_or_more_is_called_vacuous_and_still_printed() {
+        assert_eq!(format_delta(None), "–");
+        let small = format_delta(Some(0.0123));
+        assert!(!small.contains("vacuous"), "{small}");
+        assert!(format_delta(Some(1.0)).contains("vacuous"));
+        let large = format_delta(Some(782.4));
+        assert!(
+            large.contains("vacuous") && large.contains("782"),
+            "{large}"
+        );
+    }
 
     fn row(seeds: usize, epochs: [f64; 3], finals: [f64; 3]) -> SettingRow {
         let spread = |v: [f64; 3]| Spread {
