@@ -128,7 +128,7 @@ fn run_in(root: &Path, args: LeakageArgs) -> Result<SuiteOutcome> {
         )?;
         let cell = CellResult {
             method,
-            epsilon: plan.epsilon(&defence),
+            epsilon: plan.epsilon(method, &defence),
             scores: CellScores::of(&rows),
             defence,
             rows,
@@ -212,14 +212,18 @@ mod tests {
                 &["reconstructions.png"],
             );
         }
-        for family in ["dp-sgd", "laplace", "prs"] {
+        // DP-SGD: one plot per attack (ε per transition for QGI, per episode for RGI).
+        for plot in ["dp-sgd-qgi", "dp-sgd-rgi", "laplace", "prs"] {
             assert!(
                 root.join("leakage")
-                    .join(format!("leakage-{family}.png"))
+                    .join(format!("leakage-{plot}.png"))
                     .is_file(),
-                "{family}"
+                "{plot}"
             );
         }
+        assert!(!root.join("leakage/leakage-dp-sgd.png").exists());
+        assert!(markdown.contains(" per episode |"), "{markdown}");
+        assert!(markdown.contains(" per transition |"), "{markdown}");
         assert!(markdown.contains("unrecognisable"), "{markdown}");
         // The batch table: batch sizes 1 and 2, each with the score columns.
         assert!(

@@ -5,13 +5,14 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use privrl_agents::{DqnConfig, PrivacyTally};
+use privrl_agents::{DqnConfig, PrivacyTally, PrivacyUnit};
 use privrl_privacy::{Adjacency, Epsilon, GradientMechanismConfig};
 use serde::Serialize;
 
 use crate::backend::BackendChoice;
 use crate::noise_rng::NoiseRng;
 use crate::suites::dpsgd::{dqn_config, DQN_STEPS};
+use crate::suites::inversion::Method;
 
 /// Arguments of `suite leakage`.
 #[derive(Args, Debug, Clone, Serialize)]
@@ -253,26 +254,70 @@ impl LeakagePlan {
         .unwrap_or(f64::INFINITY)
     }
 
-    /// What the DP-SGD ε means, for every label that prints it: per transition of the DQN
-    /// training run, under the plan's adjacency. RGI's victim is REINFORCE, whose own ε is per
-    /// episode; its DP-SGD cells sit at the same σ, so the same ε is printed for them.
-    pub(super) fn dp_sgd_epsilon_label(&self) -> String {
-        format!(
-            "ε per transition (DP-SGD DQN run of {} env steps, RDP, {}, δ = {})",
-            self.train_env_steps,
-            self.adjacency.name(),
-            self.delta
-        )
+    /// ε per episode of DP-SGD REINFORCE at noise σ: every episode enters exactly one release
+    /// (the episodes of a step are fresh and discarded after it, see
+    /// [`privrl_agents::DpSgdReinforce`]), so it is one Gaussian release at q = 1, whatever the
+    /// training length, under the plan's adjacency and δ.
+    pub(super) fn episode_epsilon(&self, noise_multiplier: f64) -> f64 {
+        let mut tally = PrivacyTally::new(PrivacyUnit::Episode, noise_multiplier, self.delta)
+            .with_adjacency(self.adjacency);
+        tally.record(1.0, 1);
+        tally.epsilon().unwrap_or(f64::INFINITY)
     }
 
-    /// The ε a cell is plotted at: per release for Laplace and PRS, over the training run
-    /// for DP-SGD, ∞ without a guarantee.
-    pub(super) fn epsilon(&self, defence: &GradientMechanismConfig) -> f64 {
+    /// The unit a DP-SGD ε protects for the victim `method` attacks: a transition of DQN's
+    /// replay buffer (QGI), an episode of REINFORCE (RGI). The two are not comparable, so
+    /// they are never drawn on one ε axis.
+    pub(super) fn dp_sgd_unit(method: Method) -> PrivacyUnit {
+        match method {
+            Method::Rgi => PrivacyUnit::Episode,
+            _ => PrivacyUnit::Transition,
+        }
+    }
+
+    /// What the DP-SGD ε of `method`'s victim means, for every label that prints it.
+    pub(super) fn dp_sgd_epsilon_label(&self, method: Method) -> String {
+        match Self::dp_sgd_unit(method) {
+            PrivacyUnit::Transition => format!(
+                "ε per transition (DP-SGD DQN run of {} env steps, RDP, {}, δ = {})",
+                self.train_env_steps,
+                self.adjacency.name(),
+                self.delta
+            ),
+            PrivacyUnit::Episode => format!(
+                "ε per episode (DP-SGD REINFORCE, each episode in one release, RDP, {}, δ = {})",
+                self.adjacency.name(),
+                self.delta
+            ),
+        }
+    }
+
+    /// The ε a cell is plotted at: per release for Laplace and PRS, for DP-SGD that of the
+    /// victim's own training ([`LeakagePlan::dp_sgd_unit`]), ∞ without a guarantee.
+    pub(super) fn epsilon(&self, method: Method, defence: &GradientMechanismConfig) -> f64 {
         match *defence {
             GradientMechanismConfig::DpSgd {
                 noise_multiplier, ..
-            } => self.training_epsilon(noise_multiplier),
+            } => match Self::dp_sgd_unit(method) {
+                PrivacyUnit::Transition => self.training_epsilon(noise_multiplier),
+                PrivacyUnit::Episode => self.episode_epsilon(noise_multiplier),
+            },
             _ => defence.epsilon().map_or(f64::INFINITY, Epsilon::value),
+        }
+    }
+
+    /// The unit an ε of `defence` protects, for the tables: per transition or per episode for
+    /// DP-SGD, per release (one gradient) for the local mechanisms.
+    pub(super) fn epsilon_unit(method: Method, defence: &GradientMechanismConfig) -> &'static str {
+        match defence {
+            GradientMechanismConfig::DpSgd { .. } => match Self::dp_sgd_unit(method) {
+                PrivacyUnit::Transition => "per transition",
+                PrivacyUnit::Episode => "per episode",
+            },
+            GradientMechanismConfig::Laplace { .. } | GradientMechanismConfig::Prs { .. } => {
+                "per release"
+            }
+            _ => "",
         }
     }
 }
@@ -281,6 +326,37 @@ impl LeakagePlan {
 mod tests {
     use super::*;
     use crate::suites::leakage::tests::tiny_args;
+
+    #[test]
+    fn rgi_cells_sit_at_reinforce_episode_epsilon_not_the_dqn_one() {
+        let plan = tiny_args().plan().unwrap();
+        let sigma = 1.0;
+        let defence = GradientMechanismConfig::DpSgd {
+            noise_multiplier: sigma,
+            clip: 1.0,
+        };
+        // One Gaussian release (q = 1, one step), whatever the training length; the
+        // accountant itself is checked against Opacus in privacy/tests/rdp_opacus.rs.
+        let one_release = privrl_privacy::dp_sgd_epsilon(1.0, sigma, 1, plan.delta).unwrap();
+        let rgi = plan.epsilon(Method::Rgi, &defence);
+        assert!((rgi - one_release).abs() < 1e-9, "{rgi} vs {one_release}");
+        let qgi = plan.epsilon(Method::Qgi, &defence);
+        assert_eq!(qgi, plan.training_epsilon(sigma));
+        assert!(
+            qgi > rgi,
+            "the DQN run composes many releases: {qgi} vs {rgi}"
+        );
+        assert!(plan
+            .dp_sgd_epsilon_label(Method::Rgi)
+            .contains("per episode"));
+        assert!(plan
+            .dp_sgd_epsilon_label(Method::Qgi)
+            .contains("per transition"));
+        assert_eq!(
+            LeakagePlan::epsilon_unit(Method::Rgi, &defence),
+            "per episode"
+        );
+    }
 
     #[test]
     fn quick_matches_what_clap_parses() {

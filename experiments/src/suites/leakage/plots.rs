@@ -7,7 +7,6 @@ use anyhow::Result;
 
 use super::cell::{cells_of, CellResult, CellScores};
 use super::utility::UtilityTable;
-use super::METHODS;
 use crate::report::plot::{DualAxisChart, Line, LineChart};
 use crate::suites::inversion::Method;
 
@@ -17,13 +16,14 @@ use crate::suites::inversion::Method;
 pub(super) fn family_plot(
     dir: &Path,
     family: &str,
+    methods: &[Method],
     cells: &[CellResult],
     utility: &UtilityTable,
-    dp_sgd_epsilon_label: &str,
+    x_label: &str,
 ) -> Result<Option<crate::report::plot::PlotFiles>> {
     let mut leakage = Vec::new();
     let mut utility_lines = Vec::new();
-    for method in METHODS {
+    for &method in methods {
         let mut of_family = cells_of(cells, method, family);
         of_family.retain(|c| c.epsilon.is_finite());
         if of_family.is_empty() {
@@ -54,7 +54,7 @@ pub(super) fn family_plot(
             })
             .collect();
         // PGC's utility is the same for both attacks: draw it once.
-        let drawn_already = family != "dp-sgd" && method == Method::Rgi;
+        let drawn_already = family != "dp-sgd" && method != methods[0];
         if !util.is_empty() && !drawn_already {
             let name = match family {
                 "dp-sgd" => format!("return ({} training)", method.victim_algorithm()),
@@ -66,12 +66,16 @@ pub(super) fn family_plot(
     if leakage.is_empty() {
         return Ok(None);
     }
-    let title = format!("{family}: privacy, utility and leakage");
-    let x_label = match family {
-        "dp-sgd" => dp_sgd_epsilon_label,
-        _ => "ε per release (local DP, one gradient)",
+    let (title, stem) = match methods {
+        [only] => (
+            format!("{family}, {}: privacy, utility and leakage", only.name()),
+            dir.join(format!("leakage-{family}-{}", only.slug())),
+        ),
+        _ => (
+            format!("{family}: privacy, utility and leakage"),
+            dir.join(format!("leakage-{family}")),
+        ),
     };
-    let stem = dir.join(format!("leakage-{family}"));
     let files = if utility_lines.is_empty() {
         let mut chart = LineChart::new(title)
             .x_label(x_label)

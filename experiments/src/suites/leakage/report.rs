@@ -90,7 +90,15 @@ pub(super) fn write_report(
         rows.push(vec![
             Cell::from(cell.method.name()),
             Cell::from(cell.defence.to_string()),
-            Cell::from(format_number(cell.epsilon)),
+            Cell::from(
+                format!(
+                    "{} {}",
+                    format_number(cell.epsilon),
+                    LeakagePlan::epsilon_unit(cell.method, &cell.defence)
+                )
+                .trim_end()
+                .to_string(),
+            ),
             Cell::from(util.map_or("-".into(), |u| {
                 let eps = u
                     .epsilon
@@ -112,7 +120,7 @@ pub(super) fn write_report(
             &[
                 "attack",
                 "defence",
-                "ε (DP-SGD: per transition; Laplace, PRS: per release)",
+                "ε (unit)",
                 "utility",
                 "RGB PSNR / SSIM",
                 "depth PSNR / SSIM",
@@ -206,11 +214,28 @@ pub(super) fn write_report(
     report.bullets(thresholds);
 
     report.heading("Plots");
-    for family in ["dp-sgd", "laplace", "prs"] {
-        if let Some(files) = family_plot(dir, family, cells, utility, &plan.dp_sgd_epsilon_label())?
-        {
+    // DP-SGD's ε protects a transition for QGI's DQN and an episode for RGI's REINFORCE: one
+    // plot per attack, never one ε axis for both. A local mechanism's ε is per release for both.
+    let mut plots: Vec<(&str, Vec<Method>, String)> = METHODS
+        .iter()
+        .map(|&m| ("dp-sgd", vec![m], plan.dp_sgd_epsilon_label(m)))
+        .collect();
+    for family in ["laplace", "prs"] {
+        plots.push((
+            family,
+            METHODS.to_vec(),
+            "ε per release (local DP, one gradient)".to_owned(),
+        ));
+    }
+    for (family, methods, x_label) in plots {
+        if let Some(files) = family_plot(dir, family, &methods, cells, utility, &x_label)? {
+            let who = if methods.len() == 1 {
+                format!(" ({})", methods[0].name())
+            } else {
+                String::new()
+            };
             report.image(
-                &format!("{family}: utility and reconstruction quality against ε"),
+                &format!("{family}{who}: utility and reconstruction quality against {x_label}"),
                 &files.png,
                 Some(&files.svg),
             );
