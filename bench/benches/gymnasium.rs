@@ -5,7 +5,9 @@
 //! - `native/cartpole-v1`: the pure-Rust port;
 //! - `bridged/CartPole-v1`: Gymnasium's CartPole in a Python worker;
 //! - `bridged/ALE/AirRaid-v5?obs_type=ram`: Atari AirRaid with RAM observations (ale-py),
-//!   the kickstarting paper's environment.
+//!   the kickstarting paper's environment;
+//! - `bridged-vec/AirRaid xN`: a `VecEnv` of N bridged AirRaid workers, which it steps at once
+//!   (every step sent before any reply is read): with N up to the number of cores, steps/s should grow about N-fold.
 //!
 //! `cargo bench -p privrl-bench --features gymnasium --bench gymnasium`
 //!
@@ -15,7 +17,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use privrl_bench::{run_random_steps, RandomActions};
-use privrl_envs::{make, Env};
+use privrl_envs::{make, Env, VecEnv};
 
 /// Steps per measured iteration of the native environment.
 const NATIVE_STEPS: u64 = 10_000;
@@ -57,5 +59,39 @@ fn gymnasium_bridge(c: &mut Criterion) {
     );
 }
 
-criterion_group!(benches, gymnasium_bridge);
+/// Steps of a bridged `VecEnv` (summed over its workers) per measured iteration.
+const VEC_STEPS: u64 = 1_000;
+
+fn bridged_vec_env(c: &mut Criterion) {
+    let name = "gymnasium:ALE/AirRaid-v5?obs_type=ram";
+    let mut group = c.benchmark_group("bridged-vec");
+    group
+        .sample_size(10)
+        .throughput(Throughput::Elements(VEC_STEPS));
+    for workers in [1usize, 2, 4] {
+        let mut envs = match VecEnv::make(name, workers) {
+            Ok(envs) => envs,
+            Err(error) => {
+                eprintln!("skipping {name} x{workers}: {error}");
+                return;
+            }
+        };
+        let mut buffer = envs.flat_step_buffer();
+        envs.reset_flat(0, buffer.obs_mut()).expect("reset");
+        let mut sampler = RandomActions::new(6, 0);
+        let mut actions = vec![0; workers];
+        let calls = VEC_STEPS / workers as u64;
+        group.bench_function(BenchmarkId::new("AirRaid", format!("x{workers}")), |b| {
+            b.iter(|| {
+                for _ in 0..calls {
+                    actions.iter_mut().for_each(|a| *a = sampler.sample());
+                    envs.step_flat(&actions, &mut buffer).expect("step");
+                }
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, gymnasium_bridge, bridged_vec_env);
 criterion_main!(benches);

@@ -108,11 +108,28 @@ pub trait Env: Send + Sync {
         self.reset(seed).write_flat(obs)
     }
 
-    /// Whether a step waits on another process (the Gymnasium bridge's worker). A
-    /// [`crate::VecEnv`] of such environments steps them all at once on threads of their own;
-    /// an in-process step (microseconds) is cheaper than a thread, so the default is `false`.
-    fn runs_in_worker(&self) -> bool {
-        false
+    /// Starts a step without waiting for its outcome, for an environment that runs in another
+    /// process (the Gymnasium bridge's worker), so that a [`crate::VecEnv`] can send all its
+    /// workers their steps before it waits for any: they then step at once, with no thread of
+    /// ours per worker. Returns `false` for an environment that steps in process (the
+    /// default, which does nothing): the caller steps it with [`Env::step_into`] instead. After
+    /// `true`, the outcome must be collected with [`Env::receive_step_into`] before anything
+    /// else is asked of the environment. Same errors as [`Env::step`].
+    fn send_step(&mut self, action: usize) -> Result<bool, EnvError> {
+        let _ = action;
+        Ok(false)
+    }
+
+    /// The outcome of the step that [`Env::send_step`] started, written into `obs` as
+    /// [`Env::step_into`] writes it (environments that send steps have flat observations).
+    /// Without a step sent: [`EnvError::WorkerProtocol`].
+    fn receive_step_into(&mut self, obs: &mut [f32]) -> Result<StepInfo, EnvError> {
+        let _ = obs;
+        Err(EnvError::WorkerProtocol {
+            env: self.id().to_string(),
+            during: "step".into(),
+            detail: "a step's outcome was asked for, but no step was sent".into(),
+        })
     }
 }
 
@@ -146,8 +163,11 @@ impl<E: Env + ?Sized> Env for Box<E> {
     fn reset_into(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<(), EnvError> {
         (**self).reset_into(seed, obs)
     }
-    fn runs_in_worker(&self) -> bool {
-        (**self).runs_in_worker()
+    fn send_step(&mut self, action: usize) -> Result<bool, EnvError> {
+        (**self).send_step(action)
+    }
+    fn receive_step_into(&mut self, obs: &mut [f32]) -> Result<StepInfo, EnvError> {
+        (**self).receive_step_into(obs)
     }
 }
 

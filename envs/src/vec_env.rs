@@ -154,10 +154,8 @@ pub struct VecEnv<E: Env = Box<dyn Env>> {
     running_returns: Vec<f64>,
     running_lengths: Vec<usize>,
     started: bool,
-    /// Step the environments on threads of their own, at once: set when they run in worker
-    /// processes ([`Env::runs_in_worker`]), where a step is a round trip of about a millisecond
-    /// that would otherwise be paid once per environment, one after another.
-    concurrent: bool,
+    /// Which environments [`Env::send_step`] started in the current step.
+    sent: Vec<bool>,
 }
 
 impl VecEnv<Box<dyn Env>> {
@@ -200,9 +198,7 @@ impl<E: Env> VecEnv<E> {
             }
         }
         let num_envs = envs.len();
-        let concurrent = num_envs > 1 && envs.iter().any(Env::runs_in_worker);
         Ok(Self {
-            concurrent,
             obs_len: observation_space.flat_dim(),
             envs,
             observation_space,
@@ -211,6 +207,7 @@ impl<E: Env> VecEnv<E> {
             running_returns: vec![0.0; num_envs],
             running_lengths: vec![0; num_envs],
             started: false,
+            sent: vec![false; num_envs],
         })
     }
 
@@ -291,6 +288,10 @@ impl<E: Env> VecEnv<E> {
     ///
     /// Every action is checked before any environment moves, so a bad action
     /// ([`EnvError::InvalidAction`], [`EnvError::ActionCount`]) leaves all of them untouched.
+    /// Environments that run elsewhere (the Gymnasium bridge's workers) are all sent their
+    /// step before any reply is awaited ([`Env::send_step`]), so they step at once; the
+    /// results are those of stepping them one by one. After an error the others may have
+    /// stepped, and the first error is returned.
     pub fn step(&mut self, actions: &[usize]) -> Result<VecStep, EnvError> {
         self.check_actions(actions)?;
         let n = self.num_envs();
@@ -302,26 +303,28 @@ impl<E: Env> VecEnv<E> {
             final_obs: Vec::with_capacity(n),
             episodes: Vec::with_capacity(n),
         };
-        // Each environment steps, and resets where its episode ended, independently of the
-        // others, so the concurrent path gives the same results as the sequential one.
-        let step_one = |env: &mut E, action: usize| -> Result<(Step, Option<Obs>), EnvError> {
-            let step = env.step(action)?;
-            let next = step.done().then(|| env.reset(None));
-            Ok((step, next))
-        };
-        let steps = if self.concurrent {
-            on_own_threads(&mut self.envs, actions, |env, &action| {
-                step_one(env, action)
-            })
-        } else {
-            let mut steps = Vec::with_capacity(n);
-            for (env, &action) in self.envs.iter_mut().zip(actions) {
-                steps.push(Ok(step_one(env, action)?));
-            }
-            steps
-        };
-        for (i, outcome) in steps.into_iter().enumerate() {
-            let (step, next) = outcome?;
+        let mut failure = self.send_steps(actions);
+        for (i, (env, &action)) in self.envs.iter_mut().zip(actions).enumerate() {
+            let step = if self.sent[i] {
+                let mut obs = vec![0.0; self.obs_len];
+                env.receive_step_into(&mut obs).map(|info| Step {
+                    obs: Obs::Vector(obs),
+                    reward: info.reward,
+                    terminated: info.terminated,
+                    truncated: info.truncated,
+                })
+            } else if failure.is_none() {
+                env.step(action)
+            } else {
+                continue;
+            };
+            let step = match step {
+                Ok(step) => step,
+                Err(error) => {
+                    failure.get_or_insert(error);
+                    continue;
+                }
+            };
             let episode = record(
                 &mut self.running_returns[i],
                 &mut self.running_lengths[i],
@@ -329,9 +332,10 @@ impl<E: Env> VecEnv<E> {
                 step.terminated,
                 step.truncated,
             );
-            let (obs, final_obs) = match next {
-                Some(first) => (first, Some(step.obs)),
-                None => (step.obs, None),
+            let (obs, final_obs) = if step.done() {
+                (env.reset(None), Some(step.obs))
+            } else {
+                (step.obs, None)
             };
             out.obs.push(obs);
             out.rewards.push(step.reward);
@@ -340,7 +344,7 @@ impl<E: Env> VecEnv<E> {
             out.final_obs.push(final_obs);
             out.episodes.push(episode);
         }
-        Ok(out)
+        failure.map_or(Ok(out), Err)
     }
 
     /// Like [`VecEnv::step`], but writes into reusable buffers and allocates nothing, for
@@ -354,41 +358,24 @@ impl<E: Env> VecEnv<E> {
                 got: out.obs.len(),
             });
         }
-        if self.concurrent {
-            let obs_len = self.obs_len.max(1);
-            let rows: Vec<(&mut [f32], &mut [f32])> = out
-                .obs
-                .chunks_exact_mut(obs_len)
-                .zip(out.final_obs.chunks_exact_mut(obs_len))
-                .collect();
-            let mut work: Vec<_> = self.envs.iter_mut().zip(rows).collect();
-            let infos = on_own_threads(&mut work, actions, |(env, (obs, final_obs)), &action| {
-                let info = env.step_into(action, obs)?;
-                if info.done() {
-                    final_obs.copy_from_slice(obs);
-                    env.reset_into(None, obs)?;
-                }
-                Ok(info)
-            });
-            for (i, info) in infos.into_iter().enumerate() {
-                let info = info?;
-                out.rewards[i] = info.reward;
-                out.terminated[i] = info.terminated;
-                out.truncated[i] = info.truncated;
-                out.episodes[i] = record(
-                    &mut self.running_returns[i],
-                    &mut self.running_lengths[i],
-                    info.reward,
-                    info.terminated,
-                    info.truncated,
-                );
-            }
-            return Ok(());
-        }
+        let mut failure = self.send_steps(actions);
         for (i, (env, &action)) in self.envs.iter_mut().zip(actions).enumerate() {
             let rows = i * self.obs_len..(i + 1) * self.obs_len;
             let obs = &mut out.obs[rows.clone()];
-            let info = env.step_into(action, obs)?;
+            let info = if self.sent[i] {
+                env.receive_step_into(obs)
+            } else if failure.is_none() {
+                env.step_into(action, obs)
+            } else {
+                continue;
+            };
+            let info = match info {
+                Ok(info) => info,
+                Err(error) => {
+                    failure.get_or_insert(error);
+                    continue;
+                }
+            };
             out.rewards[i] = info.reward;
             out.terminated[i] = info.terminated;
             out.truncated[i] = info.truncated;
@@ -401,10 +388,28 @@ impl<E: Env> VecEnv<E> {
             );
             if info.done() {
                 out.final_obs[rows].copy_from_slice(obs);
-                env.reset_into(None, obs)?;
+                if let Err(error) = env.reset_into(None, obs) {
+                    failure.get_or_insert(error);
+                }
             }
         }
-        Ok(())
+        failure.map_or(Ok(()), Err)
+    }
+
+    /// Sends every environment that runs elsewhere its step ([`Env::send_step`]), marking
+    /// them in `self.sent`; the in-process ones step when their replies are collected. On an
+    /// error, the environments after it are not sent anything and the error is returned, to
+    /// be reported once the replies already on their way are read (so that no worker is left
+    /// with an unread reply).
+    fn send_steps(&mut self, actions: &[usize]) -> Option<EnvError> {
+        self.sent.fill(false);
+        for (i, (env, &action)) in self.envs.iter_mut().zip(actions).enumerate() {
+            match env.send_step(action) {
+                Ok(sent) => self.sent[i] = sent,
+                Err(error) => return Some(error),
+            }
+        }
+        None
     }
 
     fn restart_statistics(&mut self) {
@@ -438,31 +443,6 @@ impl<E: Env> VecEnv<E> {
 
 /// Adds one step to an episode's running totals; returns its statistics if it just ended.
 #[inline]
-/// Runs `work(item, action)` for every item at once, one scoped thread each, and returns the
-/// results in order. A panic in one of them is resumed on the caller's thread.
-fn on_own_threads<T: Send, A: Sync, R: Send>(
-    items: &mut [T],
-    actions: &[A],
-    work: impl Fn(&mut T, &A) -> R + Sync,
-) -> Vec<R> {
-    let work = &work;
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = items
-            .iter_mut()
-            .zip(actions)
-            .map(|(item, action)| scope.spawn(move || work(item, action)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|handle| {
-                handle
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
-    })
-}
-
 fn record(
     running_return: &mut f64,
     running_length: &mut usize,

@@ -578,8 +578,9 @@ fn airraid_ram_runs_through_the_bridge() {
     assert_eq!(legacy.resolved(), "AirRaid-v0 with obs_type='ram'");
 }
 
-/// A `VecEnv` of bridged environments steps its workers at once (one thread each); the result
-/// must be what stepping each environment on its own gives, auto-resets included.
+/// A `VecEnv` of bridged environments sends all its workers their steps before reading any
+/// reply; the result must be what stepping each environment on its own gives, auto-resets
+/// included.
 #[test]
 fn a_concurrent_vec_env_matches_its_environments_stepped_one_by_one() {
     let test = "a_concurrent_vec_env_matches_its_environments_stepped_one_by_one";
@@ -623,6 +624,28 @@ fn a_concurrent_vec_env_matches_its_environments_stepped_one_by_one() {
         }
     }
     assert!(resets >= 3, "only {resets} auto-resets in 450 random steps");
+
+    // A sent step must be received before anything else is asked of the worker; a wrong
+    // buffer leaves the reply for a later call with the right one.
+    let env = &mut alone[0];
+    assert!(env.send_step(0).unwrap());
+    assert!(matches!(
+        env.reset_into(None, &mut obs[0]),
+        Err(EnvError::WorkerProtocol { .. })
+    ));
+    assert!(matches!(
+        env.receive_step_into(&mut [0.0; 3]),
+        Err(EnvError::ObsBufferLength { .. })
+    ));
+    let info = env.receive_step_into(&mut obs[0]).unwrap();
+    assert!(matches!(
+        env.receive_step_into(&mut obs[0]),
+        Err(EnvError::WorkerProtocol { .. })
+    ));
+    if info.done() {
+        env.reset_into(None, &mut obs[0]).unwrap();
+    }
+    env.step_into(1, &mut obs[0]).unwrap();
 
     // The allocating `step` takes the same path.
     let mut boxed = VecEnv::make("gymnasium:CartPole-v1", 2).unwrap();

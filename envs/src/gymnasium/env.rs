@@ -102,6 +102,8 @@ pub struct GymnasiumEnv {
     elapsed_steps: usize,
     /// Set once the worker is dead: every later call returns it.
     failure: Option<EnvError>,
+    /// A step was sent ([`Env::send_step`]) and its reply not yet read.
+    step_in_flight: bool,
 }
 
 impl fmt::Debug for GymnasiumEnv {
@@ -179,6 +181,7 @@ impl GymnasiumEnv {
             phase: Phase::NotStarted,
             elapsed_steps: 0,
             failure: None,
+            step_in_flight: false,
         })
     }
 
@@ -234,6 +237,22 @@ impl GymnasiumEnv {
             Some(failure) => Err(failure.clone()),
             None => Ok(()),
         }
+    }
+
+    /// Alive and with no step in flight: a request sent now would have its reply read as the
+    /// sent step's (the worker answers in order).
+    fn check_idle(&self, during: &str) -> Result<(), EnvError> {
+        self.check_alive()?;
+        if self.step_in_flight {
+            return Err(EnvError::WorkerProtocol {
+                env: self.name.clone(),
+                during: during.to_string(),
+                detail: "a step was sent and its outcome not yet received \
+                         (Env::receive_step_into)"
+                    .into(),
+            });
+        }
+        Ok(())
     }
 
     /// Records `error`; a dead worker makes it permanent.
@@ -336,7 +355,7 @@ impl Env for GymnasiumEnv {
     /// observation is the environment's own `_get_ob()`/`_get_obs()` where it has one, else
     /// the state cast to `f32`. Gymnasium's `TimeLimit` counter restarts at 0.
     fn set_state(&mut self, state: &[f64]) -> Result<Obs, EnvError> {
-        self.check_alive()?;
+        self.check_idle("set_state")?;
         let timeout = self.config.step_timeout;
         let scale = self.config.obs_scale;
         let mut obs = vec![0.0; self.obs_len];
@@ -354,14 +373,15 @@ impl Env for GymnasiumEnv {
         self.max_episode_steps
     }
 
-    /// `true`: every step is a round trip to the worker process.
-    fn runs_in_worker(&self) -> bool {
-        true
-    }
-
     fn step_into(&mut self, action: usize, obs: &mut [f32]) -> Result<StepInfo, EnvError> {
         check_obs_len(obs, self.obs_len)?;
-        self.check_alive()?;
+        self.send_step(action)?;
+        self.receive_step_into(obs)
+    }
+
+    /// Checks the step and writes it to the worker; the watchdog runs from here.
+    fn send_step(&mut self, action: usize) -> Result<bool, EnvError> {
+        self.check_idle("step")?;
         match &self.phase {
             Phase::Running => {}
             Phase::NotStarted => {
@@ -387,10 +407,30 @@ impl Env for GymnasiumEnv {
         }
         let gym_action = self.action_start + action as i64;
         let timeout = self.config.step_timeout;
-        let scale = self.config.obs_scale;
-        let decoded = match self.worker.call("step", timeout, |buf| {
+        if let Err(error) = self.worker.send_armed("step", timeout, |buf| {
             protocol::step_request(buf, gym_action)
         }) {
+            return Err(self.record(error));
+        }
+        self.step_in_flight = true;
+        Ok(true)
+    }
+
+    fn receive_step_into(&mut self, obs: &mut [f32]) -> Result<StepInfo, EnvError> {
+        // A wrong buffer leaves the reply unread, for a later call with the right one.
+        check_obs_len(obs, self.obs_len)?;
+        self.check_alive()?;
+        if !self.step_in_flight {
+            return Err(EnvError::WorkerProtocol {
+                env: self.name.clone(),
+                during: "step".into(),
+                detail: "a step's outcome was asked for, but no step was sent".into(),
+            });
+        }
+        self.step_in_flight = false;
+        let timeout = self.config.step_timeout;
+        let scale = self.config.obs_scale;
+        let decoded = match self.worker.receive_armed("step", timeout) {
             Ok(reply) => match reply.split_at_checked(protocol::STEP_HEAD_LEN) {
                 Some((head, payload)) => decode_obs(payload, obs, scale).map(|()| {
                     let mut reward = [0; 8];
@@ -419,7 +459,7 @@ impl Env for GymnasiumEnv {
 
     fn reset_into(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<(), EnvError> {
         check_obs_len(obs, self.obs_len)?;
-        self.check_alive()?;
+        self.check_idle("reset")?;
         let timeout = self.config.step_timeout;
         let scale = self.config.obs_scale;
         let outcome = match self

@@ -263,13 +263,24 @@ impl Worker {
         timeout: Duration,
         build: impl FnOnce(&mut Vec<u8>),
     ) -> Result<&[u8], EnvError> {
-        // Armed before writing: a worker that stopped reading cannot block us either.
+        self.send_armed(during, timeout, build)?;
+        self.receive_armed(during, timeout)
+    }
+
+    /// Arms the watchdog for `timeout` and sends a request; [`Worker::receive_armed`] collects
+    /// the reply. Armed before writing: a worker that stopped reading cannot block us either.
+    pub(crate) fn send_armed(
+        &mut self,
+        during: &str,
+        timeout: Duration,
+        build: impl FnOnce(&mut Vec<u8>),
+    ) -> Result<(), EnvError> {
         self.watchdog.arm(timeout);
         if let Err(err) = self.send(during, build) {
             self.watchdog.disarm();
             return Err(err);
         }
-        self.receive_armed(during, timeout)
+        Ok(())
     }
 
     /// Waits at most `timeout` for the next reply and returns its payload. An `E` reply
@@ -281,7 +292,13 @@ impl Worker {
         self.receive_armed(during, timeout)
     }
 
-    fn receive_armed(&mut self, during: &str, timeout: Duration) -> Result<&[u8], EnvError> {
+    /// Waits for the reply to a request sent by [`Worker::send_armed`] (the watchdog, armed
+    /// then, enforces `timeout`); replies and failures as for [`Worker::receive`].
+    pub(crate) fn receive_armed(
+        &mut self,
+        during: &str,
+        timeout: Duration,
+    ) -> Result<&[u8], EnvError> {
         let read = read_frame(&mut self.stdout, &mut self.reply);
         self.watchdog.disarm();
         match read {
