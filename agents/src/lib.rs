@@ -98,6 +98,7 @@ pub use kickstart::{
 pub use network::{trainable_from_inner, HostMlp, Network, TrainableNetwork};
 pub use nn::{
     conv2d_im2col, Activation, Conv2dLayer, Conv2dLayerConfig, ConvEncoder, ConvEncoderConfig,
+    ConvNet, ConvNetConfig,
     Dense, DenseConfig, ImageShape, LinearInputs, Mlp, MlpConfig, MultimodalNet,
     MultimodalNetConfig,
 };

@@ -71,6 +71,13 @@ pub enum AttackError {
         /// The part of the attack that needs the bias.
         needed_by: &'static str,
     },
+    /// The model declares no linear part ([`crate::InvertibleModel::linear_split`]), which
+    /// this step needs.
+    #[error("the model has no linear part; {needed_by} needs one (a model without one is attacked by joint optimisation)")]
+    NoLinearPart {
+        /// What needs the linear part.
+        needed_by: &'static str,
+    },
     /// Two attack parts that cannot be combined.
     #[error("incompatible attack configuration: {0}")]
     Incompatible(String),
