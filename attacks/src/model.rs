@@ -17,6 +17,48 @@
 //! the attack differentiates the weight gradient again with respect to the reconstruction.
 //! privrl's `nn` layers are (`docs/architecture.md`, "Burn 0.21, pinned"); `burn::nn::Linear`
 //! and pooling are not.
+//!
+//! Attack your own Burn model's gradient: implement the trait, wrap the model in a
+//! [`Victim`](crate::Victim), and hand the gradient it shared to [`attack`](crate::attack).
+//! This model declares no linear split, so the attack optimises its state jointly.
+//!
+//! ```
+//! use burn::{backend::NdArray, module::Module, tensor::{backend::Backend, Tensor}};
+//! use privrl_agents::{Mlp, MlpConfig};
+//! use privrl_attacks::{attack, AttackConfig, InvertibleModel, ObservationParts, Outer};
+//! use privrl_attacks::{Sample, Victim, VictimKind};
+//! use rand::SeedableRng;
+//!
+//! #[derive(Module, Debug)]
+//! struct MyQNet<B: Backend> { body: Mlp<B> }
+//!
+//! impl<B: Backend> InvertibleModel<B> for MyQNet<B> {
+//!     fn observation_parts(&self) -> ObservationParts {
+//!         ObservationParts { rgb: None, depth: None, vector: 4 }
+//!     }
+//!     fn num_outputs(&self) -> usize { 3 }
+//!     fn forward_parts(&self, _: Option<Tensor<B, 4>>, _: Option<Tensor<B, 4>>,
+//!                      state: Option<Tensor<B, 2>>) -> Tensor<B, 2> {
+//!         self.body.forward(state.expect("a 4-value state"))
+//!     }
+//!     fn output_bias_name(&self) -> Option<String> { Some("body.layers.1.bias".into()) }
+//! }
+//!
+//! let device = Default::default();
+//! let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
+//! let body = MlpConfig::new(4, vec![16], 3).init::<Outer<NdArray>>(&device, &mut rng);
+//! let victim = Victim::<NdArray, _>::new(MyQNet { body }, VictimKind::Dqn, &device)?;
+//! let secret = Sample { rgb: None, depth: None, vector: vec![0.1, -0.4, 0.7, 0.2],
+//!                       action: 1, signal: 0.5 };
+//! // The gradient of the TD loss the learner shares (or a `GradientRecord` of your own).
+//! let shared = victim.shared_gradient(std::slice::from_ref(&secret))?;
+//! let stolen = attack(&victim, &shared, &AttackConfig::qgi().with_iterations_per_stage(800))?;
+//! assert_eq!(stolen.action, 1);
+//! for (got, truth) in stolen.vector.iter().zip(&secret.vector) {
+//!     assert!((got - truth).abs() < 1e-2, "{:?}", stolen.vector);
+//! }
+//! # Ok::<(), privrl_attacks::AttackError>(())
+//! ```
 
 use burn::module::Module;
 use burn::tensor::backend::Backend;
@@ -163,12 +205,11 @@ impl<B: Backend> LinearSplit<B> for MultimodalNet<B> {
         rgb: Option<Tensor<B, 4>>,
         depth: Option<Tensor<B, 4>>,
     ) -> (Option<Tensor<B, 2>>, Option<Tensor<B, 2>>) {
-        let encode = |encoder: Option<&privrl_agents::ConvEncoder<B>>, images| match (
-            encoder, images,
-        ) {
-            (Some(e), Some(x)) => Some(e.forward(x)),
-            _ => None,
-        };
+        let encode =
+            |encoder: Option<&privrl_agents::ConvEncoder<B>>, images| match (encoder, images) {
+                (Some(e), Some(x)) => Some(e.forward(x)),
+                _ => None,
+            };
         let rgb = encode(self.rgb.as_ref(), rgb);
         (rgb, encode(self.depth.as_ref(), depth))
     }

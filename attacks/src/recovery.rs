@@ -10,8 +10,8 @@ use privrl_agents::{param_gradients, GradientRecord};
 use serde::{Deserialize, Serialize};
 
 use crate::error::AttackError;
-use crate::parts::ActionRecovery;
 use crate::model::InvertibleModel;
+use crate::parts::ActionRecovery;
 use crate::victim::{host, tensor1, Inner, LinearPartInput, Outer, Victim, VictimKind};
 use burn::tensor::Tensor;
 

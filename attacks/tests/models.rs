@@ -192,8 +192,12 @@ fn the_multimodal_victim_is_one_implementation_and_an_empty_model_is_refused() {
     let device = Default::default();
     let config = MultimodalNetConfig::new(4, 3).with_head_hidden(vec![8]);
     let victim = Victim::<B>::from_seed(&config, VictimKind::Dqn, 1, &device).unwrap();
-    assert_eq!(victim.last_bias_name().as_deref(), Some("head.layers.1.bias"));
-    let empty = MultimodalNetConfig::new(0, 3).init::<Outer<B>>(&device, &mut ChaCha8Rng::seed_from_u64(0));
+    assert_eq!(
+        victim.last_bias_name().as_deref(),
+        Some("head.layers.1.bias")
+    );
+    let empty =
+        MultimodalNetConfig::new(0, 3).init::<Outer<B>>(&device, &mut ChaCha8Rng::seed_from_u64(0));
     assert!(matches!(
         Victim::<B>::new(empty, VictimKind::Dqn, &device),
         Err(AttackError::Incompatible(_))

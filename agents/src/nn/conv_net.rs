@@ -101,8 +101,10 @@ mod tests {
         let config = ConvNetConfig::new(ConvEncoderConfig::new(1, 6).with_channels(vec![2]), 3);
         let net: ConvNet<NdArray> = config.init(&device, &mut ChaCha8Rng::seed_from_u64(1));
         let values: Vec<f32> = (0..72).map(|i| (i as f32 * 0.37).sin()).collect();
-        let flat = Tensor::<NdArray, 2>::from_data(TensorData::new(values.clone(), [2, 36]), &device);
-        let images = Tensor::<NdArray, 4>::from_data(TensorData::new(values, [2, 1, 6, 6]), &device);
+        let flat =
+            Tensor::<NdArray, 2>::from_data(TensorData::new(values.clone(), [2, 36]), &device);
+        let images =
+            Tensor::<NdArray, 4>::from_data(TensorData::new(values, [2, 1, 6, 6]), &device);
         let by_hand = net.head.forward(net.encoder.forward(images));
         assert_eq!(net.obs_len(), 36);
         assert_eq!(Network::d_output(&net), 3);

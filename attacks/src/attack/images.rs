@@ -27,14 +27,8 @@ impl<B: Backend, M: InvertibleModel<Outer<B>>> Problem<'_, B, M> {
             crate::victim::tensor2::<Inner<B>>(&vector, parts.vector, self.victim.device())
         });
         let layout = self.image_layout(false);
-        let (_, theta) = self.run_restarts(
-            Stage::Images,
-            layout,
-            supervision,
-            vector,
-            rng,
-            history,
-        );
+        let (_, theta) =
+            self.run_restarts(Stage::Images, layout, supervision, vector, rng, history);
         (theta.read(Block::Rgb), theta.read(Block::Depth))
     }
 

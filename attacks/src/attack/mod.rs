@@ -43,8 +43,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::error::AttackError;
-use crate::parts::StateOptimisation;
 use crate::model::InvertibleModel;
+use crate::parts::StateOptimisation;
 use crate::victim::{Outer, Victim};
 
 pub use batch::batch_action_assignments;

@@ -10,8 +10,8 @@ use super::problem::Problem;
 use super::reconstruction::{LossRecord, Stage};
 use super::supervision::FreeSupervision;
 use super::variables::{Layout, Values};
-use crate::parts::gaussian_noise;
 use crate::model::InvertibleModel;
+use crate::parts::gaussian_noise;
 use crate::victim::{host, tensor1, Inner, Outer};
 
 impl<B: Backend, M: InvertibleModel<Outer<B>>> Problem<'_, B, M> {

@@ -11,9 +11,9 @@ use privrl_agents::GradientRecord;
 
 use super::config::AttackConfig;
 use crate::error::AttackError;
+use crate::model::InvertibleModel;
 use crate::parts::{ActionRule, GradientSource, StateOptimisation};
 use crate::recovery::action_before_reconstruction;
-use crate::model::InvertibleModel;
 use crate::victim::{tensor1, Inner, Outer, Victim, VictimKind};
 
 /// Everything an iteration needs that does not change between iterations.

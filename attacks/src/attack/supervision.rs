@@ -10,11 +10,9 @@ use super::config::AttackConfig;
 use super::problem::Problem;
 use super::variables::{Block, Layout};
 use crate::error::AttackError;
-use crate::parts::{gaussian_noise, ActionRule, GradientSource, SignalRule};
-use crate::recovery::{
-    action_before_reconstruction, policy_gradient_recovery, q_value_rule,
-};
 use crate::model::InvertibleModel;
+use crate::parts::{gaussian_noise, ActionRule, GradientSource, SignalRule};
+use crate::recovery::{action_before_reconstruction, policy_gradient_recovery, q_value_rule};
 use crate::victim::{host, LinearPartInput, Outer, VictimKind};
 
 /// The reconstructed action, signal, Q̂_rec and p_rec.

@@ -6,9 +6,11 @@ mod attack;
 mod headline;
 mod job;
 mod method;
+mod model_job;
 mod plan;
 mod report;
 mod run_files;
+mod samples_dir;
 mod verdict;
 
 use anyhow::Result;
@@ -24,10 +26,12 @@ pub use self::attack::{run_attack, AttackArgs, SettingArg};
 pub use self::job::VictimWidth;
 pub(crate) use self::job::{paper_normalisation, room_samples, victim_config, InversionJob};
 pub use self::method::Method;
+pub use self::model_job::ModelArg;
 pub use self::plan::{InversionArgs, NormalisationArg};
 pub(crate) use self::plan::{InversionPlan, ENTROPY_WEIGHT};
 pub(crate) use self::report::{failure_rate, summary, FAILURE_NOTE};
 pub(crate) use self::run_files::{reconstruction_sheet, write_rows};
+pub use self::samples_dir::{read_samples_dir, SampleFile, SamplesDirError, UserSamples};
 
 /// Runs the suite and writes `runs/inversion/report.md`; returns the report's path.
 pub fn run(args: InversionArgs) -> Result<SuiteOutcome> {
