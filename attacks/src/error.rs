@@ -78,6 +78,15 @@ pub enum AttackError {
         /// What needs the linear part.
         needed_by: &'static str,
     },
+    /// A safetensors file that could not be written or read, or whose tensors do not fit the
+    /// model.
+    #[error("safetensors file {path}: {message}")]
+    Store {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
     /// Two attack parts that cannot be combined.
     #[error("incompatible attack configuration: {0}")]
     Incompatible(String),

@@ -61,6 +61,7 @@
 pub mod adam;
 pub mod attack;
 pub mod defence;
+mod io;
 mod error;
 pub mod metrics;
 pub mod model;
@@ -76,6 +77,7 @@ pub use attack::{
 };
 pub use defence::Defence;
 pub use error::AttackError;
+pub use io::read_metadata;
 pub use metrics::{
     absolute_error, action_accuracy, bbox_iou, luma_bt601, percentage_error, psnr, ssim,
     ImageNormalisation, ImageScores,

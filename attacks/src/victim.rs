@@ -123,7 +123,7 @@ pub struct LinearPartOutput {
 /// privrl's [`MultimodalNet`] by default.
 #[derive(Debug, Clone)]
 pub struct Victim<B: Backend, M = MultimodalNet<Outer<B>>> {
-    net: M,
+    pub(crate) net: M,
     kind: VictimKind,
     device: B::Device,
 }

@@ -1,6 +1,7 @@
 //! `cargo xtask attack --samples-dir DIR` on a tiny generated directory: each of the three
 //! victim networks attacks it and writes metrics and reconstructed images; bad input is a
-//! named error with a non-zero exit, never a panic.
+//! named error with a non-zero exit, never a panic. `--gradients FILE --weights FILE` on files
+//! written here attacks to the same reconstruction as the library in memory.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -114,4 +115,85 @@ fn bad_sample_directories_are_named_errors() {
         assert!(stderr.contains(named), "{}: {stderr}", dir.display());
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
+}
+
+#[test]
+fn a_gradient_file_attacks_to_the_in_memory_reconstruction() {
+    use burn::backend::NdArray;
+    use privrl_agents::{Activation, MlpConfig};
+    use privrl_attacks::{attack, AttackConfig, ImagePrior, Outer, Sample, Victim, VictimKind};
+    use rand::SeedableRng;
+
+    type B = NdArray;
+    let dir = temp_dir("gradients");
+    let runs = temp_dir("gradients-runs");
+    let device = Default::default();
+    let config = MlpConfig::new(4, vec![12], 3).with_activation(Activation::Relu);
+    let net = config.init::<Outer<B>>(&device, &mut rand_chacha::ChaCha8Rng::seed_from_u64(5));
+    let victim = Victim::<B, _>::new(net, VictimKind::Dqn, &device).unwrap();
+    let sample = Sample {
+        rgb: None,
+        depth: None,
+        vector: vec![0.4, -0.1, 0.6, -0.8],
+        action: 0,
+        signal: 2.0,
+    };
+    let shared = victim.shared_gradient(std::slice::from_ref(&sample)).unwrap();
+    let (weights, gradients) = (dir.join("w.safetensors"), dir.join("g.safetensors"));
+    let metadata = privrl_experiments::suites::inversion::model_metadata(
+        privrl_experiments::suites::inversion::ModelArg::Mlp,
+        &config,
+    );
+    victim.save_weights(&weights, &metadata).unwrap();
+    victim.save_gradient(&shared, &gradients).unwrap();
+    // `--method qgi --iters 100 --seed 0 --tv-weight 0.1` as the library spells it.
+    let in_memory = attack(
+        &victim,
+        &shared,
+        &AttackConfig::qgi()
+            .with_iterations_per_stage(100)
+            .with_seed(0)
+            .with_prior(Some(ImagePrior::TotalVariation { weight: 0.1 })),
+    )
+    .unwrap();
+
+    let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .env("PRIVRL_RUNS_DIR", &runs)
+        .args(["attack", "--iters", "100", "--gradients"])
+        .arg(&gradients)
+        .arg("--weights")
+        .arg(&weights)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let file = runs.join("attack/qgi-gradients-mlp-seed0/reconstruction.json");
+    let read: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    let vector: Vec<f32> = serde_json::from_value(read["vector"].clone()).unwrap();
+    assert_eq!(vector, in_memory.vector);
+    assert_eq!(read["action"], in_memory.action);
+    for (got, truth) in vector.iter().zip(&sample.vector) {
+        assert!((got - truth).abs() < 1e-2, "{vector:?}");
+    }
+
+    // The gradient alone, or weights without an architecture in the header: named errors.
+    let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .env("PRIVRL_RUNS_DIR", &runs)
+        .args(["attack", "--gradients"])
+        .arg(&gradients)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .env("PRIVRL_RUNS_DIR", &runs)
+        .args(["attack", "--gradients"])
+        .arg(&gradients)
+        .arg("--weights")
+        .arg(&gradients)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success() && stderr.contains("privrl.model"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }

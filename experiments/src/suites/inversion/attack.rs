@@ -5,6 +5,7 @@ use clap::{Args, ValueEnum};
 use privrl_envs::room::RoomSetting;
 use serde::Serialize;
 
+use super::gradients_file::{declared_model, GradientFileJob};
 use super::model_job::{room_user_samples, ModelArg, ModelJob};
 use super::samples_dir::{read_samples_dir, write_depth_png, write_rgb_png, UserSamples};
 use super::{
@@ -44,6 +45,17 @@ pub struct AttackArgs {
     /// and --res. Writes the reconstructions as images beside the metrics.
     #[arg(long, value_name = "DIR")]
     pub samples_dir: Option<std::path::PathBuf>,
+    /// Attack a gradient captured elsewhere: a safetensors file with one float32 tensor per
+    /// parameter, named by its Burn path (`layers.0.weight`), in Burn's layout (a Dense weight
+    /// is `[d_in, d_out]`). Needs --weights; `bench/pytorch/export_gradient.py` writes both
+    /// from a PyTorch model. The reconstruction is written without scores (no truth).
+    #[arg(long, value_name = "FILE", requires = "weights")]
+    pub gradients: Option<std::path::PathBuf>,
+    /// The victim's weights for --gradients: a safetensors file like the gradient's, whose
+    /// header names the architecture (`privrl.model`: multimodal, cnn or mlp;
+    /// `privrl.config`: the network's config as JSON).
+    #[arg(long, value_name = "FILE", requires = "gradients")]
+    pub weights: Option<std::path::PathBuf>,
     /// Number of actions of the victim with --samples-dir (the rooms have 7).
     #[arg(long, default_value_t = privrl_envs::room::NUM_ACTIONS)]
     pub actions: usize,
@@ -120,6 +132,13 @@ pub fn run_attack(args: AttackArgs) -> Result<std::path::PathBuf> {
         SettingArg::S1 => RoomSetting::S1,
         SettingArg::S2 => RoomSetting::S2,
     };
+    if let (Some(gradients), Some(weights)) = (&args.gradients, &args.weights) {
+        anyhow::ensure!(
+            args.samples_dir.is_none(),
+            "--gradients attacks one captured gradient; it does not take --samples-dir"
+        );
+        return attack_gradient_file(&args, plan, gradients, weights);
+    }
     if args.samples_dir.is_none() && args.model == ModelArg::Multimodal {
         return attack_rooms(&args, plan, setting);
     }
@@ -176,6 +195,54 @@ pub fn run_attack(args: AttackArgs) -> Result<std::path::PathBuf> {
     write_rows(&run, &rows)?;
     write_reconstructions(run.path(), &samples, &rows)?;
     print_rows(&rows);
+    println!("wrote {}", run.path().display());
+    Ok(run.path().to_path_buf())
+}
+
+/// `--gradients FILE --weights FILE`: one attack, `reconstruction.json` and its images.
+fn attack_gradient_file(
+    args: &AttackArgs,
+    plan: InversionPlan,
+    gradients: &std::path::Path,
+    weights: &std::path::Path,
+) -> Result<std::path::PathBuf> {
+    let declared = declared_model(weights)?;
+    let model = declared.model;
+    let rec = dispatch(
+        plan.backend,
+        GradientFileJob {
+            plan: plan.clone(),
+            method: args.method,
+            declared,
+            weights: weights.to_path_buf(),
+            gradients: gradients.to_path_buf(),
+        },
+    )?;
+    let run = RunDir::create(
+        "attack",
+        RunName::new(args.method.slug())
+            .part("gradients")
+            .part(model.slug())
+            .seed(plan.seed),
+    )?;
+    run.write_config(args)?;
+    crate::run::write_json(&run.file("reconstruction.json"), &rec)?;
+    let side = |len: usize, channels: usize| ((len / channels) as f64).sqrt().round() as usize;
+    if let Some(rgb) = &rec.rgb {
+        let (rgb, _) = privrl_attacks::ImageNormalisation::Clamp.apply(Some(rgb.as_slice()), None);
+        let rgb = rgb.unwrap_or_default();
+        write_rgb_png(&run.file("reconstruction.rgb.png"), &rgb, side(rgb.len(), 3))?;
+    }
+    if let Some(depth) = &rec.depth {
+        let (_, depth) = privrl_attacks::ImageNormalisation::Clamp.apply(None, Some(depth.as_slice()));
+        let depth = depth.unwrap_or_default();
+        write_depth_png(&run.file("reconstruction.depth.png"), &depth, side(depth.len(), 1))?;
+    }
+    let final_loss = rec.loss_history.last().map_or(f64::NAN, |r| r.loss);
+    println!(
+        "reconstructed: vector {:?}, action {}, signal {:.6}, final loss {final_loss:.3e}",
+        rec.vector, rec.action, rec.signal
+    );
     println!("wrote {}", run.path().display());
     Ok(run.path().to_path_buf())
 }
@@ -313,6 +380,8 @@ mod tests {
             setting: SettingArg::S2,
             model: ModelArg::Multimodal,
             samples_dir: None,
+            gradients: None,
+            weights: None,
             actions: 7,
             samples: 2,
             res: 8,
