@@ -46,7 +46,10 @@ fn load_into<BB: Backend, M: Module<BB>>(module: &M, path: &Path) -> Result<M, A
     if let Some((name, snapshot)) = snapshots.iter().find(|(_, s)| s.dtype != DType::F32) {
         return Err(store_error(
             path,
-            format!("tensor `{name}` is {:?}; privrl reads float32", snapshot.dtype),
+            format!(
+                "tensor `{name}` is {:?}; privrl reads float32",
+                snapshot.dtype
+            ),
         ));
     }
     let mut loaded = module.clone();
@@ -56,10 +59,7 @@ fn load_into<BB: Backend, M: Module<BB>>(module: &M, path: &Path) -> Result<M, A
     if !result.unused.is_empty() {
         return Err(store_error(
             path,
-            format!(
-                "tensors {:?} name no parameter of the model",
-                result.unused
-            ),
+            format!("tensors {:?} name no parameter of the model", result.unused),
         ));
     }
     Ok(loaded)

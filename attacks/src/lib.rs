@@ -61,8 +61,8 @@
 pub mod adam;
 pub mod attack;
 pub mod defence;
-mod io;
 mod error;
+mod io;
 pub mod metrics;
 pub mod model;
 pub mod parts;

@@ -6,15 +6,16 @@ use std::collections::HashMap;
 
 use burn::backend::NdArray;
 use privrl_agents::{Activation, Mlp, MlpConfig, MultimodalNetConfig};
-use privrl_attacks::{attack, read_metadata, AttackConfig, AttackError, Outer, Sample, Victim};
 use privrl_attacks::VictimKind;
+use privrl_attacks::{attack, read_metadata, AttackConfig, AttackError, Outer, Sample, Victim};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 type B = NdArray;
 
 fn temp_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("privrl-safetensors-{}-{name}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("privrl-safetensors-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -39,11 +40,16 @@ fn a_gradient_round_trips_through_files_and_attacks_the_same() {
         action: 2,
         signal: 0.9,
     };
-    let shared = victim.shared_gradient(std::slice::from_ref(&sample)).unwrap();
+    let shared = victim
+        .shared_gradient(std::slice::from_ref(&sample))
+        .unwrap();
     let config = AttackConfig::qgi().with_iterations_per_stage(200);
     let in_memory = attack(&victim, &shared, &config).unwrap();
 
-    let (weights, gradient) = (dir.join("weights.safetensors"), dir.join("gradient.safetensors"));
+    let (weights, gradient) = (
+        dir.join("weights.safetensors"),
+        dir.join("gradient.safetensors"),
+    );
     let metadata = HashMap::from([("privrl.model".to_string(), "mlp".to_string())]);
     victim.save_weights(&weights, &metadata).unwrap();
     victim.save_gradient(&shared, &gradient).unwrap();
@@ -53,10 +59,19 @@ fn a_gradient_round_trips_through_files_and_attacks_the_same() {
     let loaded = mlp_victim(99).with_weights_file(&weights).unwrap();
     let read = loaded.load_gradient(&gradient).unwrap();
     assert_eq!(read, shared);
-    assert_eq!(loaded.shared_gradient(std::slice::from_ref(&sample)).unwrap(), shared);
+    assert_eq!(
+        loaded
+            .shared_gradient(std::slice::from_ref(&sample))
+            .unwrap(),
+        shared
+    );
     let from_files = attack(&loaded, &read, &config).unwrap();
     assert_eq!(from_files, in_memory);
-    assert!((in_memory.signal - sample.signal).abs() < 1e-2, "{}", in_memory.signal);
+    assert!(
+        (in_memory.signal - sample.signal).abs() < 1e-2,
+        "{}",
+        in_memory.signal
+    );
 }
 
 #[test]
@@ -72,7 +87,9 @@ fn the_multimodal_victims_files_round_trip_and_bad_files_are_named() {
         action: 1,
         signal: 1.5,
     };
-    let shared = victim.shared_gradient(std::slice::from_ref(&sample)).unwrap();
+    let shared = victim
+        .shared_gradient(std::slice::from_ref(&sample))
+        .unwrap();
     let path = dir.join("gradient.safetensors");
     victim.save_gradient(&shared, &path).unwrap();
     let other = Victim::<B>::from_seed(&config, VictimKind::Dqn, 2, &device).unwrap();

@@ -138,7 +138,9 @@ fn a_gradient_file_attacks_to_the_in_memory_reconstruction() {
         action: 0,
         signal: 2.0,
     };
-    let shared = victim.shared_gradient(std::slice::from_ref(&sample)).unwrap();
+    let shared = victim
+        .shared_gradient(std::slice::from_ref(&sample))
+        .unwrap();
     let (weights, gradients) = (dir.join("w.safetensors"), dir.join("g.safetensors"));
     let metadata = privrl_experiments::suites::inversion::model_metadata(
         privrl_experiments::suites::inversion::ModelArg::Mlp,
@@ -146,12 +148,12 @@ fn a_gradient_file_attacks_to_the_in_memory_reconstruction() {
     );
     victim.save_weights(&weights, &metadata).unwrap();
     victim.save_gradient(&shared, &gradients).unwrap();
-    // `--method qgi --iters 100 --seed 0 --tv-weight 0.1` as the library spells it.
+    // `--method qgi --iters 500 --seed 0 --tv-weight 0.1` as the library spells it.
     let in_memory = attack(
         &victim,
         &shared,
         &AttackConfig::qgi()
-            .with_iterations_per_stage(100)
+            .with_iterations_per_stage(500)
             .with_seed(0)
             .with_prior(Some(ImagePrior::TotalVariation { weight: 0.1 })),
     )
@@ -159,7 +161,7 @@ fn a_gradient_file_attacks_to_the_in_memory_reconstruction() {
 
     let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
         .env("PRIVRL_RUNS_DIR", &runs)
-        .args(["attack", "--iters", "100", "--gradients"])
+        .args(["attack", "--iters", "500", "--gradients"])
         .arg(&gradients)
         .arg("--weights")
         .arg(&weights)
@@ -194,6 +196,9 @@ fn a_gradient_file_attacks_to_the_in_memory_reconstruction() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success() && stderr.contains("privrl.model"), "{stderr}");
+    assert!(
+        !output.status.success() && stderr.contains("privrl.model"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("panicked"), "{stderr}");
 }

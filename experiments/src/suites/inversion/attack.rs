@@ -231,12 +231,21 @@ fn attack_gradient_file(
     if let Some(rgb) = &rec.rgb {
         let (rgb, _) = privrl_attacks::ImageNormalisation::Clamp.apply(Some(rgb.as_slice()), None);
         let rgb = rgb.unwrap_or_default();
-        write_rgb_png(&run.file("reconstruction.rgb.png"), &rgb, side(rgb.len(), 3))?;
+        write_rgb_png(
+            &run.file("reconstruction.rgb.png"),
+            &rgb,
+            side(rgb.len(), 3),
+        )?;
     }
     if let Some(depth) = &rec.depth {
-        let (_, depth) = privrl_attacks::ImageNormalisation::Clamp.apply(None, Some(depth.as_slice()));
+        let (_, depth) =
+            privrl_attacks::ImageNormalisation::Clamp.apply(None, Some(depth.as_slice()));
         let depth = depth.unwrap_or_default();
-        write_depth_png(&run.file("reconstruction.depth.png"), &depth, side(depth.len(), 1))?;
+        write_depth_png(
+            &run.file("reconstruction.depth.png"),
+            &depth,
+            side(depth.len(), 1),
+        )?;
     }
     let final_loss = rec.loss_history.last().map_or(f64::NAN, |r| r.loss);
     println!(

@@ -24,10 +24,10 @@ use crate::summary::SuiteOutcome;
 use crate::sweep::{run_parallel, Job};
 
 pub use self::attack::{run_attack, AttackArgs, SettingArg};
+pub use self::gradients_file::{model_metadata, CONFIG_KEY, MODEL_KEY};
 pub use self::job::VictimWidth;
 pub(crate) use self::job::{paper_normalisation, room_samples, victim_config, InversionJob};
 pub use self::method::Method;
-pub use self::gradients_file::{model_metadata, CONFIG_KEY, MODEL_KEY};
 pub use self::model_job::ModelArg;
 pub use self::plan::{InversionArgs, NormalisationArg};
 pub(crate) use self::plan::{InversionPlan, ENTROPY_WEIGHT};
