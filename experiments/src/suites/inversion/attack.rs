@@ -137,6 +137,10 @@ pub fn run_attack(args: AttackArgs) -> Result<std::path::PathBuf> {
             args.samples_dir.is_none(),
             "--gradients attacks one captured gradient; it does not take --samples-dir"
         );
+        anyhow::ensure!(
+            args.batch_size == 1,
+            "--gradients attacks the gradient of one sample; --batch-size must be 1"
+        );
         return attack_gradient_file(&args, plan, gradients, weights);
     }
     if args.samples_dir.is_none() && args.model == ModelArg::Multimodal {
