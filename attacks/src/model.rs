@@ -19,7 +19,7 @@
 //! and pooling are not.
 //!
 //! Attack your own Burn model's gradient: implement the trait, wrap the model in a
-//! [`Victim`](crate::Victim), and hand the gradient it shared to [`attack`](crate::attack).
+//! [`Victim`](crate::Victim), and hand the gradient it shared to [`attack`](fn@crate::attack).
 //! This model declares no linear split, so the attack optimises its state jointly.
 //!
 //! ```

@@ -116,3 +116,139 @@ fn the_multimodal_victims_files_round_trip_and_bad_files_are_named() {
         Err(AttackError::MissingGradient { .. })
     ));
 }
+
+/// What `bench/pytorch/export_gradient.py` wrote beside its files.
+#[derive(serde::Deserialize)]
+struct Truth {
+    #[serde(default)]
+    vector: Vec<f32>,
+    depth: Option<Vec<f32>>,
+    action: usize,
+    signal: f64,
+    /// PyTorch's Q(s).
+    q: Vec<f32>,
+}
+
+fn torch_files(model: &str) -> (std::path::PathBuf, std::path::PathBuf, Truth) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(format!("torch_{model}"));
+    let truth = std::fs::read_to_string(dir.join("truth.json")).unwrap();
+    (
+        dir.join("weights.safetensors"),
+        dir.join("gradient.safetensors"),
+        serde_json::from_str(&truth).unwrap(),
+    )
+}
+
+/// The Burn network reproduces PyTorch's Q(s), and the file's gradient is the one Burn computes
+/// for the same transition: the layouts and the loss agree.
+fn check_against_torch<M: privrl_attacks::InvertibleModel<Outer<B>>>(
+    victim: &Victim<B, M>,
+    gradient: &privrl_agents::GradientRecord,
+    sample: &Sample,
+    truth: &Truth,
+) {
+    let q = victim.output(sample).unwrap();
+    for (burn, torch) in q.iter().zip(&truth.q) {
+        assert!(
+            (burn - torch).abs() < 1e-5,
+            "Q {q:?} vs PyTorch {:?}",
+            truth.q
+        );
+    }
+    let ours = victim
+        .shared_gradient(std::slice::from_ref(sample))
+        .unwrap();
+    for (mine, theirs) in ours.params.iter().zip(&gradient.params) {
+        assert_eq!(mine.name, theirs.name);
+        for (a, b) in mine.values.iter().zip(&theirs.values) {
+            assert!(
+                (a - b).abs() < 1e-5 * (1.0 + b.abs()),
+                "{}: {a} vs {b}",
+                mine.name
+            );
+        }
+    }
+}
+
+#[test]
+fn a_pytorch_mlps_gradient_attacks() {
+    let (weights, gradient, truth) = torch_files("mlp");
+    let config: MlpConfig =
+        serde_json::from_str(&read_metadata(&weights).unwrap()["privrl.config"]).unwrap();
+    let device = Default::default();
+    let net = config.init::<Outer<B>>(&device, &mut ChaCha8Rng::seed_from_u64(0));
+    let victim = Victim::<B, _>::new(net, VictimKind::Dqn, &device)
+        .unwrap()
+        .with_weights_file(&weights)
+        .unwrap();
+    let record = victim.load_gradient(&gradient).unwrap();
+    let sample = Sample {
+        rgb: None,
+        depth: None,
+        vector: truth.vector.clone(),
+        action: truth.action,
+        signal: truth.signal,
+    };
+    check_against_torch(&victim, &record, &sample, &truth);
+    let rec = attack(
+        &victim,
+        &record,
+        &AttackConfig::qgi().with_iterations_per_stage(1000),
+    )
+    .unwrap();
+    println!(
+        "PyTorch MLP: {:?} {} {}",
+        rec.vector, rec.action, rec.signal
+    );
+    assert_eq!(rec.action, truth.action);
+    for (got, want) in rec.vector.iter().zip(&truth.vector) {
+        assert!(
+            (got - want).abs() < 1e-3,
+            "{:?} vs {:?}",
+            rec.vector,
+            truth.vector
+        );
+    }
+    assert!((rec.signal - truth.signal).abs() < 1e-3, "{}", rec.signal);
+}
+
+#[test]
+fn a_pytorch_cnns_gradient_attacks() {
+    let (weights, gradient, truth) = torch_files("cnn");
+    let config: privrl_agents::ConvNetConfig =
+        serde_json::from_str(&read_metadata(&weights).unwrap()["privrl.config"]).unwrap();
+    let device = Default::default();
+    let net = config.init::<Outer<B>>(&device, &mut ChaCha8Rng::seed_from_u64(0));
+    let victim = Victim::<B, _>::new(net, VictimKind::Dqn, &device)
+        .unwrap()
+        .with_weights_file(&weights)
+        .unwrap();
+    let record = victim.load_gradient(&gradient).unwrap();
+    let sample = Sample {
+        rgb: None,
+        depth: truth.depth.clone(),
+        vector: Vec::new(),
+        action: truth.action,
+        signal: truth.signal,
+    };
+    check_against_torch(&victim, &record, &sample, &truth);
+    // The command line's defaults: 2000 iterations per stage, TV weight 0.1.
+    let config = AttackConfig::qgi()
+        .with_iterations_per_stage(2000)
+        .with_prior(Some(privrl_attacks::ImagePrior::TotalVariation {
+            weight: 0.1,
+        }));
+    let rec = attack(&victim, &record, &config).unwrap();
+    let (_, depth) = privrl_attacks::ImageNormalisation::Clamp.apply(None, rec.depth.as_deref());
+    let psnr = privrl_attacks::psnr(truth.depth.as_ref().unwrap(), &depth.unwrap(), 1.0).unwrap();
+    println!(
+        "PyTorch CNN: action {}, signal {}, depth PSNR {psnr:.2} dB",
+        rec.action, rec.signal
+    );
+    assert_eq!(rec.action, truth.action);
+    assert!((rec.signal - truth.signal).abs() < 1e-3, "{}", rec.signal);
+    // 20 dB: an RMS error of 10 % of the range; Gaussian noise scores about 5 dB.
+    assert!(psnr > 20.0, "depth PSNR {psnr:.2} dB");
+}
