@@ -98,8 +98,8 @@ pub use kickstart::{
 pub use network::{trainable_from_inner, HostMlp, Network, TrainableNetwork};
 pub use nn::{
     conv2d_im2col, Activation, Conv2dLayer, Conv2dLayerConfig, ConvEncoder, ConvEncoderConfig,
-    Dense, DenseConfig, ImageShape, LinearInputs, Mlp, MlpConfig, MultimodalNet,
-    MultimodalNetConfig,
+    ConvNet, ConvNetConfig, Dense, DenseConfig, ImageShape, LinearInputs, Mlp, MlpConfig,
+    MultimodalNet, MultimodalNetConfig,
 };
 pub use optim::{AgentOptimizer, FlatAdam, OptimizerKind};
 pub use per_sample::{dp_sgd_gradient, per_sample_gradients_by_loop, PerSampleFactors};

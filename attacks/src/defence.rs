@@ -28,7 +28,8 @@ use rand::RngCore;
 
 use crate::attack::AttackConfig;
 use crate::error::AttackError;
-use crate::victim::{Sample, Victim};
+use crate::model::InvertibleModel;
+use crate::victim::{Outer, Sample, Victim};
 use burn::tensor::backend::Backend;
 
 /// The attacker's side of a gradient mechanism: what the learner shares under it, and the
@@ -40,9 +41,9 @@ pub trait Defence {
     /// release the batch's gradient as one submission, as a PGC agent does with its
     /// episode's. Under [`GradientMechanismConfig::None`] this is exactly
     /// [`Victim::shared_gradient`].
-    fn shared_gradient<B: Backend>(
+    fn shared_gradient<B: Backend, M: InvertibleModel<Outer<B>>>(
         &self,
-        victim: &Victim<B>,
+        victim: &Victim<B, M>,
         samples: &[Sample],
         rng: &mut dyn RngCore,
     ) -> Result<GradientRecord, AttackError>;
@@ -54,9 +55,9 @@ pub trait Defence {
 }
 
 impl Defence for GradientMechanismConfig {
-    fn shared_gradient<B: Backend>(
+    fn shared_gradient<B: Backend, M: InvertibleModel<Outer<B>>>(
         &self,
-        victim: &Victim<B>,
+        victim: &Victim<B, M>,
         samples: &[Sample],
         rng: &mut dyn RngCore,
     ) -> Result<GradientRecord, AttackError> {

@@ -71,6 +71,22 @@ pub enum AttackError {
         /// The part of the attack that needs the bias.
         needed_by: &'static str,
     },
+    /// The model declares no linear part ([`crate::InvertibleModel::linear_split`]), which
+    /// this step needs.
+    #[error("the model has no linear part; {needed_by} needs one (a model without one is attacked by joint optimisation)")]
+    NoLinearPart {
+        /// What needs the linear part.
+        needed_by: &'static str,
+    },
+    /// A safetensors file that could not be written or read, or whose tensors do not fit the
+    /// model.
+    #[error("safetensors file {path}: {message}")]
+    Store {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
     /// Two attack parts that cannot be combined.
     #[error("incompatible attack configuration: {0}")]
     Incompatible(String),

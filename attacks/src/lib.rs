@@ -7,8 +7,11 @@
 //! state x, the action and the supervision signal u by minimising a gradient matching loss
 //! L(g_rec, g) (eq. 2).
 //!
-//! - [`victim`]: the attacked [`privrl_agents::MultimodalNet`] and its shared gradient for a
-//!   batch of [`Sample`]s, under DQN's or REINFORCE's loss.
+//! - [`model`]: what the attacks need from a network ([`InvertibleModel`]): privrl's
+//!   [`privrl_agents::MultimodalNet`], [`privrl_agents::ConvNet`] and [`privrl_agents::Mlp`],
+//!   or your own Burn module.
+//! - [`victim`]: the attacked network and its shared gradient for a batch of [`Sample`]s,
+//!   under DQN's or REINFORCE's loss.
 //! - [`parts`]: the named, swappable parts (gradient source, matching loss, prior, stages,
 //!   action rules, schedule); [`adam`]: Adam over raw tensors.
 //! - [`attack`](mod@attack): the one optimisation loop and the attack pipeline;
@@ -59,7 +62,9 @@ pub mod adam;
 pub mod attack;
 pub mod defence;
 mod error;
+mod io;
 pub mod metrics;
+pub mod model;
 pub mod parts;
 pub mod recovery;
 pub mod suite;
@@ -72,10 +77,12 @@ pub use attack::{
 };
 pub use defence::Defence;
 pub use error::AttackError;
+pub use io::read_metadata;
 pub use metrics::{
     absolute_error, action_accuracy, bbox_iou, luma_bt601, percentage_error, psnr, ssim,
     ImageNormalisation, ImageScores,
 };
+pub use model::{InvertibleModel, LinearSplit, ObservationParts};
 pub use parts::{
     gaussian_noise, total_variation, ActionRecovery, ActionRule, GradientMatchingLoss,
     GradientSource, ImagePrior, LrSchedule, MatchedGradient, ReconstructedGradient, SignalRule,

@@ -10,10 +10,10 @@ use privrl_agents::{param_gradients, GradientRecord};
 use serde::{Deserialize, Serialize};
 
 use crate::error::AttackError;
+use crate::model::InvertibleModel;
 use crate::parts::ActionRecovery;
-use crate::victim::{
-    host, linear_part_forward, tensor1, Inner, LinearPartInput, Outer, Victim, VictimKind,
-};
+use crate::victim::{host, tensor1, Inner, LinearPartInput, Outer, Victim, VictimKind};
+use burn::tensor::Tensor;
 
 /// Eq. 7: the action is the index of the non-zero entry of ∇_{b_last}; with rounding, the
 /// entry of largest magnitude. Ties go to the lowest index.
@@ -191,14 +191,32 @@ pub struct QValueRecovery {
 /// The norms run over the Dense layers' gradients: the parameters whose gradient the
 /// linear-part reconstruction determines (the paper's g; the conv gradients would add the
 /// image reconstruction's error to a ratio that does not need it).
-pub fn q_value_from_error_magnitude<B: Backend>(
-    victim: &Victim<B>,
+pub fn q_value_from_error_magnitude<B: Backend, M: InvertibleModel<Outer<B>>>(
+    victim: &Victim<B, M>,
     record: &GradientRecord,
     input: &LinearPartInput,
     action: usize,
 ) -> Result<QValueRecovery, AttackError> {
     autodiff::exclusive(|| {
-        let bias_name = victim.last_bias_name();
+        victim.split("QGI's Q-value rule on a linear-part input")?;
+        let output = victim.reconstructed_output(None, None, input)?;
+        q_value_rule(victim, record, output, action)
+    })
+}
+
+/// [`q_value_from_error_magnitude`] from the output F(x_rec) `[1, actions]`, tracked by the
+/// outer autodiff: through the linear part, or through the whole network for a model without
+/// a linear split (whose norms then run over every parameter's gradient).
+pub(crate) fn q_value_rule<B: Backend, M: InvertibleModel<Outer<B>>>(
+    victim: &Victim<B, M>,
+    record: &GradientRecord,
+    output: Tensor<Outer<B>, 2>,
+    action: usize,
+) -> Result<QValueRecovery, AttackError> {
+    autodiff::exclusive(|| {
+        let bias_name = victim.last_bias_name().ok_or(AttackError::NoLastBias {
+            needed_by: "QGI's Q-value rule (Section IV-C2)",
+        })?;
         let bias = record
             .get(&bias_name)
             .ok_or(AttackError::MissingGradient { name: bias_name })?;
@@ -210,8 +228,6 @@ pub fn q_value_from_error_magnitude<B: Backend>(
             });
         }
         let device = victim.device();
-        let (rgb, depth, vector) = victim.linear_part_tensors::<Outer<B>>(input)?;
-        let (output, _) = linear_part_forward(victim.net(), rgb, depth, vector);
         let predicted_q = f64::from(host(output.clone())[action]);
         let error_sign =
             f64::from(bias.values[action].signum()) * f64::from(bias.values[action] != 0.0);
@@ -233,7 +249,7 @@ pub fn q_value_from_error_magnitude<B: Backend>(
         let (mut shared_sq, mut rec_sq) = (0.0f64, 0.0f64);
         for g in gradients
             .into_iter()
-            .filter(|g| Victim::<B>::is_linear_parameter(&g.name))
+            .filter(|g| victim.is_determined_parameter(&g.name))
         {
             let shared = record.get(&g.name).ok_or(AttackError::MissingGradient {
                 name: g.name.clone(),

@@ -16,7 +16,8 @@ use crate::metrics::{
     absolute_error, bbox_iou, percentage_error, score_rgb, score_single_channel,
     ImageNormalisation, ImageScores,
 };
-use crate::victim::{Sample, Victim, VictimKind};
+use crate::model::InvertibleModel;
+use crate::victim::{Outer, Sample, Victim, VictimKind};
 use privrl_agents::autodiff;
 use privrl_privacy::GradientMechanismConfig;
 
@@ -68,8 +69,8 @@ pub struct ReconstructedState {
 }
 
 /// Attacks the single-sample gradient of every sample and scores each reconstruction.
-pub fn evaluate_inversion<B: Backend>(
-    victim: &Victim<B>,
+pub fn evaluate_inversion<B: Backend, M: InvertibleModel<Outer<B>>>(
+    victim: &Victim<B, M>,
     samples: &[Sample],
     config: &AttackConfig,
     normalisation: ImageNormalisation,
@@ -88,8 +89,8 @@ pub fn evaluate_inversion<B: Backend>(
 
 /// [`evaluate_inversion`] with every single-sample gradient passed through `defence` before
 /// the attack sees it; with [`GradientMechanismConfig::None`] the two are the same computation.
-pub fn evaluate_defended_inversion<B: Backend>(
-    victim: &Victim<B>,
+pub fn evaluate_defended_inversion<B: Backend, M: InvertibleModel<Outer<B>>>(
+    victim: &Victim<B, M>,
     samples: &[Sample],
     config: &AttackConfig,
     normalisation: ImageNormalisation,
@@ -109,8 +110,8 @@ pub fn evaluate_defended_inversion<B: Backend>(
 ///
 /// The attacker knows the defence: under a noisy one it drops the magnitude term of the
 /// matching loss ([`Defence::adapt_attack`]).
-pub fn evaluate_defended_batch_inversion<B: Backend>(
-    victim: &Victim<B>,
+pub fn evaluate_defended_batch_inversion<B: Backend, M: InvertibleModel<Outer<B>>>(
+    victim: &Victim<B, M>,
     samples: &[Sample],
     config: &AttackConfig,
     normalisation: ImageNormalisation,
@@ -138,8 +139,8 @@ pub fn evaluate_defended_batch_inversion<B: Backend>(
 /// counted, and dividing by the batch size makes rows of batched and single-sample gradients
 /// comparable per sample.
 #[allow(clippy::too_many_arguments)]
-fn evaluate_timed<B: Backend>(
-    victim: &Victim<B>,
+fn evaluate_timed<B: Backend, M: InvertibleModel<Outer<B>>>(
+    victim: &Victim<B, M>,
     samples: &[Sample],
     config: &AttackConfig,
     normalisation: ImageNormalisation,
@@ -237,15 +238,15 @@ pub fn best_matching(similarity: &[Vec<f64>]) -> Vec<usize> {
 }
 
 /// Scores one reconstruction against its sample.
-pub fn score_reconstruction<B: Backend>(
-    victim: &Victim<B>,
+pub fn score_reconstruction<B: Backend, M: InvertibleModel<Outer<B>>>(
+    victim: &Victim<B, M>,
     sample: &Sample,
     reconstruction: &Reconstruction,
     normalisation: ImageNormalisation,
     index: usize,
     attack_ms: f64,
 ) -> Result<InversionRow, AttackError> {
-    let net = victim.net();
+    let parts = victim.observation_parts();
     let (rgb, depth) = normalisation.apply(
         reconstruction.rgb.as_deref(),
         reconstruction.depth.as_deref(),
@@ -255,11 +256,11 @@ pub fn score_reconstruction<B: Backend>(
         depth,
         vector: reconstruction.vector.clone(),
     };
-    let rgb = match (&sample.rgb, &reconstructed.rgb, net.rgb_shape) {
+    let rgb = match (&sample.rgb, &reconstructed.rgb, parts.rgb) {
         (Some(truth), Some(rec), Some(shape)) => Some(score_rgb(truth, rec, shape.size)?),
         _ => None,
     };
-    let depth = match (&sample.depth, &reconstructed.depth, net.depth_shape) {
+    let depth = match (&sample.depth, &reconstructed.depth, parts.depth) {
         (Some(truth), Some(rec), Some(shape)) => {
             Some(score_single_channel(truth, rec, shape.size)?)
         }

@@ -1,5 +1,6 @@
-//! The victim of the attacks: a [`MultimodalNet`] that a DQN or REINFORCE learner trains, and
-//! the gradient that the learner shares for a batch of samples (eq. 1).
+//! The victim of the attacks: a network ([`InvertibleModel`]; by default the paper's
+//! [`MultimodalNet`]) that a DQN or REINFORCE learner trains, and the gradient that the learner
+//! shares for a batch of samples (eq. 1).
 //!
 //! The network lives on `Autodiff<Autodiff<B>>` ([`Outer`]): the outer autodiff tracks its
 //! weights, and the inner one ([`Inner`]) tracks whatever the attacker reconstructs, so that a
@@ -12,7 +13,7 @@
 
 use burn::backend::Autodiff;
 use burn::config::Config;
-use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
+use burn::module::{AutodiffModule, Module, ModuleMapper, ModuleVisitor, Param};
 use burn::optim::{AdamConfig, GradientsParams, Optimizer};
 use burn::tensor::backend::Backend;
 use burn::tensor::ElementConversion;
@@ -28,6 +29,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{check_non_negative, AttackError};
+use crate::model::{InvertibleModel, LinearSplit, ObservationParts};
 
 /// The backend that tracks the reconstruction (the attacker's free variables).
 pub type Inner<B> = Autodiff<B>;
@@ -41,7 +43,8 @@ pub struct Sample {
     pub rgb: Option<Vec<f32>>,
     /// Depth image s_d, `1 × H × W` row-major, values in `[0, 1]`; `None` without a depth camera.
     pub depth: Option<Vec<f32>>,
-    /// Vector state s_c (the target's bounding box `(x_min, y_min, x_max, y_max)` in `[−1, 1]`).
+    /// Vector state s_c (the target's bounding box `(x_min, y_min, x_max, y_max)` in `[−1, 1]`);
+    /// empty for a model that reads no vector.
     pub vector: Vec<f32>,
     /// Action a taken in the state.
     pub action: usize,
@@ -115,9 +118,12 @@ pub struct LinearPartOutput {
 }
 
 /// A victim network together with the objective it is trained on.
+///
+/// `M` is the network on the nested autodiff backend [`Outer`]: any [`InvertibleModel`],
+/// privrl's [`MultimodalNet`] by default.
 #[derive(Debug, Clone)]
-pub struct Victim<B: Backend> {
-    net: MultimodalNet<Outer<B>>,
+pub struct Victim<B: Backend, M = MultimodalNet<Outer<B>>> {
+    pub(crate) net: M,
     kind: VictimKind,
     device: B::Device,
 }
@@ -131,14 +137,8 @@ impl<B: Backend> Victim<B> {
         seed: u64,
         device: &B::Device,
     ) -> Result<Self, AttackError> {
-        kind.validate()?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let net = config.init::<Outer<B>>(device, &mut rng);
-        Ok(Self {
-            net,
-            kind,
-            device: device.clone(),
-        })
+        Self::new(config.init::<Outer<B>>(device, &mut rng), kind, device)
     }
 
     /// A victim with the parameters of `module` (e.g. a trained agent's network, on any
@@ -149,32 +149,59 @@ impl<B: Backend> Victim<B> {
         kind: VictimKind,
         device: &B::Device,
     ) -> Result<Self, AttackError> {
-        let mut victim = Self::from_seed(config, kind, 0, device)?;
+        Self::from_seed(config, kind, 0, device)?.with_parameters_of(module)
+    }
+}
+
+impl<B: Backend, M: InvertibleModel<Outer<B>>> Victim<B, M> {
+    /// The victim `model` (built on [`Outer`]`<B>`, e.g. by its config's `init`) trained on
+    /// `kind`'s objective.
+    pub fn new(model: M, kind: VictimKind, device: &B::Device) -> Result<Self, AttackError> {
+        kind.validate()?;
+        let parts = model.observation_parts();
+        if parts.rgb.is_none() && parts.depth.is_none() && parts.vector == 0 {
+            return Err(AttackError::Incompatible(
+                "the model reads no observation part (no image, an empty vector)".into(),
+            ));
+        }
+        Ok(Self {
+            net: model,
+            kind,
+            device: device.clone(),
+        })
+    }
+
+    /// This victim with the parameters of `module`, an instance of the same architecture on
+    /// any backend (a trained agent's network), copied in Burn's visiting order.
+    pub fn with_parameters_of<B2: Backend, M2: Module<B2>>(
+        mut self,
+        module: &M2,
+    ) -> Result<Self, AttackError> {
         let mut collector = ParamCollector { values: Vec::new() };
         module.visit(&mut collector);
         let mut counter = ParamCounter { count: 0 };
-        victim.net.visit(&mut counter);
+        self.net.visit(&mut counter);
         if counter.count != collector.values.len() {
             return Err(AttackError::LengthMismatch {
-                what: "parameters of the module vs the config's architecture",
+                what: "parameters of the module vs the victim's architecture",
                 left: collector.values.len(),
                 right: counter.count,
             });
         }
         let mut copier = ParamCopier {
             values: collector.values.into_iter(),
-            device: device.clone(),
+            device: self.device.clone(),
             error: None,
         };
-        victim.net = victim.net.map(&mut copier);
+        self.net = self.net.map(&mut copier);
         match copier.error {
             Some(error) => Err(error),
-            None => Ok(victim),
+            None => Ok(self),
         }
     }
 
     /// The network, on the nested autodiff backend.
-    pub fn net(&self) -> &MultimodalNet<Outer<B>> {
+    pub fn net(&self) -> &M {
         &self.net
     }
 
@@ -190,18 +217,37 @@ impl<B: Backend> Victim<B> {
 
     /// Number of actions (outputs).
     pub fn num_actions(&self) -> usize {
-        self.net.d_output()
+        self.net.num_outputs()
     }
 
-    /// Path of the last layer's bias in a [`GradientRecord`] of this network.
-    pub fn last_bias_name(&self) -> String {
-        format!("head.layers.{}.bias", self.net.head.layers.len() - 1)
+    /// The observation parts the network reads.
+    pub fn observation_parts(&self) -> ObservationParts {
+        self.net.observation_parts()
     }
 
-    /// Whether a parameter path belongs to a Dense layer (the linear part that stage 1
-    /// matches) rather than to a convolution.
-    pub(crate) fn is_linear_parameter(name: &str) -> bool {
-        name.starts_with("vector_layers.") || name.starts_with("head.")
+    /// Path of the last layer's bias in a [`GradientRecord`] of this network (`None` if the
+    /// output layer has no bias).
+    pub fn last_bias_name(&self) -> Option<String> {
+        self.net.output_bias_name()
+    }
+
+    /// The split at the linear part, or the named error for `needed_by` if the model has none.
+    pub(crate) fn split(
+        &self,
+        needed_by: &'static str,
+    ) -> Result<&dyn LinearSplit<Outer<B>>, AttackError> {
+        self.net
+            .linear_split()
+            .ok_or(AttackError::NoLinearPart { needed_by })
+    }
+
+    /// Whether the reconstruction of the linear part's input determines this parameter's
+    /// gradient: the linear part's parameters where the model has a split, every parameter
+    /// otherwise (the whole state is reconstructed at once).
+    pub(crate) fn is_determined_parameter(&self, name: &str) -> bool {
+        self.net
+            .linear_split()
+            .is_none_or(|split| split.is_linear_parameter(name))
     }
 
     /// The gradient ∇_w J that the learner shares for `samples` (one batch, eq. 1), named per
@@ -221,7 +267,7 @@ impl<B: Backend> Victim<B> {
         let (rgb, depth, vector) = self.state_tensors::<Outer<B>>(samples)?;
         let actions: Vec<usize> = samples.iter().map(|s| s.action).collect();
         let signals: Vec<f32> = samples.iter().map(|s| s.signal as f32).collect();
-        let output = self.net.forward(rgb, depth, vector);
+        let output = self.net.forward_parts(rgb, depth, vector);
         Ok(self.kind.objective(
             output,
             one_hot::<Outer<B>>(&actions, self.num_actions(), &self.device),
@@ -240,14 +286,17 @@ impl<B: Backend> Victim<B> {
         batch_size: usize,
         lr: f64,
         seed: u64,
-    ) -> Result<Vec<f64>, AttackError> {
+    ) -> Result<Vec<f64>, AttackError>
+    where
+        M: AutodiffModule<Outer<B>>,
+    {
         autodiff::exclusive(|| {
             if samples.is_empty() || batch_size == 0 {
                 return Err(AttackError::EmptyBatch);
             }
             let mut optimizer = AdamConfig::new()
                 .with_epsilon(ADAM_EPSILON)
-                .init::<Outer<B>, MultimodalNet<Outer<B>>>();
+                .init::<Outer<B>, M>();
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             let mut losses = Vec::with_capacity(steps);
             for _ in 0..steps {
@@ -280,7 +329,7 @@ impl<B: Backend> Victim<B> {
                 });
             }
             let (rgb, depth, vector) = self.state_tensors::<Outer<B>>(samples)?;
-            let output = self.net.forward(rgb, depth, vector);
+            let output = self.net.forward_parts(rgb, depth, vector);
             let direction = tensor2::<Outer<B>>(direction, direction.len(), &self.device);
             let surrogate = (output * direction).sum();
             Ok(GradientRecord::from_grads(
@@ -295,26 +344,21 @@ impl<B: Backend> Victim<B> {
         autodiff::exclusive(|| {
             let (rgb, depth, vector) =
                 self.state_tensors::<Outer<B>>(std::slice::from_ref(sample))?;
-            Ok(host(self.net.forward(rgb, depth, vector)))
+            Ok(host(self.net.forward_parts(rgb, depth, vector)))
         })
     }
 
     /// The true input of the linear part for `sample`: its conv features and its vector.
     pub fn linear_part_input(&self, sample: &Sample) -> Result<LinearPartInput, AttackError> {
         autodiff::exclusive(|| {
+            let split = self.split("the linear part's input")?;
             let (rgb, depth, vector) =
                 self.state_tensors::<Outer<B>>(std::slice::from_ref(sample))?;
-            let features = |encoder: Option<&privrl_agents::ConvEncoder<Outer<B>>>,
-                            images: Option<Tensor<Outer<B>, 4>>| {
-                match (encoder, images) {
-                    (Some(e), Some(x)) => Some(host(e.forward(x))),
-                    _ => None,
-                }
-            };
+            let (rgb_features, depth_features) = split.image_features(rgb, depth);
             Ok(LinearPartInput {
-                rgb_features: features(self.net.rgb.as_ref(), rgb),
-                depth_features: features(self.net.depth.as_ref(), depth),
-                vector: host(vector),
+                rgb_features: rgb_features.map(host),
+                depth_features: depth_features.map(host),
+                vector: vector.map(host).unwrap_or_default(),
             })
         })
     }
@@ -325,8 +369,9 @@ impl<B: Backend> Victim<B> {
         input: &LinearPartInput,
     ) -> Result<LinearPartOutput, AttackError> {
         autodiff::exclusive(|| {
+            let split = self.split("the linear part's output")?;
             let (rgb, depth, vector) = self.linear_part_tensors::<Outer<B>>(input)?;
-            let (output, last_layer_input) = linear_part_forward(&self.net, rgb, depth, vector);
+            let (output, last_layer_input) = linear_part_forward(split, rgb, depth, vector);
             Ok(LinearPartOutput {
                 output: host(output),
                 last_layer_input: host(last_layer_input),
@@ -334,32 +379,79 @@ impl<B: Backend> Victim<B> {
         })
     }
 
-    /// The linear-part input computed from (reconstructed) images and a vector.
+    /// The linear-part input computed from (reconstructed) images and a vector; for a model
+    /// without a linear part, the vector alone.
     pub fn linear_part_input_of(
         &self,
         rgb: Option<&[f32]>,
         depth: Option<&[f32]>,
         vector: &[f32],
     ) -> Result<LinearPartInput, AttackError> {
-        self.linear_part_input(&Sample {
+        let state = Sample {
             rgb: rgb.map(<[f32]>::to_vec),
             depth: depth.map(<[f32]>::to_vec),
             vector: vector.to_vec(),
             action: 0,
             signal: 0.0,
-        })
+        };
+        match self.net.linear_split() {
+            Some(_) => self.linear_part_input(&state),
+            None => Ok(LinearPartInput {
+                rgb_features: None,
+                depth_features: None,
+                vector: state.vector,
+            }),
+        }
     }
 
-    /// The images and vectors of `samples` as `[batch, …]` tensors, checked against the network.
+    /// The network output (tracked by the outer autodiff) for what an attack reconstructed:
+    /// the linear part's input where the model has a split, the state `rgb`, `depth` and
+    /// `linear.vector` otherwise.
+    pub(crate) fn reconstructed_output(
+        &self,
+        rgb: Option<&[f32]>,
+        depth: Option<&[f32]>,
+        linear: &LinearPartInput,
+    ) -> Result<Tensor<Outer<B>, 2>, AttackError> {
+        match self.net.linear_split() {
+            Some(split) => {
+                let (rgb, depth, vector) = self.linear_part_tensors::<Outer<B>>(linear)?;
+                Ok(linear_part_forward(split, rgb, depth, vector).0)
+            }
+            None => {
+                let state = Sample {
+                    rgb: rgb.map(<[f32]>::to_vec),
+                    depth: depth.map(<[f32]>::to_vec),
+                    vector: linear.vector.clone(),
+                    action: 0,
+                    signal: 0.0,
+                };
+                let (rgb, depth, vector) =
+                    self.state_tensors::<Outer<B>>(std::slice::from_ref(&state))?;
+                Ok(self.net.forward_parts(rgb, depth, vector))
+            }
+        }
+    }
+
+    /// The images and vectors of `samples` as `[batch, …]` tensors, checked against the
+    /// network; a part the network does not read is `None`.
     #[allow(clippy::type_complexity)]
     pub(crate) fn state_tensors<BB: Backend<Device = B::Device>>(
         &self,
         samples: &[Sample],
-    ) -> Result<(Option<Tensor<BB, 4>>, Option<Tensor<BB, 4>>, Tensor<BB, 2>), AttackError> {
+    ) -> Result<
+        (
+            Option<Tensor<BB, 4>>,
+            Option<Tensor<BB, 4>>,
+            Option<Tensor<BB, 2>>,
+        ),
+        AttackError,
+    > {
         if samples.is_empty() {
             return Err(AttackError::EmptyBatch);
         }
         let batch = samples.len();
+        let parts = self.net.observation_parts();
         let image = |name: &'static str,
                      shape: Option<privrl_agents::ImageShape>,
                      pick: &dyn Fn(&Sample) -> Option<&Vec<f32>>|
@@ -406,14 +498,14 @@ impl<B: Backend> Victim<B> {
                 )
             }))
         };
-        let rgb = image("rgb", self.net.rgb_shape, &|s| s.rgb.as_ref())?;
-        let depth = image("depth", self.net.depth_shape, &|s| s.depth.as_ref())?;
-        let mut vector = Vec::with_capacity(batch * self.net.d_vector);
+        let rgb = image("rgb", parts.rgb, &|s| s.rgb.as_ref())?;
+        let depth = image("depth", parts.depth, &|s| s.depth.as_ref())?;
+        let mut vector = Vec::with_capacity(batch * parts.vector);
         for (index, sample) in samples.iter().enumerate() {
-            if sample.vector.len() != self.net.d_vector {
+            if sample.vector.len() != parts.vector {
                 return Err(AttackError::ShapeMismatch {
                     what: "vector state",
-                    expected: self.net.d_vector,
+                    expected: parts.vector,
                     got: sample.vector.len(),
                 });
             }
@@ -426,19 +518,24 @@ impl<B: Backend> Victim<B> {
             }
             vector.extend_from_slice(&sample.vector);
         }
-        Ok((
-            rgb,
-            depth,
-            tensor2::<BB>(&vector, self.net.d_vector, &self.device),
-        ))
+        let vector = (parts.vector > 0).then(|| tensor2::<BB>(&vector, parts.vector, &self.device));
+        Ok((rgb, depth, vector))
     }
 
-    /// A linear-part input as `[1, …]` tensors, checked against the network.
+    /// A linear-part input as `[1, …]` tensors, checked against the network's split.
     #[allow(clippy::type_complexity)]
     pub(crate) fn linear_part_tensors<BB: Backend<Device = B::Device>>(
         &self,
         input: &LinearPartInput,
-    ) -> Result<(Option<Tensor<BB, 2>>, Option<Tensor<BB, 2>>, Tensor<BB, 2>), AttackError> {
+    ) -> Result<
+        (
+            Option<Tensor<BB, 2>>,
+            Option<Tensor<BB, 2>>,
+            Option<Tensor<BB, 2>>,
+        ),
+        AttackError,
+    > {
+        let (rgb_width, depth_width) = self.split("the linear part's input")?.feature_widths();
         let features = |what: &'static str,
                         width: Option<usize>,
                         values: Option<&Vec<f32>>|
@@ -453,64 +550,33 @@ impl<B: Backend> Victim<B> {
                 }),
             }
         };
-        let rgb = features(
-            "rgb features",
-            self.net.rgb.as_ref().map(|e| e.d_output),
-            input.rgb_features.as_ref(),
-        )?;
-        let depth = features(
-            "depth features",
-            self.net.depth.as_ref().map(|e| e.d_output),
-            input.depth_features.as_ref(),
-        )?;
-        if input.vector.len() != self.net.d_vector {
+        let rgb = features("rgb features", rgb_width, input.rgb_features.as_ref())?;
+        let depth = features("depth features", depth_width, input.depth_features.as_ref())?;
+        let d_vector = self.net.observation_parts().vector;
+        if input.vector.len() != d_vector {
             return Err(AttackError::ShapeMismatch {
                 what: "vector state",
-                expected: self.net.d_vector,
+                expected: d_vector,
                 got: input.vector.len(),
             });
         }
-        Ok((
-            rgb,
-            depth,
-            tensor2::<BB>(&input.vector, self.net.d_vector, &self.device),
-        ))
+        let vector = (d_vector > 0).then(|| tensor2::<BB>(&input.vector, d_vector, &self.device));
+        Ok((rgb, depth, vector))
     }
 }
 
-/// The forward pass of the victim's linear part from free conv features: the vector branch on
-/// s_c, concatenation `[rgb features, depth features, vector features]` (the order of
-/// `MultimodalNet::features`), then the head. Returns the output and the last layer's input.
+/// The forward pass of a linear part from free conv features and the vector state. Returns
+/// the output and the last layer's input.
 pub(crate) fn linear_part_forward<BB: Backend>(
-    net: &MultimodalNet<BB>,
+    split: &dyn LinearSplit<BB>,
     rgb_features: Option<Tensor<BB, 2>>,
     depth_features: Option<Tensor<BB, 2>>,
-    vector: Tensor<BB, 2>,
+    vector: Option<Tensor<BB, 2>>,
 ) -> (Tensor<BB, 2>, Tensor<BB, 2>) {
-    let features = head_input(net, rgb_features, depth_features, vector);
-    let (output, mut inputs) = net.head.forward_with_layer_inputs(features);
+    let features = split.head_input(rgb_features, depth_features, vector);
+    let (output, mut inputs) = split.head().forward_with_layer_inputs(features);
     let last_input = inputs.pop().expect("the head has at least one layer");
     (output, last_input)
-}
-
-/// The head's input from free conv features and s_c: the vector branch on s_c, then the
-/// concatenation `[rgb features, depth features, vector features]`.
-pub(crate) fn head_input<BB: Backend>(
-    net: &MultimodalNet<BB>,
-    rgb_features: Option<Tensor<BB, 2>>,
-    depth_features: Option<Tensor<BB, 2>>,
-    vector: Tensor<BB, 2>,
-) -> Tensor<BB, 2> {
-    let mut h = vector;
-    for layer in &net.vector_layers {
-        h = net.activation.forward(layer.forward(h));
-    }
-    let parts: Vec<Tensor<BB, 2>> = rgb_features
-        .into_iter()
-        .chain(depth_features)
-        .chain([h])
-        .collect();
-    Tensor::cat(parts, 1)
 }
 
 pub(crate) fn tensor1<BB: Backend>(values: &[f32], device: &BB::Device) -> Tensor<BB, 1> {

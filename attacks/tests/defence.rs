@@ -115,7 +115,7 @@ fn dp_sgd_adds_noise_of_standard_deviation_sigma_c_over_the_batch() {
 fn the_action_survives_weak_noise_and_falls_to_chance_under_strong_noise() {
     let victim = victim(5);
     let mut rng = ChaCha8Rng::seed_from_u64(6);
-    let bias = victim.last_bias_name();
+    let bias = victim.last_bias_name().expect("the head has a bias");
     let trials = 210;
     let accuracy = |defence: GradientMechanismConfig, rng: &mut ChaCha8Rng| {
         let mut correct = 0;

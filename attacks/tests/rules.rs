@@ -16,7 +16,7 @@ const SIZE: usize = 16;
 
 fn bias_gradient(record: &privrl_agents::GradientRecord, victim: &Victim<B>) -> Vec<f32> {
     record
-        .get(&victim.last_bias_name())
+        .get(&victim.last_bias_name().expect("the head has a bias"))
         .expect("last bias gradient")
         .values
         .clone()

@@ -10,6 +10,7 @@
 
 mod activation;
 mod conv;
+mod conv_net;
 mod dense;
 mod mlp;
 mod multimodal;
@@ -20,6 +21,7 @@ pub use self::conv::{
     conv2d_im2col, Conv2dLayer, Conv2dLayerConfig, Conv2dLayerRecord, Conv2dLayerRecordItem,
     ConvEncoder, ConvEncoderConfig, ConvEncoderRecord, ConvEncoderRecordItem,
 };
+pub use self::conv_net::{ConvNet, ConvNetConfig, ConvNetRecord, ConvNetRecordItem};
 pub use self::dense::{matmul_by_row_blocks, Dense, DenseConfig, DenseRecord, DenseRecordItem};
 pub use self::mlp::{Mlp, MlpConfig, MlpRecord, MlpRecordItem};
 pub use self::multimodal::{

@@ -9,6 +9,7 @@ use super::reconstruction::{LossRecord, Reconstruction};
 use super::supervision::FreeSupervision;
 use super::variables::{split_rows, Values};
 use crate::error::AttackError;
+use crate::model::InvertibleModel;
 use crate::victim::Outer;
 
 /// Every way of giving the |B| entries of `bias_gradient` largest in magnitude (or all of its
@@ -69,7 +70,7 @@ fn batch_error_directions(bias_gradient: &[f32], assignment: &[usize]) -> Vec<f3
     directions
 }
 
-impl<B: Backend> Problem<'_, B> {
+impl<B: Backend, M: InvertibleModel<Outer<B>>> Problem<'_, B, M> {
     /// [`attack_batch`](super::attack_batch) for more than one sample: stage 1 under every action
     /// assignment, the best one's stage 2, then each sample's action and target Q.
     pub(super) fn batch_attack(
@@ -85,7 +86,7 @@ impl<B: Backend> Problem<'_, B> {
             })?;
         let actions = victim.num_actions();
         let mut supervision = FreeSupervision::new(self.config, actions, rng);
-        let mut best: Option<AssignmentCandidate<'_, B>> = None;
+        let mut best: Option<AssignmentCandidate<'_, B, M>> = None;
         for assignment in batch_action_assignments(bias_gradient, self.batch) {
             let directions = batch_error_directions(bias_gradient, &assignment);
             let problem = Problem {
@@ -148,9 +149,9 @@ impl<B: Backend> Problem<'_, B> {
 }
 
 /// Stage 1 of the batch attack under one assignment of actions to samples.
-struct AssignmentCandidate<'a, B: Backend> {
+struct AssignmentCandidate<'a, B: Backend, M> {
     loss: f64,
-    problem: Problem<'a, B>,
+    problem: Problem<'a, B, M>,
     assignment: Vec<usize>,
     /// The per-sample error directions of [`batch_error_directions`], `[batch · actions]`.
     directions: Vec<f32>,

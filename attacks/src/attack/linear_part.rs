@@ -8,26 +8,30 @@ use super::problem::Problem;
 use super::reconstruction::{LossRecord, Stage};
 use super::supervision::FreeSupervision;
 use super::variables::{split_rows, Block, Layout, Values};
-use crate::victim::LinearPartInput;
+use crate::model::InvertibleModel;
+use crate::victim::{LinearPartInput, Outer};
 
-impl<B: Backend> Problem<'_, B> {
+impl<B: Backend, M: InvertibleModel<Outer<B>>> Problem<'_, B, M> {
     /// Stage 1: the inputs of the linear part (conv features and s_c) of every sample, with
-    /// the final loss of the best restart.
+    /// the final loss of the best restart. Needs the model's linear split (checked before).
     pub(super) fn linear_stage(
         &self,
         supervision: &mut FreeSupervision,
         rng: &mut ChaCha8Rng,
         history: &mut Vec<LossRecord>,
     ) -> (f64, Values) {
-        let net = self.victim.net();
+        let (rgb, depth) = self
+            .victim
+            .net()
+            .linear_split()
+            .map_or((None, None), |split| split.feature_widths());
         let mut layout = Layout::default();
-        if let Some(e) = &net.rgb {
-            layout.push(Block::RgbFeatures, e.d_output * self.batch);
-        }
-        if let Some(e) = &net.depth {
-            layout.push(Block::DepthFeatures, e.d_output * self.batch);
-        }
-        layout.push(Block::Vector, net.d_vector * self.batch);
+        layout.push(Block::RgbFeatures, rgb.unwrap_or(0) * self.batch);
+        layout.push(Block::DepthFeatures, depth.unwrap_or(0) * self.batch);
+        layout.push(
+            Block::Vector,
+            self.victim.observation_parts().vector * self.batch,
+        );
         self.run_restarts(Stage::LinearPart, layout, supervision, None, rng, history)
     }
 

@@ -11,11 +11,16 @@ use privrl_agents::per_sample::{probed_forward, PerSampleFactors};
 use super::problem::Problem;
 use super::reconstruction::Stage;
 use super::variables::Vars;
+use crate::model::InvertibleModel;
 use crate::parts::{MatchedGradient, ReconstructedGradient};
-use crate::victim::{head_input, Inner, Outer, Victim};
+use crate::victim::{Inner, Outer};
 
-impl<B: Backend> Problem<'_, B> {
+impl<B: Backend, M: InvertibleModel<Outer<B>>> Problem<'_, B, M> {
     /// The loss of one iteration: L(g_rec, g) (+ the prior on images).
+    ///
+    /// With a linear split, the head's weight gradients come back as their factors (see
+    /// `ReconstructedGradient::Factored`) and the other parameters' gradients are formed;
+    /// without one (joint optimisation only), every gradient is formed.
     pub(super) fn loss(
         &self,
         stage: Stage,
@@ -25,31 +30,30 @@ impl<B: Backend> Problem<'_, B> {
         let net = self.victim.net();
         let lift2 = |t: Tensor<Inner<B>, 2>| Tensor::<Outer<B>, 2>::from_inner(t);
         let lift4 = |t: Tensor<Inner<B>, 4>| Tensor::<Outer<B>, 4>::from_inner(t);
-        let head_input = match stage {
-            Stage::LinearPart => head_input(
-                net,
-                vars.rgb_features.map(lift2),
-                vars.depth_features.map(lift2),
-                lift2(vars.vector.expect("stage 1 reconstructs the vector")),
-            ),
-            Stage::Images => net.features(
-                vars.rgb.clone().map(lift4),
-                vars.depth.clone().map(lift4),
-                lift2(fixed_vector.expect("stage 2 fixes the vector").clone()),
-            ),
-            Stage::Joint => net.features(
-                vars.rgb.clone().map(lift4),
-                vars.depth.clone().map(lift4),
-                lift2(
-                    vars.vector
-                        .expect("the joint stage reconstructs the vector"),
-                ),
-            ),
+        let split = net.linear_split();
+        let (rgb, depth) = (vars.rgb.clone().map(lift4), vars.depth.clone().map(lift4));
+        let vector = match stage {
+            Stage::Images => fixed_vector.cloned().map(lift2),
+            Stage::LinearPart | Stage::Joint => vars.vector.map(lift2),
         };
-        // The head's weight gradients come back as their factors (see
-        // `ReconstructedGradient::Factored`); the other parameters' gradients are formed.
-        let head = probed_forward(&net.head, head_input);
-        let output = head.output.clone();
+        let (output, head) = match split {
+            Some(split) => {
+                let head_input = match stage {
+                    Stage::LinearPart => split.head_input(
+                        vars.rgb_features.map(lift2),
+                        vars.depth_features.map(lift2),
+                        vector,
+                    ),
+                    Stage::Images | Stage::Joint => {
+                        let (rgb, depth) = split.image_features(rgb, depth);
+                        split.head_input(rgb, depth, vector)
+                    }
+                };
+                let head = probed_forward(split.head(), head_input);
+                (head.output.clone(), Some((split, head)))
+            }
+            None => (net.forward_parts(rgb, depth, vector), None),
+        };
         let objective = match &self.error_direction {
             // eq. 6: J̃ = (∇_{b_last} J)ᵀ F(x_rec)
             Some(direction) => (output * direction.clone()).sum(),
@@ -76,21 +80,24 @@ impl<B: Backend> Problem<'_, B> {
         };
         let mut parts: Vec<MatchedGradient<Inner<B>>> = param_gradients(net, &grads)
             .into_iter()
-            .filter(|g| stage != Stage::LinearPart || Victim::<B>::is_linear_parameter(&g.name))
+            .filter(|g| stage != Stage::LinearPart || self.victim.is_determined_parameter(&g.name))
             .filter_map(|g| matched(&g.name, ReconstructedGradient::Flat(g.gradient)))
             .collect();
-        let factors = PerSampleFactors::from_backward(&net.head, &head, &grads);
-        for (l, (inputs, errors)) in factors.layers().enumerate() {
-            let bias = errors.clone().sum_dim(0).reshape([-1]);
-            let weight = ReconstructedGradient::Factored {
-                inputs: inputs.clone(),
-                errors: errors.clone(),
-            };
-            parts.extend(matched(&format!("head.layers.{l}.weight"), weight));
-            parts.extend(matched(
-                &format!("head.layers.{l}.bias"),
-                ReconstructedGradient::Flat(bias),
-            ));
+        if let Some((split, head)) = head {
+            let prefix = split.head_prefix();
+            let factors = PerSampleFactors::from_backward(split.head(), &head, &grads);
+            for (l, (inputs, errors)) in factors.layers().enumerate() {
+                let bias = errors.clone().sum_dim(0).reshape([-1]);
+                let weight = ReconstructedGradient::Factored {
+                    inputs: inputs.clone(),
+                    errors: errors.clone(),
+                };
+                parts.extend(matched(&format!("{prefix}layers.{l}.weight"), weight));
+                parts.extend(matched(
+                    &format!("{prefix}layers.{l}.bias"),
+                    ReconstructedGradient::Flat(bias),
+                ));
+            }
         }
         let mut loss = self.config.matching.loss_of_matched(parts);
         if let Some(prior) = &self.config.prior {
@@ -114,7 +121,7 @@ mod tests {
     use crate::attack::variables::{Block, Layout};
     use crate::attack::AttackConfig;
     use crate::parts::gaussian_noise;
-    use crate::victim::{Sample, VictimKind};
+    use crate::victim::{Sample, Victim, VictimKind};
 
     /// f64 throughout, so that central differences resolve the gradient to ~1e-8.
     type B = NdArray<f64>;
@@ -123,7 +130,7 @@ mod tests {
     /// gradients as factors (`ReconstructedGradient::Factored`), matched by eq. 5 plus the
     /// magnitude term, differentiated by the inner autodiff.
     fn loss_and_gradient(
-        problem: &Problem<'_, B>,
+        problem: &Problem<'_, B, privrl_agents::MultimodalNet<Outer<B>>>,
         layout: &Layout,
         theta: &[f64],
     ) -> (f64, Vec<f64>) {

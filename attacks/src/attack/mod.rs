@@ -43,8 +43,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::error::AttackError;
+use crate::model::InvertibleModel;
 use crate::parts::StateOptimisation;
-use crate::victim::Victim;
+use crate::victim::{Outer, Victim};
 
 pub use batch::batch_action_assignments;
 pub use config::AttackConfig;
@@ -57,11 +58,12 @@ use supervision::{FreeSupervision, Supervision};
 /// attack that `config` describes. Deterministic given `config.seed` and the backend.
 ///
 /// 1. The state: two stages (linear part, then images) or the joint ablation, each an
-///    optimisation of eq. 2 by the shared loop.
+///    optimisation of eq. 2 by the shared loop. A model without a linear split
+///    ([`InvertibleModel::linear_split`]) always takes the joint optimisation.
 /// 2. The action and the signal: by the rules (eq. 7, Section IV-C2, eq. 8–9) on the
 ///    reconstruction of the linear part, or, for DLG/IG, the jointly optimised values.
-pub fn attack<B: Backend>(
-    victim: &Victim<B>,
+pub fn attack<B: Backend, M: InvertibleModel<Outer<B>>>(
+    victim: &Victim<B, M>,
     record: &GradientRecord,
     config: &AttackConfig,
 ) -> Result<Reconstruction, AttackError> {
@@ -85,8 +87,8 @@ pub const MAX_BATCH: usize = 8;
 ///   ∇_{b_last} J at that action, divided equally among the samples that share the action.
 ///   The true split is unknown; with distinct actions this is exact;
 /// - its target Q is Q̂_rec(s_k, a_k) − |B|·d_k/2, since J is the batch mean of (Q̂ − Q)².
-pub fn attack_batch<B: Backend>(
-    victim: &Victim<B>,
+pub fn attack_batch<B: Backend, M: InvertibleModel<Outer<B>>>(
+    victim: &Victim<B, M>,
     record: &GradientRecord,
     config: &AttackConfig,
     batch_size: usize,
@@ -110,11 +112,13 @@ pub fn attack_batch<B: Backend>(
 
         // Free supervision (DLG/IG): action logits and signal, carried from stage to stage.
         let mut supervision = FreeSupervision::new(config, victim.num_actions(), &mut rng);
+        // A model without a linear split has no stage 1: its state is optimised jointly.
+        let two_stages = victim.net().linear_split().is_some();
         let state = match config.state {
-            StateOptimisation::TwoStage => {
+            StateOptimisation::TwoStage if two_stages => {
                 problem.two_stages(&mut supervision, &mut rng, &mut history)?
             }
-            StateOptimisation::Joint => {
+            StateOptimisation::TwoStage | StateOptimisation::Joint => {
                 problem.joint_state(&mut supervision, &mut rng, &mut history)?
             }
         };
@@ -123,7 +127,12 @@ pub fn attack_batch<B: Backend>(
             signal,
             predicted_q,
             probabilities,
-        } = problem.recover_supervision(record, &state.linear_part, &supervision)?;
+        } = problem.recover_supervision(
+            record,
+            (state.rgb.as_deref(), state.depth.as_deref()),
+            &state.linear_part,
+            &supervision,
+        )?;
         Ok(vec![Reconstruction {
             rgb: state.rgb,
             depth: state.depth,

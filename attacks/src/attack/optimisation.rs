@@ -10,10 +10,11 @@ use super::problem::Problem;
 use super::reconstruction::{LossRecord, Stage};
 use super::supervision::FreeSupervision;
 use super::variables::{Layout, Values};
+use crate::model::InvertibleModel;
 use crate::parts::gaussian_noise;
-use crate::victim::{host, tensor1, Inner};
+use crate::victim::{host, tensor1, Inner, Outer};
 
-impl<B: Backend> Problem<'_, B> {
+impl<B: Backend, M: InvertibleModel<Outer<B>>> Problem<'_, B, M> {
     /// Runs a stage `restarts` times, each from fresh Gaussian values for the blocks of
     /// `layout` followed by the carried free supervision, and keeps the run with the lowest
     /// final loss (whose supervision values it carries on); returns that loss and the values.

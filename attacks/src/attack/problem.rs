@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use burn::module::{Module, ModuleVisitor, Param};
+use burn::module::{ModuleVisitor, Param};
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use privrl_agents::heads::one_hot;
@@ -11,14 +11,15 @@ use privrl_agents::GradientRecord;
 
 use super::config::AttackConfig;
 use crate::error::AttackError;
+use crate::model::InvertibleModel;
 use crate::parts::{ActionRule, GradientSource, StateOptimisation};
 use crate::recovery::action_before_reconstruction;
 use crate::victim::{tensor1, Inner, Outer, Victim, VictimKind};
 
 /// Everything an iteration needs that does not change between iterations.
 #[derive(Clone)]
-pub(super) struct Problem<'a, B: Backend> {
-    pub(super) victim: &'a Victim<B>,
+pub(super) struct Problem<'a, B: Backend, M> {
+    pub(super) victim: &'a Victim<B, M>,
     /// Samples behind the shared gradient; every free variable has this leading dimension.
     pub(super) batch: usize,
     pub(super) config: &'a AttackConfig,
@@ -32,13 +33,16 @@ pub(super) struct Problem<'a, B: Backend> {
     pub(super) fixed_action: Option<Tensor<Outer<B>, 2>>,
 }
 
-impl<'a, B: Backend> Problem<'a, B> {
+impl<'a, B: Backend, M: InvertibleModel<Outer<B>>> Problem<'a, B, M> {
     pub(super) fn new(
-        victim: &'a Victim<B>,
+        victim: &'a Victim<B, M>,
         record: &GradientRecord,
         config: &'a AttackConfig,
         batch: usize,
     ) -> Result<Self, AttackError> {
+        if batch > 1 {
+            victim.split("the batch attack")?;
+        }
         if batch > 1
             && (victim.kind() != VictimKind::Dqn
                 || config.source != GradientSource::ErrorDirection
@@ -78,11 +82,16 @@ impl<'a, B: Backend> Problem<'a, B> {
                 (tensor1::<Inner<B>>(&entry.values, device), norm_sq),
             );
         }
-        let bias_name = victim.last_bias_name();
-        let bias_gradient = record.get(&bias_name).map(|g| g.values.clone());
-        if bias_gradient.is_none() && victim.net().last_layer().bias.is_some() {
-            return Err(AttackError::MissingGradient { name: bias_name });
-        }
+        let bias_gradient = match victim.last_bias_name() {
+            Some(name) => Some(
+                record
+                    .get(&name)
+                    .ok_or(AttackError::MissingGradient { name })?
+                    .values
+                    .clone(),
+            ),
+            None => None,
+        };
         let needs_bias = |what: &'static str| AttackError::NoLastBias { needed_by: what };
         let error_direction = match config.source {
             GradientSource::ErrorDirection => {

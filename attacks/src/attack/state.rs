@@ -8,7 +8,8 @@ use super::reconstruction::{LossRecord, Stage};
 use super::supervision::FreeSupervision;
 use super::variables::Block;
 use crate::error::AttackError;
-use crate::victim::LinearPartInput;
+use crate::model::InvertibleModel;
+use crate::victim::{LinearPartInput, Outer};
 
 /// The reconstructed state.
 pub(super) struct StateReconstruction {
@@ -17,7 +18,7 @@ pub(super) struct StateReconstruction {
     pub(super) linear_part: LinearPartInput,
 }
 
-impl<B: Backend> Problem<'_, B> {
+impl<B: Backend, M: InvertibleModel<Outer<B>>> Problem<'_, B, M> {
     /// Stage 1 (the linear part's input from the Dense layers' gradients), then stage 2 (the
     /// images from all gradients, s_c fixed at stage 1's result).
     pub(super) fn two_stages(
@@ -36,7 +37,8 @@ impl<B: Backend> Problem<'_, B> {
         })
     }
 
-    /// The ablation of Fig. 4: images and vector together, against all gradients.
+    /// The ablation of Fig. 4: images and vector together, against all gradients; the attack
+    /// of a model without a linear split.
     pub(super) fn joint_state(
         &self,
         supervision: &mut FreeSupervision,

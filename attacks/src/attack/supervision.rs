@@ -10,11 +10,10 @@ use super::config::AttackConfig;
 use super::problem::Problem;
 use super::variables::{Block, Layout};
 use crate::error::AttackError;
+use crate::model::InvertibleModel;
 use crate::parts::{gaussian_noise, ActionRule, GradientSource, SignalRule};
-use crate::recovery::{
-    action_before_reconstruction, policy_gradient_recovery, q_value_from_error_magnitude,
-};
-use crate::victim::{host, LinearPartInput, VictimKind};
+use crate::recovery::{action_before_reconstruction, policy_gradient_recovery, q_value_rule};
+use crate::victim::{host, LinearPartInput, Outer, VictimKind};
 
 /// The reconstructed action, signal, Q̂_rec and p_rec.
 pub(super) struct Supervision {
@@ -69,17 +68,19 @@ impl FreeSupervision {
     }
 }
 
-impl<B: Backend> Problem<'_, B> {
+impl<B: Backend, M: InvertibleModel<Outer<B>>> Problem<'_, B, M> {
     /// The action and the signal: the jointly optimised values where the config optimises
-    /// them, the rules otherwise.
+    /// them, the rules otherwise. The output F(x_rec) comes from stage 1's `linear_part`, or
+    /// from the reconstructed images and vector for a model without a linear split.
     pub(super) fn recover_supervision(
         &self,
         record: &GradientRecord,
+        (rgb, depth): (Option<&[f32]>, Option<&[f32]>),
         linear_part: &LinearPartInput,
         supervision: &FreeSupervision,
     ) -> Result<Supervision, AttackError> {
         let victim = self.victim;
-        let output = victim.linear_part_output(linear_part)?.output;
+        let output = host(victim.reconstructed_output(rgb, depth, linear_part)?);
         let bias_gradient = self.bias_gradient.as_deref();
         let rule_action = bias_gradient
             .and_then(|g| action_before_reconstruction(self.config.action_recovery, g));
@@ -92,7 +93,8 @@ impl<B: Backend> Problem<'_, B> {
                     Some(signal) => signal,
                     // Section IV-C2
                     None => {
-                        q_value_from_error_magnitude(victim, record, linear_part, action)?.target_q
+                        let output = victim.reconstructed_output(rgb, depth, linear_part)?;
+                        q_value_rule(victim, record, output, action)?.target_q
                     }
                 };
                 Ok(Supervision {

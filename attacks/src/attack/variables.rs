@@ -5,7 +5,8 @@ use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 
 use super::problem::Problem;
-use crate::victim::Inner;
+use crate::model::InvertibleModel;
+use crate::victim::{Inner, Outer};
 
 /// `values` cut into `rows` equal consecutive rows (one per sample).
 pub(super) fn split_rows(values: &[f32], rows: usize) -> Vec<Vec<f32>> {
@@ -33,7 +34,11 @@ pub(super) struct Layout {
 }
 
 impl Layout {
+    /// Appends a block; an empty one is left out (a part the model does not read).
     pub(super) fn push(&mut self, block: Block, len: usize) {
+        if len == 0 {
+            return;
+        }
         self.blocks.push((block, self.len, len));
         self.len += len;
     }
@@ -94,9 +99,9 @@ pub(super) struct Vars<BB: Backend> {
     pub(super) signal: Option<Tensor<BB, 1>>,
 }
 
-impl<B: Backend> Problem<'_, B> {
+impl<B: Backend, M: InvertibleModel<Outer<B>>> Problem<'_, B, M> {
     pub(super) fn split(&self, layout: &Layout, theta: &Tensor<Inner<B>, 1>) -> Vars<Inner<B>> {
-        let net = self.victim.net();
+        let parts = self.victim.observation_parts();
         let image = |block, shape: Option<privrl_agents::ImageShape>| {
             layout
                 .slice(block, theta)
@@ -106,8 +111,8 @@ impl<B: Backend> Problem<'_, B> {
         let batch = self.batch as i32;
         let row = |block| layout.slice(block, theta).map(|t| t.reshape([batch, -1]));
         Vars {
-            rgb: image(Block::Rgb, net.rgb_shape),
-            depth: image(Block::Depth, net.depth_shape),
+            rgb: image(Block::Rgb, parts.rgb),
+            depth: image(Block::Depth, parts.depth),
             vector: row(Block::Vector),
             rgb_features: row(Block::RgbFeatures),
             depth_features: row(Block::DepthFeatures),

@@ -3,12 +3,15 @@
 //! supervision-signal results of Section V-A.
 
 mod attack;
+mod gradients_file;
 mod headline;
 mod job;
 mod method;
+mod model_job;
 mod plan;
 mod report;
 mod run_files;
+mod samples_dir;
 mod verdict;
 
 use anyhow::Result;
@@ -21,13 +24,16 @@ use crate::summary::SuiteOutcome;
 use crate::sweep::{run_parallel, Job};
 
 pub use self::attack::{run_attack, AttackArgs, SettingArg};
+pub use self::gradients_file::{model_metadata, CONFIG_KEY, MODEL_KEY};
 pub use self::job::VictimWidth;
 pub(crate) use self::job::{paper_normalisation, room_samples, victim_config, InversionJob};
 pub use self::method::Method;
+pub use self::model_job::ModelArg;
 pub use self::plan::{InversionArgs, NormalisationArg};
 pub(crate) use self::plan::{InversionPlan, ENTROPY_WEIGHT};
 pub(crate) use self::report::{failure_rate, summary, FAILURE_NOTE};
 pub(crate) use self::run_files::{reconstruction_sheet, write_rows};
+pub use self::samples_dir::{read_samples_dir, SampleFile, SamplesDirError, UserSamples};
 
 /// Runs the suite and writes `runs/inversion/report.md`; returns the report's path.
 pub fn run(args: InversionArgs) -> Result<SuiteOutcome> {
