@@ -244,11 +244,11 @@ fn total_norm<B: Backend>(squared: Vec<Tensor<B, 1>>) -> Tensor<B, 1> {
 }
 
 /// `min(1, C / ‖g_i‖)`; a zero gradient keeps factor 1.
-fn clip_factors<B: Backend>(norms: Tensor<B, 1>, clip: f64) -> Tensor<B, 1> {
+pub(crate) fn clip_factors<B: Backend>(norms: Tensor<B, 1>, clip: f64) -> Tensor<B, 1> {
     (norms.clamp_min(1e-12).recip() * clip).clamp_max(1.0)
 }
 
-fn host<B: Backend, const D: usize>(tensor: Tensor<B, D>) -> Vec<f32> {
+pub(crate) fn host<B: Backend, const D: usize>(tensor: Tensor<B, D>) -> Vec<f32> {
     tensor
         .into_data()
         .convert::<f32>()

@@ -103,3 +103,26 @@ fn adjacency_is_an_option_printed_beside_epsilon() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("adjacency"), "{stderr}");
 }
+
+#[test]
+fn a_target_epsilon_gives_the_calibrated_noise_multiplier() {
+    // Opacus' first reference row: σ = 1 gives ε = 0.677826 at q = 0.001, 1000 steps, δ = 1e-5,
+    // so the target 0.677826 calibrates back to σ = 1 (to the solver's 1e-6).
+    let (code, stdout, stderr) =
+        privacy("dpsgd --q 0.001 --steps 1000 --delta 1e-5 --target-epsilon 0.677826");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("noise multiplier sigma = 1.000000")
+            || stdout.contains("noise multiplier sigma = 0.999999"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("add/remove adjacency"), "{stdout}");
+    let (code, stdout, stderr) =
+        privacy("dpsgd --q 1 --steps 1000000 --delta 1e-5 --target-eps 1e-4");
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stderr.contains("target_epsilon") && stderr.contains("cannot be reached"),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("sigma ="), "{stdout}");
+}
