@@ -4,22 +4,24 @@
 
 use privrl_privacy::{dp_sgd_epsilon_under, noise_multiplier_for_under, Adjacency, PrivacyError};
 
-/// The smallest σ on the grid σ_k = lo·(1 + 1e-3)^k whose ε meets the target: brute force.
-fn smallest_grid_sigma(
+/// The grid cell (σ_k, σ_{k+1}] of σ_k = 0.98·σ·1.0002^k in which ε first meets the target,
+/// scanned step by step: brute force.
+fn brute_force_cell(
     adjacency: Adjacency,
     target: f64,
     delta: f64,
     q: f64,
     steps: u64,
+    near: f64,
 ) -> (f64, f64) {
     let eps = |s: f64| dp_sgd_epsilon_under(adjacency, q, s, steps, delta).unwrap();
-    let mut previous = 0.3;
+    let mut previous = 0.98 * near;
     assert!(
         eps(previous) > target,
         "the scan must start below the answer"
     );
     loop {
-        let sigma = previous * 1.001;
+        let sigma = previous * 1.0002;
         if eps(sigma) <= target {
             return (previous, sigma);
         }
@@ -44,7 +46,7 @@ fn the_calibrated_sigma_is_the_smallest_that_meets_the_target() {
                 "{adjacency}: σ = {sigma} not minimal"
             );
             // Brute force: σ lies in the grid cell where ε crosses the target.
-            let (below, above) = smallest_grid_sigma(adjacency, target, delta, q, steps);
+            let (below, above) = brute_force_cell(adjacency, target, delta, q, steps, sigma);
             assert!(
                 below < sigma && sigma <= above * (1.0 + 1e-6),
                 "{adjacency}: σ = {sigma} outside the brute-force cell ({below}, {above}]"
