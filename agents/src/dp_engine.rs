@@ -501,7 +501,9 @@ impl<B: AutodiffBackend, const D: usize> GradSampleLayer<B, D> for Linear<B> {
         if activations.dims()[D - 1] != d_in || backprops.dims()[D - 1] != d_out {
             return Err(EngineError::UnsupportedLayer {
                 layer: "Linear",
-                reason: "a weight stored as [d_output, d_input] (LinearLayout::Col)".into(),
+                reason: format!(
+                    "activations or backprops do not match the weight [{d_in}, {d_out}]"
+                ),
             });
         }
         Ok(linear_grad_samples(
