@@ -441,3 +441,69 @@ fn the_same_seed_gives_the_same_bytes() {
     assert_eq!(train(9), train(9));
     assert_ne!(train(9), train(10));
 }
+
+/// A model with a layer that has no fast path (LayerNorm): the fallback still trains it
+/// privately, and the fast path names the parameter it cannot cover.
+#[derive(Module, Debug)]
+struct Normed<B: Backend> {
+    hidden: Linear<B>,
+    norm: burn::nn::LayerNorm<B>,
+    out: Linear<B>,
+}
+
+impl<B: AutodiffBackend> Normed<B> {
+    fn forward(&self, x: Tensor<B, 2>, tape: &mut Tape<B>) -> Tensor<B, 2> {
+        let h = tape.trace(&self.hidden, x);
+        let h = tanh(self.norm.forward(h));
+        tape.trace(&self.out, h)
+    }
+}
+
+#[test]
+fn the_fallback_covers_any_module() {
+    let device = Default::default();
+    let net = Normed::<B> {
+        hidden: LinearConfig::new(3, 6).init(&device),
+        norm: burn::nn::LayerNormConfig::new(6).init(&device),
+        out: LinearConfig::new(6, 2).init(&device),
+    };
+    let (x, y) = mlp_data(10);
+    let loss = |net: &Normed<B>, batch: &[usize], tape: &mut Tape<B>| {
+        let error = net.forward(select_records(&x, batch), tape) - select_records(&y, batch);
+        error.powi_scalar(2).sum_dim(1).squeeze_dim::<1>(1)
+    };
+    let fallback = MicroBatches(|m: &Normed<B>, b: &[usize]| loss(m, b, &mut Tape::off()));
+    // σ = 0, C huge, q = 1: the plain mean gradient, LayerNorm's γ and β included.
+    let mut engine = engine(10, 1.0, 1e9, NoiseCalibration::NoiseMultiplier(0.0), 4);
+    let batch = engine.sample().unwrap();
+    let private = engine.private_gradient(&net, &batch, &fallback).unwrap();
+    let plain = autodiff::exclusive(|| {
+        let mean = loss(&net, &batch, &mut Tape::off()).mean();
+        GradientRecord::from_grads(&net, &autodiff::backward(&mean))
+    });
+    assert_eq!(private.names(), plain.names());
+    assert!(private.names().contains(&"norm.gamma"));
+    assert_close(
+        &private.flatten(),
+        &plain.flatten(),
+        "fallback mean gradient",
+    );
+    // A full step through any Burn optimiser.
+    let mut optimizer = SgdConfig::new().init();
+    let mut engine = engine_with_noise(10);
+    let _net = engine
+        .step(net.clone(), &mut optimizer, 0.1, &fallback)
+        .unwrap();
+    assert_eq!(engine.steps(), 1);
+    let error = Traced(loss)
+        .per_sample_gradients(&net, &[0, 1], &ParamLayout::of(&net))
+        .unwrap_err();
+    assert!(
+        matches!(&error, EngineError::Untraced { name } if name == "norm.gamma"),
+        "{error}"
+    );
+}
+
+fn engine_with_noise(n: usize) -> PrivacyEngine {
+    engine(n, 0.5, 1.0, NoiseCalibration::NoiseMultiplier(1.0), 5)
+}
