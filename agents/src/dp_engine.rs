@@ -238,7 +238,7 @@ pub struct MicroBatches<F>(pub F);
 impl<B, M, F> PerSampleGradients<B, M> for MicroBatches<F>
 where
     B: AutodiffBackend,
-    M: AutodiffModule<B>,
+    M: AutodiffModule<B> + Sync,
     F: Fn(&M, &[usize]) -> Tensor<B, 1> + Sync,
 {
     fn per_sample_gradients(
@@ -247,14 +247,13 @@ where
         batch: &[usize],
         layout: &ParamLayout,
     ) -> Result<Tensor<B::InnerBackend, 2>, EngineError> {
-        let module = module.clone();
-        autodiff::exclusive(move || {
+        autodiff::exclusive(|| {
             let mut rows = Vec::with_capacity(batch.len());
             for &record in batch {
-                let losses = (self.0)(&module, &[record]);
+                let losses = (self.0)(module, &[record]);
                 check_losses(&losses, 1)?;
                 let grads = autodiff::backward(&losses.sum());
-                rows.push(flat_gradient::<B, M>(&module, &grads, layout));
+                rows.push(flat_gradient::<B, M>(module, &grads, layout));
             }
             Ok(Tensor::stack(rows, 0))
         })
@@ -315,7 +314,7 @@ pub struct Traced<F>(pub F);
 impl<B, M, F> PerSampleGradients<B, M> for Traced<F>
 where
     B: AutodiffBackend,
-    M: AutodiffModule<B>,
+    M: AutodiffModule<B> + Sync,
     F: Fn(&M, &[usize], &mut Tape<B>) -> Tensor<B, 1> + Sync,
 {
     fn per_sample_gradients(
@@ -324,10 +323,9 @@ where
         batch: &[usize],
         layout: &ParamLayout,
     ) -> Result<Tensor<B::InnerBackend, 2>, EngineError> {
-        let module = module.clone();
-        autodiff::exclusive(move || {
+        autodiff::exclusive(|| {
             let mut tape = Tape::recording();
-            let losses = (self.0)(&module, batch, &mut tape);
+            let losses = (self.0)(module, batch, &mut tape);
             check_losses(&losses, batch.len())?;
             let grads = autodiff::backward(&losses.sum());
             let mut by_id: HashMap<ParamId, Tensor<B::InnerBackend, 2>> = HashMap::new();
@@ -872,7 +870,7 @@ impl PrivacyEngine {
     ) -> Result<GradientRecord, EngineError>
     where
         B: AutodiffBackend,
-        M: AutodiffModule<B>,
+        M: AutodiffModule<B> + Sync,
     {
         if let Some(&index) = batch.iter().find(|&&i| i >= self.config.dataset_size) {
             return Err(EngineError::Index {
@@ -880,7 +878,10 @@ impl PrivacyEngine {
                 size: self.config.dataset_size,
             });
         }
-        let layout = ParamLayout::of(module);
+        // Reading the parameters initialises Burn's lazy ones, which makes tracked leaves: in a
+        // section, like every other tracked op, and on `module` itself (a clone of an
+        // uninitialised module initialises its own, different, values).
+        let layout = autodiff::exclusive(|| ParamLayout::of(module));
         let dimension = layout.num_values();
         let clipped_sum = if batch.is_empty() {
             vec![0.0; dimension]
@@ -927,15 +928,15 @@ impl PrivacyEngine {
     ) -> Result<M, EngineError>
     where
         B: AutodiffBackend,
-        M: AutodiffModule<B>,
+        M: AutodiffModule<B> + Sync,
         O: Optimizer<M, B>,
     {
         let batch = self.sample()?;
         let gradient = self.private_gradient(&module, &batch, per_sample)?;
-        let grads = gradient.to_gradients_params(&module)?;
-        Ok(autodiff::exclusive(move || {
-            optimizer.step(lr, module, grads)
-        }))
+        autodiff::exclusive(move || {
+            let grads = gradient.to_gradients_params(&module)?;
+            Ok(optimizer.step(lr, module, grads))
+        })
     }
 
     fn record_release(&mut self) {
