@@ -507,3 +507,29 @@ fn the_fallback_covers_any_module() {
 fn engine_with_noise(n: usize) -> PrivacyEngine {
     engine(n, 0.5, 1.0, NoiseCalibration::NoiseMultiplier(1.0), 5)
 }
+
+/// privrl's own `Mlp` through the engine's fast path equals its analytic per-sample factors
+/// (`PerSampleFactors::materialize`, the DQN's path): two fast paths, one answer.
+#[test]
+fn an_mlp_traced_equals_its_analytic_factors() {
+    use privrl_agents::per_sample::{probed_forward, traced_forward};
+    use privrl_agents::{MlpConfig, PerSampleFactors};
+    let device = Default::default();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(8);
+    let mlp = MlpConfig::new(3, vec![6, 5], 2).init::<B>(&device, &mut rng);
+    let (x, y) = mlp_data(7);
+    let loss = |m: &privrl_agents::Mlp<B>, batch: &[usize], tape: &mut Tape<B>| {
+        let error = traced_forward(m, select_records(&x, batch), tape) - select_records(&y, batch);
+        error.powi_scalar(2).sum_dim(1).squeeze_dim::<1>(1)
+    };
+    let batch: Vec<usize> = (0..7).collect();
+    let traced = Traced(loss)
+        .per_sample_gradients(&mlp, &batch, &ParamLayout::of(&mlp))
+        .unwrap();
+    let analytic = autodiff::exclusive(|| {
+        let forward = probed_forward(&mlp, x.clone());
+        let loss = (forward.output.clone() - y.clone()).powi_scalar(2).sum();
+        PerSampleFactors::from_backward(&mlp, &forward, &autodiff::backward(&loss)).materialize()
+    });
+    assert_close(&host(traced), &analytic.concat(), "Mlp: traced vs analytic");
+}
