@@ -64,6 +64,7 @@ pub mod a3c;
 pub mod agent;
 pub mod autodiff;
 mod buffer;
+pub mod dp_engine;
 pub mod dqn;
 mod env;
 mod error;

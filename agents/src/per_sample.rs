@@ -19,6 +19,7 @@ use privrl_privacy::{Clipping, DpSgd};
 use rand::Rng;
 
 use crate::autodiff;
+use crate::dp_engine::Tape;
 use crate::error::AgentError;
 use crate::nn::Mlp;
 use crate::record::{GradientRecord, NamedGradient};
@@ -60,6 +61,25 @@ pub fn probed_forward<B: AutodiffBackend>(mlp: &Mlp<B>, x: Tensor<B, 2>) -> Prob
         layer_inputs,
         probes,
     }
+}
+
+/// `mlp.forward(x)` with every Dense layer passed through `tape`, so that an [`Mlp`] takes the
+/// [`crate::dp_engine::PrivacyEngine`]'s fast path ([`crate::dp_engine::Traced`]); the same
+/// layers, activation and dropout as [`probed_forward`].
+pub fn traced_forward<B: AutodiffBackend>(
+    mlp: &Mlp<B>,
+    x: Tensor<B, 2>,
+    tape: &mut Tape<B>,
+) -> Tensor<B, 2> {
+    let last = mlp.layers.len().saturating_sub(1);
+    let mut h = x;
+    for (i, layer) in mlp.layers.iter().enumerate() {
+        h = tape.trace(layer, h);
+        if i < last {
+            h = mlp.dropout.forward(mlp.activation.forward(h));
+        }
+    }
+    h
 }
 
 /// The factors `a_l` (layer inputs) and `δ_l` (output errors) of every Dense layer's
@@ -244,11 +264,11 @@ fn total_norm<B: Backend>(squared: Vec<Tensor<B, 1>>) -> Tensor<B, 1> {
 }
 
 /// `min(1, C / ‖g_i‖)`; a zero gradient keeps factor 1.
-fn clip_factors<B: Backend>(norms: Tensor<B, 1>, clip: f64) -> Tensor<B, 1> {
+pub(crate) fn clip_factors<B: Backend>(norms: Tensor<B, 1>, clip: f64) -> Tensor<B, 1> {
     (norms.clamp_min(1e-12).recip() * clip).clamp_max(1.0)
 }
 
-fn host<B: Backend, const D: usize>(tensor: Tensor<B, D>) -> Vec<f32> {
+pub(crate) fn host<B: Backend, const D: usize>(tensor: Tensor<B, D>) -> Vec<f32> {
     tensor
         .into_data()
         .convert::<f32>()

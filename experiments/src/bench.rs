@@ -184,7 +184,18 @@ pub struct DpSgdTimes {
     pub dp_sgd_step_ms: f64,
     /// Transitions in the replay buffer when the timing started (q = 128/n).
     pub replay_size: usize,
+    /// [`Dqn::step`] with the replay buffer full, ms.
+    pub plain_step_full_ms: f64,
+    /// [`DpSgdDqn::step`] with the replay buffer full (the Poisson sampler draws one uniform
+    /// per stored transition, so its cost grows with n), ms.
+    pub dp_sgd_step_full_ms: f64,
+    /// The buffer's capacity, the n of the second timing.
+    pub full_replay_size: usize,
 }
+
+/// The wall time a DP-SGD DQN step may take against a plain one: at most 1.5× (issue 22), so
+/// that privacy costs a DQN run less than half its time again.
+pub const DP_SGD_RATIO_GOAL: f64 = 1.5;
 
 /// Times [`DpSgdTimes`] on the chosen backend.
 pub struct DpSgdBench {
@@ -214,20 +225,33 @@ impl BackendTask for DpSgdBench {
         let replay_size = private.agent().replay().len();
         // The two kinds of step alternate and each reports its median, so that a load that comes
         // and goes on a shared machine hits both alike.
-        let (mut plain_ms, mut private_ms) = (Vec::new(), Vec::new());
-        for _ in 0..self.steps {
-            let start = Instant::now();
+        let time = |plain: &mut Dqn<AB<B>>, private: &mut DpSgdDqn<AB<B>>| -> Result<_> {
+            let (mut plain_ms, mut private_ms) = (Vec::new(), Vec::new());
+            for _ in 0..self.steps {
+                let start = Instant::now();
+                plain.step()?;
+                let middle = Instant::now();
+                private.step()?;
+                plain_ms.push((middle - start).as_secs_f64() * 1e3);
+                private_ms.push(middle.elapsed().as_secs_f64() * 1e3);
+            }
+            Ok((median(&plain_ms), median(&private_ms)))
+        };
+        let (plain_step_ms, dp_sgd_step_ms) = time(&mut plain, &mut private)?;
+        // Again with the replay buffer full, where most of a DQN run's steps are taken.
+        while private.agent().replay().len() < config.buffer_capacity {
             plain.step()?;
-            let middle = Instant::now();
             private.step()?;
-            plain_ms.push((middle - start).as_secs_f64() * 1e3);
-            private_ms.push(middle.elapsed().as_secs_f64() * 1e3);
         }
+        let (plain_step_full_ms, dp_sgd_step_full_ms) = time(&mut plain, &mut private)?;
         Ok(DpSgdTimes {
             backend: B::name(&device),
-            plain_step_ms: median(&plain_ms),
-            dp_sgd_step_ms: median(&private_ms),
+            plain_step_ms,
+            dp_sgd_step_ms,
             replay_size,
+            plain_step_full_ms,
+            dp_sgd_step_full_ms,
+            full_replay_size: config.buffer_capacity,
         })
     }
 }
@@ -366,14 +390,14 @@ pub fn run(args: BenchArgs) -> Result<()> {
         .paragraph(&format!(
             "Backend `{}`, CartPole-v1. One environment step of the DP-SGD suite's DQN \
              ((128,128) ReLU Q-network, |B| = 128, a gradient step at every environment step, \
-             {} transitions in the replay buffer when timing starts): plain `Dqn::step` \
-             (128 transitions sampled with replacement, mean TD loss, backward, Adam) against \
-             `DpSgdDqn::step` (a Poisson sample at q = 128/n, per-transition gradients computed \
-             analytically in one batched pass, flat clipping to C = 1, Gaussian noise σ = 1, \
-             Adam, the privacy tally). The two alternate, {} of each; the table gives each \
-             one's median. Wall time on whatever else the machine runs: compare the ratio, not \
-             the milliseconds.",
-            dp_sgd.backend, dp_sgd.replay_size, args.train_steps
+             timed with n = {} transitions in the replay buffer, then again with it full, \
+             n = {}): plain `Dqn::step` (128 transitions sampled with replacement, mean TD \
+             loss, backward, Adam) against `DpSgdDqn::step` (a Poisson sample at q = 128/n, \
+             per-transition gradients computed analytically in one batched pass, flat clipping \
+             to C = 1, Gaussian noise σ = 1, Adam, the privacy tally). The two alternate, {} of \
+             each; the table gives each one's median. Wall time on whatever else the machine \
+             runs: compare the ratio, not the milliseconds.",
+            dp_sgd.backend, dp_sgd.replay_size, dp_sgd.full_replay_size, args.train_steps
         ))
         .table(
             &["measurement", "value"],
@@ -389,6 +413,33 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 vec![
                     Cell::from("DP-SGD / plain"),
                     Cell::from(dp_sgd.dp_sgd_step_ms / dp_sgd.plain_step_ms),
+                ],
+                vec![
+                    Cell::from("plain DQN step, replay full (ms)"),
+                    Cell::from(dp_sgd.plain_step_full_ms),
+                ],
+                vec![
+                    Cell::from("DP-SGD DQN step, replay full (ms)"),
+                    Cell::from(dp_sgd.dp_sgd_step_full_ms),
+                ],
+                vec![
+                    Cell::from("DP-SGD / plain, replay full"),
+                    Cell::from(dp_sgd.dp_sgd_step_full_ms / dp_sgd.plain_step_full_ms),
+                ],
+                vec![
+                    Cell::from(format!(
+                        "goal DP-SGD / plain ≤ {DP_SGD_RATIO_GOAL} at both fills (issue 22)"
+                    )),
+                    Cell::from(
+                        if dp_sgd.dp_sgd_step_ms <= DP_SGD_RATIO_GOAL * dp_sgd.plain_step_ms
+                            && dp_sgd.dp_sgd_step_full_ms
+                                <= DP_SGD_RATIO_GOAL * dp_sgd.plain_step_full_ms
+                        {
+                            "met"
+                        } else {
+                            "not met"
+                        },
+                    ),
                 ],
                 vec![
                     Cell::from(format!(

@@ -79,8 +79,10 @@ pub struct DpsgdArgs {
     /// δ in (0, 1) of the reported (ε, δ) guarantee, typically below 1/dataset size.
     #[arg(long)]
     pub delta: f64,
-    /// Report the smallest noise multiplier whose ε is at most this value (> 0) instead.
-    #[arg(long)]
+    /// Report the smallest noise multiplier σ whose ε after --steps steps at --q and --delta
+    /// is at most this value (> 0), as Opacus' `make_private_with_epsilon` calibrates it
+    /// (bisection over σ with the same RDP accountant, to a relative 1e-6, rounded up).
+    #[arg(long, visible_alias = "target-epsilon")]
     pub target_eps: Option<f64>,
     /// Neighbouring datasets: `add-remove` (one record added or removed; Opacus' default) or
     /// `substitution` (one record replaced: a conservative bound, exact at q = 1, and larger).

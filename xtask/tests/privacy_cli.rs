@@ -103,3 +103,28 @@ fn adjacency_is_an_option_printed_beside_epsilon() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("adjacency"), "{stderr}");
 }
+
+#[test]
+fn a_target_epsilon_gives_the_calibrated_noise_multiplier() {
+    // Opacus' first reference row: σ = 1 gives ε = 0.677826 at q = 0.001, 1000 steps, δ = 1e-5,
+    // so the target 0.677826 (rounded up) calibrates back to σ = 1 within 1e-5.
+    let (code, stdout, stderr) =
+        privacy("dpsgd --q 0.001 --steps 1000 --delta 1e-5 --target-epsilon 0.677826");
+    assert_eq!(code, 0, "{stderr}");
+    let sigma: f64 = stdout
+        .split("noise multiplier sigma = ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|number| number.parse().ok())
+        .unwrap_or_else(|| panic!("no sigma printed: {stdout}"));
+    assert!((sigma - 1.0).abs() < 1e-5, "{stdout}");
+    assert!(stdout.contains("add/remove adjacency"), "{stdout}");
+    let (code, stdout, stderr) =
+        privacy("dpsgd --q 1 --steps 1000000 --delta 1e-5 --target-eps 1e-4");
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stderr.contains("target_epsilon") && stderr.contains("cannot be reached"),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("sigma ="), "{stdout}");
+}

@@ -1,0 +1,535 @@
+//! The DP-SGD [`PrivacyEngine`]: the fast per-sample gradients (Linear, Conv2d, Dense) equal
+//! the micro-batch fallback, clipping bounds every record's gradient by C, σ = 0 with a huge C
+//! is the plain mean gradient, the noise has standard deviation σC/(qN), ε is the privacy
+//! crate's for the recorded schedule, and a seed fixes every byte.
+
+use burn::backend::{Autodiff, NdArray};
+use burn::module::Module;
+use burn::nn::conv::{Conv2d, Conv2dConfig};
+use burn::nn::{Linear, LinearConfig, PaddingConfig2d};
+use burn::optim::SgdConfig;
+use burn::tensor::activation::{relu, tanh};
+use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::{Tensor, TensorData};
+use privrl_agents::autodiff;
+use privrl_agents::dp_engine::{
+    clip_per_sample, per_sample_norms, select_records, EngineError, MicroBatches, NoiseCalibration,
+    ParamLayout, PerSampleGradients, PrivacyEngine, PrivacyEngineConfig, Tape, Traced,
+};
+use privrl_agents::nn::{Dense, DenseConfig};
+use privrl_agents::GradientRecord;
+use privrl_privacy::{
+    dp_sgd_epsilon_under, noise_multiplier_for_under, Adjacency, RandomnessSource,
+};
+use rand::{Rng, SeedableRng};
+
+type B = Autodiff<NdArray>;
+
+#[derive(Module, Debug)]
+struct Mlp<B: Backend> {
+    hidden: Linear<B>,
+    out: Linear<B>,
+}
+
+impl<B: AutodiffBackend> Mlp<B> {
+    fn new(device: &B::Device) -> Self {
+        Self {
+            hidden: LinearConfig::new(3, 7).init(device),
+            out: LinearConfig::new(7, 2).init(device),
+        }
+    }
+    fn forward(&self, x: Tensor<B, 2>, tape: &mut Tape<B>) -> Tensor<B, 2> {
+        let h = tanh(tape.trace(&self.hidden, x));
+        tape.trace(&self.out, h)
+    }
+}
+
+/// Two convolutions (one strided with "same" padding, one dilated with asymmetric explicit
+/// padding), privrl's Dense and a Linear head.
+#[derive(Module, Debug)]
+struct Cnn<B: Backend> {
+    conv1: Conv2d<B>,
+    conv2: Conv2d<B>,
+    dense: Dense<B>,
+    head: Linear<B>,
+}
+
+impl<B: AutodiffBackend> Cnn<B> {
+    fn new(device: &B::Device) -> Self {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        Self {
+            conv1: Conv2dConfig::new([2, 3], [3, 3])
+                .with_stride([2, 2])
+                .with_padding(PaddingConfig2d::Same)
+                .init(device),
+            conv2: Conv2dConfig::new([3, 4], [2, 3])
+                .with_dilation([1, 2])
+                .with_padding(PaddingConfig2d::Explicit(1, 0, 0, 2))
+                .init(device),
+            // 7×7 → 4×4 (stride 2, same) → 4×2 (kernel 2×3 dilated to 2×5, padding 1 top, 2 right).
+            dense: DenseConfig::new(4 * 4 * 2, 5).init(device, &mut rng),
+            head: LinearConfig::new(5, 2).init(device),
+        }
+    }
+    fn forward(&self, x: Tensor<B, 4>, tape: &mut Tape<B>) -> Tensor<B, 2> {
+        let h = relu(tape.trace(&self.conv1, x));
+        let h = relu(tape.trace(&self.conv2, h));
+        let [batch, c, height, width] = h.dims();
+        let h = h.reshape([batch, c * height * width]);
+        let h = relu(tape.trace(&self.dense, h));
+        tape.trace(&self.head, h)
+    }
+}
+
+fn host<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
+    t.into_data().convert::<f32>().into_vec::<f32>().unwrap()
+}
+
+fn assert_close(fast: &[f32], reference: &[f32], what: &str) {
+    assert_eq!(fast.len(), reference.len(), "{what}");
+    let scale = reference.iter().fold(0f32, |m, x| m.max(x.abs()));
+    let worst = fast
+        .iter()
+        .zip(reference)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    assert!(scale > 1e-3, "{what}: degenerate gradients");
+    assert!(
+        worst <= 1e-5 * scale.max(1.0),
+        "{what}: max |fast − reference| = {worst} (scale {scale})"
+    );
+}
+
+/// Inputs and targets drawn from a seeded generator (not the backend's global one, which the
+/// tests of this binary share).
+fn uniform<const D: usize>(shape: [usize; D], seed: u64) -> Tensor<B, D> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let values: Vec<f32> = (0..shape.iter().product::<usize>())
+        .map(|_| rng.random_range(-1.0f32..1.0))
+        .collect();
+    Tensor::from_data(TensorData::new(values, shape), &Default::default())
+}
+
+fn mlp_data(n: usize) -> (Tensor<B, 2>, Tensor<B, 2>) {
+    (uniform([n, 3], 11), uniform([n, 2], 12))
+}
+
+fn mlp_loss<'a>(
+    x: &'a Tensor<B, 2>,
+    y: &'a Tensor<B, 2>,
+) -> impl Fn(&Mlp<B>, &[usize], &mut Tape<B>) -> Tensor<B, 1> + Sync + 'a {
+    move |net, batch, tape| {
+        let error = net.forward(select_records(x, batch), tape) - select_records(y, batch);
+        error.powi_scalar(2).sum_dim(1).squeeze_dim::<1>(1)
+    }
+}
+
+#[test]
+fn fast_path_equals_the_fallback_for_an_mlp() {
+    let device = Default::default();
+    let net = Mlp::<B>::new(&device);
+    let (x, y) = mlp_data(9);
+    let loss = mlp_loss(&x, &y);
+    let layout = ParamLayout::of(&net);
+    assert_eq!(layout.num_values(), 3 * 7 + 7 + 7 * 2 + 2);
+    let batch = [4, 0, 8, 4, 2];
+    let fast = Traced(&loss)
+        .per_sample_gradients(&net, &batch, &layout)
+        .unwrap();
+    let slow = MicroBatches(|m: &Mlp<B>, b: &[usize]| loss(m, b, &mut Tape::off()))
+        .per_sample_gradients(&net, &batch, &layout)
+        .unwrap();
+    assert_eq!(fast.dims(), [5, layout.num_values()]);
+    assert_close(&host(fast.clone()), &host(slow), "MLP");
+    // Record 4 twice: identical rows.
+    let rows = host(fast);
+    let p = layout.num_values();
+    assert_eq!(rows[..p], rows[3 * p..4 * p]);
+}
+
+#[test]
+fn fast_path_equals_the_fallback_for_a_cnn() {
+    let device = Default::default();
+    let net = Cnn::<B>::new(&device);
+    let images = uniform([6, 2, 7, 7], 5);
+    let targets = uniform([6, 2], 6);
+    let loss = |net: &Cnn<B>, batch: &[usize], tape: &mut Tape<B>| {
+        let error =
+            net.forward(select_records(&images, batch), tape) - select_records(&targets, batch);
+        error.powi_scalar(2).sum_dim(1).squeeze_dim::<1>(1)
+    };
+    let layout = ParamLayout::of(&net);
+    let names: Vec<_> = layout.entries().iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "conv1.weight",
+            "conv1.bias",
+            "conv2.weight",
+            "conv2.bias",
+            "dense.weight",
+            "dense.bias",
+            "head.weight",
+            "head.bias"
+        ]
+    );
+    let batch = [5, 1, 2, 0];
+    let fast = Traced(loss)
+        .per_sample_gradients(&net, &batch, &layout)
+        .unwrap();
+    let slow = MicroBatches(|m: &Cnn<B>, b: &[usize]| loss(m, b, &mut Tape::off()))
+        .per_sample_gradients(&net, &batch, &layout)
+        .unwrap();
+    assert_close(&host(fast), &host(slow), "CNN");
+}
+
+#[test]
+fn a_layer_left_untraced_is_a_named_error() {
+    let device = Default::default();
+    let net = Mlp::<B>::new(&device);
+    let (x, y) = mlp_data(4);
+    // The output layer is applied without the tape.
+    let loss = Traced(|net: &Mlp<B>, batch: &[usize], tape: &mut Tape<B>| {
+        let h = tanh(tape.trace(&net.hidden, select_records(&x, batch)));
+        (net.out.forward(h) - select_records(&y, batch))
+            .powi_scalar(2)
+            .sum_dim(1)
+            .squeeze_dim::<1>(1)
+    });
+    let error = loss
+        .per_sample_gradients(&net, &[0, 1], &ParamLayout::of(&net))
+        .unwrap_err();
+    assert!(
+        matches!(&error, EngineError::Untraced { name } if name == "out.weight"),
+        "{error}"
+    );
+}
+
+#[test]
+fn clipped_rows_are_bounded_by_c_and_small_rows_are_untouched() {
+    let device = Default::default();
+    let net = Mlp::<B>::new(&device);
+    let (x, y) = mlp_data(16);
+    let loss = mlp_loss(&x, &y);
+    let batch: Vec<usize> = (0..16).collect();
+    let rows = Traced(&loss)
+        .per_sample_gradients(&net, &batch, &ParamLayout::of(&net))
+        .unwrap();
+    let norms = host(per_sample_norms(rows.clone()));
+    let mut sorted = norms.clone();
+    sorted.sort_by(f32::total_cmp);
+    let clip = f64::from(sorted[8]); // the median: half the rows are clipped
+    let clipped = clip_per_sample(rows.clone(), clip);
+    let after = host(per_sample_norms(clipped.clone()));
+    let (before_rows, after_rows) = (host(rows), host(clipped));
+    let p = before_rows.len() / 16;
+    for i in 0..16 {
+        assert!(
+            f64::from(after[i]) <= clip * (1.0 + 1e-6),
+            "row {i}: {} > C = {clip}",
+            after[i]
+        );
+        if f64::from(norms[i]) < clip {
+            assert_eq!(
+                before_rows[i * p..(i + 1) * p],
+                after_rows[i * p..(i + 1) * p]
+            );
+        } else {
+            assert!((f64::from(after[i]) - clip).abs() < 1e-5 * clip, "row {i}");
+        }
+    }
+}
+
+fn engine(n: usize, q: f64, clip: f64, noise: NoiseCalibration, seed: u64) -> PrivacyEngine {
+    PrivacyEngine::new(
+        PrivacyEngineConfig::new(n, q, clip, noise),
+        RandomnessSource::Seeded(seed),
+    )
+    .unwrap()
+}
+
+#[test]
+fn without_noise_and_clipping_the_release_is_the_plain_mean_gradient() {
+    let device = Default::default();
+    let net = Mlp::<B>::new(&device);
+    let (x, y) = mlp_data(12);
+    let loss = mlp_loss(&x, &y);
+    let mut engine = engine(12, 1.0, 1e9, NoiseCalibration::NoiseMultiplier(0.0), 0);
+    let batch = engine.sample().unwrap();
+    assert_eq!(
+        batch,
+        (0..12).collect::<Vec<_>>(),
+        "q = 1 takes every record"
+    );
+    let private = engine
+        .private_gradient(&net, &batch, &Traced(&loss))
+        .unwrap();
+    let plain = autodiff::exclusive(|| {
+        let mean = loss(&net, &batch, &mut Tape::off()).mean();
+        GradientRecord::from_grads(&net, &autodiff::backward(&mean))
+    });
+    assert_eq!(private.names(), plain.names());
+    assert_close(&private.flatten(), &plain.flatten(), "mean gradient");
+    assert_eq!(
+        engine.epsilon().unwrap(),
+        f64::INFINITY,
+        "σ = 0 has no guarantee"
+    );
+}
+
+#[test]
+fn the_noise_has_standard_deviation_sigma_c_over_q_n() {
+    let device = Default::default();
+    let net = Mlp::<B>::new(&device);
+    let (x, y) = mlp_data(40);
+    let loss = mlp_loss(&x, &y);
+    // No record sampled (an empty batch): the release is pure noise N(0, (σC/qN)²) per value.
+    let (sigma, clip, q, n) = (2.0, 0.5, 0.1, 40);
+    let mut engine = engine(n, q, clip, NoiseCalibration::NoiseMultiplier(sigma), 1);
+    let mut values = Vec::new();
+    for _ in 0..20 {
+        values.extend(
+            engine
+                .private_gradient(&net, &[], &Traced(&loss))
+                .unwrap()
+                .flatten(),
+        );
+    }
+    let m = values.len() as f64;
+    let mean = values.iter().map(|&v| f64::from(v)).sum::<f64>() / m;
+    let std = (values
+        .iter()
+        .map(|&v| (f64::from(v) - mean).powi(2))
+        .sum::<f64>()
+        / m)
+        .sqrt();
+    let expected = sigma * clip / (q * n as f64);
+    // 880 draws: the sample std is within 10% of the truth with probability > 0.999.
+    assert!(
+        (std / expected - 1.0).abs() < 0.1,
+        "std {std}, expected {expected}"
+    );
+    assert!(mean.abs() < 0.15 * expected, "mean {mean}");
+    assert_eq!(engine.steps(), 20, "an empty batch is a release too");
+}
+
+#[test]
+fn epsilon_is_the_accountants_for_the_recorded_schedule() {
+    let device = Default::default();
+    let (x, y) = mlp_data(32);
+    let loss = mlp_loss(&x, &y);
+    for adjacency in Adjacency::ALL {
+        let config =
+            PrivacyEngineConfig::new(32, 0.25, 1.0, NoiseCalibration::NoiseMultiplier(1.1))
+                .with_delta(1e-6)
+                .with_adjacency(adjacency);
+        let mut engine = PrivacyEngine::new(config, RandomnessSource::Seeded(2)).unwrap();
+        assert_eq!(engine.epsilon().unwrap(), 0.0);
+        let mut net = Mlp::<B>::new(&device);
+        let mut optimizer = SgdConfig::new().init();
+        for _ in 0..6 {
+            net = engine
+                .step(net, &mut optimizer, 0.05, &Traced(&loss))
+                .unwrap();
+        }
+        assert_eq!(engine.steps(), 6);
+        assert_eq!(engine.schedule().len(), 1, "one block of identical steps");
+        let expected = dp_sgd_epsilon_under(adjacency, 0.25, 1.1, 6, 1e-6).unwrap();
+        assert_eq!(engine.epsilon().unwrap(), expected);
+        assert!(
+            engine.label().contains(adjacency.name()),
+            "{}",
+            engine.label()
+        );
+    }
+}
+
+#[test]
+fn a_target_epsilon_calibrates_sigma_and_is_met_after_the_planned_steps() {
+    let device = Default::default();
+    let (x, y) = mlp_data(20);
+    let loss = mlp_loss(&x, &y);
+    let target = NoiseCalibration::TargetEpsilon {
+        epsilon: 2.0,
+        steps: 8,
+    };
+    let mut engine = engine(20, 0.2, 1.0, target, 3);
+    let sigma = noise_multiplier_for_under(Adjacency::AddRemove, 2.0, 1e-5, 0.2, 8).unwrap();
+    assert_eq!(engine.noise_multiplier(), sigma);
+    let mut net = Mlp::<B>::new(&device);
+    let mut optimizer = SgdConfig::new().init();
+    for _ in 0..8 {
+        net = engine
+            .step(net, &mut optimizer, 0.05, &Traced(&loss))
+            .unwrap();
+    }
+    let epsilon = engine.epsilon().unwrap();
+    assert!(epsilon <= 2.0 && epsilon > 1.99, "{epsilon}");
+    // Bad inputs are named errors, never panics.
+    for (config, name) in [
+        (
+            PrivacyEngineConfig::new(20, 0.0, 1.0, NoiseCalibration::NoiseMultiplier(1.0)),
+            "sample_rate",
+        ),
+        (
+            PrivacyEngineConfig::new(20, 0.2, f64::NAN, NoiseCalibration::NoiseMultiplier(1.0)),
+            "clip",
+        ),
+        (
+            PrivacyEngineConfig::new(20, 0.2, 1.0, NoiseCalibration::NoiseMultiplier(-1.0)),
+            "noise_multiplier",
+        ),
+        (
+            PrivacyEngineConfig::new(20, 0.2, 1.0, NoiseCalibration::NoiseMultiplier(1.0))
+                .with_delta(1.0),
+            "delta",
+        ),
+        (
+            PrivacyEngineConfig::new(
+                20,
+                0.2,
+                1.0,
+                NoiseCalibration::TargetEpsilon {
+                    epsilon: 0.0,
+                    steps: 8,
+                },
+            ),
+            "target_epsilon",
+        ),
+        (
+            PrivacyEngineConfig::new(0, 0.2, 1.0, NoiseCalibration::NoiseMultiplier(1.0)),
+            "dataset_size",
+        ),
+    ] {
+        let error = PrivacyEngine::new(config, RandomnessSource::Seeded(0)).unwrap_err();
+        assert!(error.to_string().contains(name), "{name}: {error}");
+    }
+    let unreachable = PrivacyEngineConfig::new(
+        20,
+        1.0,
+        1.0,
+        NoiseCalibration::TargetEpsilon {
+            epsilon: 1e-4,
+            steps: 1_000_000,
+        },
+    );
+    let error = PrivacyEngine::new(unreachable, RandomnessSource::Seeded(0)).unwrap_err();
+    assert!(error.to_string().contains("cannot be reached"), "{error}");
+}
+
+#[test]
+fn the_same_seed_gives_the_same_bytes() {
+    let (x, y) = mlp_data(24);
+    let loss = mlp_loss(&x, &y);
+    let start = Mlp::<B>::new(&Default::default());
+    // Burn initialises parameters lazily: initialise them once, before the clones.
+    assert_eq!(ParamLayout::of(&start).num_values(), 44);
+    let train = |seed: u64| {
+        let mut net = start.clone();
+        let mut engine = engine(24, 0.3, 0.7, NoiseCalibration::NoiseMultiplier(1.0), seed);
+        let mut optimizer = SgdConfig::new().init();
+        for _ in 0..4 {
+            net = engine
+                .step(net, &mut optimizer, 0.1, &Traced(&loss))
+                .unwrap();
+        }
+        host(net.out.weight.val())
+            .into_iter()
+            .map(f32::to_bits)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(train(9), train(9));
+    assert_ne!(train(9), train(10));
+}
+
+/// A model with a layer that has no fast path (LayerNorm): the fallback still trains it
+/// privately, and the fast path names the parameter it cannot cover.
+#[derive(Module, Debug)]
+struct Normed<B: Backend> {
+    hidden: Linear<B>,
+    norm: burn::nn::LayerNorm<B>,
+    out: Linear<B>,
+}
+
+impl<B: AutodiffBackend> Normed<B> {
+    fn forward(&self, x: Tensor<B, 2>, tape: &mut Tape<B>) -> Tensor<B, 2> {
+        let h = tape.trace(&self.hidden, x);
+        let h = tanh(self.norm.forward(h));
+        tape.trace(&self.out, h)
+    }
+}
+
+#[test]
+fn the_fallback_covers_any_module() {
+    let device = Default::default();
+    let net = Normed::<B> {
+        hidden: LinearConfig::new(3, 6).init(&device),
+        norm: burn::nn::LayerNormConfig::new(6).init(&device),
+        out: LinearConfig::new(6, 2).init(&device),
+    };
+    let (x, y) = mlp_data(10);
+    let loss = |net: &Normed<B>, batch: &[usize], tape: &mut Tape<B>| {
+        let error = net.forward(select_records(&x, batch), tape) - select_records(&y, batch);
+        error.powi_scalar(2).sum_dim(1).squeeze_dim::<1>(1)
+    };
+    let fallback = MicroBatches(|m: &Normed<B>, b: &[usize]| loss(m, b, &mut Tape::off()));
+    // σ = 0, C huge, q = 1: the plain mean gradient, LayerNorm's γ and β included.
+    let mut engine = engine(10, 1.0, 1e9, NoiseCalibration::NoiseMultiplier(0.0), 4);
+    let batch = engine.sample().unwrap();
+    let private = engine.private_gradient(&net, &batch, &fallback).unwrap();
+    let plain = autodiff::exclusive(|| {
+        let mean = loss(&net, &batch, &mut Tape::off()).mean();
+        GradientRecord::from_grads(&net, &autodiff::backward(&mean))
+    });
+    assert_eq!(private.names(), plain.names());
+    assert!(private.names().contains(&"norm.gamma"));
+    assert_close(
+        &private.flatten(),
+        &plain.flatten(),
+        "fallback mean gradient",
+    );
+    // A full step through any Burn optimiser.
+    let mut optimizer = SgdConfig::new().init();
+    let mut engine = engine_with_noise(10);
+    let _net = engine
+        .step(net.clone(), &mut optimizer, 0.1, &fallback)
+        .unwrap();
+    assert_eq!(engine.steps(), 1);
+    let error = Traced(loss)
+        .per_sample_gradients(&net, &[0, 1], &ParamLayout::of(&net))
+        .unwrap_err();
+    assert!(
+        matches!(&error, EngineError::Untraced { name } if name == "norm.gamma"),
+        "{error}"
+    );
+}
+
+fn engine_with_noise(n: usize) -> PrivacyEngine {
+    engine(n, 0.5, 1.0, NoiseCalibration::NoiseMultiplier(1.0), 5)
+}
+
+/// privrl's own `Mlp` through the engine's fast path equals its analytic per-sample factors
+/// (`PerSampleFactors::materialize`, the DQN's path): two fast paths, one answer.
+#[test]
+fn an_mlp_traced_equals_its_analytic_factors() {
+    use privrl_agents::per_sample::{probed_forward, traced_forward};
+    use privrl_agents::{MlpConfig, PerSampleFactors};
+    let device = Default::default();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(8);
+    let mlp = MlpConfig::new(3, vec![6, 5], 2).init::<B>(&device, &mut rng);
+    let (x, y) = mlp_data(7);
+    let loss = |m: &privrl_agents::Mlp<B>, batch: &[usize], tape: &mut Tape<B>| {
+        let error = traced_forward(m, select_records(&x, batch), tape) - select_records(&y, batch);
+        error.powi_scalar(2).sum_dim(1).squeeze_dim::<1>(1)
+    };
+    let batch: Vec<usize> = (0..7).collect();
+    let traced = Traced(loss)
+        .per_sample_gradients(&mlp, &batch, &ParamLayout::of(&mlp))
+        .unwrap();
+    let analytic = autodiff::exclusive(|| {
+        let forward = probed_forward(&mlp, x.clone());
+        let loss = (forward.output.clone() - y.clone()).powi_scalar(2).sum();
+        PerSampleFactors::from_backward(&mlp, &forward, &autodiff::backward(&loss)).materialize()
+    });
+    assert_close(&host(traced), &analytic.concat(), "Mlp: traced vs analytic");
+}
