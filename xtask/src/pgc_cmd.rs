@@ -168,6 +168,10 @@ pub struct AggregatorArgs {
     /// buffer size |B|, since only whole buffers are applied.
     #[arg(long, default_value_t = 90_000)]
     pub submissions: u64,
+    /// Also stop after this many model updates (eq. 22), the paper's cutoff (Section 4.2: 90,000
+    /// updates) that `suite pgc --max-updates` applies.
+    #[arg(long)]
+    pub max_updates: Option<u64>,
     /// Fail if no submission arrives for this many seconds (agents gone), rather than wait
     /// forever.
     #[arg(long, default_value_t = 600.0)]
@@ -281,7 +285,10 @@ impl BackendTask for AggregatorArgs {
     type Output = ();
 
     fn run<B: Backend>(self, device: B::Device) -> Result<()> {
-        let config = self.params.config().with_max_submissions(self.submissions);
+        let mut config = self.params.config().with_max_submissions(self.submissions);
+        if let Some(max_updates) = self.max_updates {
+            config = config.with_max_updates(max_updates);
+        }
         config.validate()?;
         let buffer = config.a3c.buffer_size as u64;
         if self.submissions % buffer != 0 {
@@ -341,12 +348,17 @@ impl BackendTask for AggregatorArgs {
         loop {
             let state = aggregator.state();
             if state.applied >= self.submissions
+                || state.version >= config.max_updates
                 || (self.stop_at_success && state.first_success.is_some())
             {
                 break;
             }
             // Only what whole buffers up to --submissions can take.
-            let room = (self.submissions - state.applied - aggregator.buffered() as u64).min(256);
+            let update_room = (config.max_updates - state.version).saturating_mul(buffer);
+            let room = (self.submissions - state.applied)
+                .min(update_room)
+                .saturating_sub(aggregator.buffered() as u64)
+                .min(256);
             let before = activity(&aggregator);
             let applied = aggregator.poll(&transport, room as usize, Duration::from_millis(200))?;
             bar.inc(applied.len() as u64);
