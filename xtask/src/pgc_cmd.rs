@@ -291,7 +291,7 @@ impl BackendTask for AggregatorArgs {
         }
         config.validate()?;
         let buffer = config.a3c.buffer_size as u64;
-        if self.submissions % buffer != 0 {
+        if !self.submissions.is_multiple_of(buffer) {
             return Err(PgcError::InvalidParameter {
                 name: "submissions",
                 value: format!("{} with |B| = {buffer}", self.submissions),

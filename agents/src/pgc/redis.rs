@@ -255,6 +255,9 @@ pub(crate) fn check_run_id(run_id: &str) -> Result<(), PgcError> {
     }
 }
 
+/// A stream entry as read: its id and its fields (`None` for an entry deleted while pending).
+type RawEntry = (String, Option<HashMap<String, Vec<u8>>>);
+
 /// The aggregator's reading position.
 struct Reader {
     link: Link,
@@ -502,7 +505,7 @@ impl RedisTransport {
         id: &str,
         max: usize,
         block: Option<Duration>,
-    ) -> Result<Vec<(String, Option<HashMap<String, Vec<u8>>>)>, PgcError> {
+    ) -> Result<Vec<RawEntry>, PgcError> {
         let stream = &self.keys.stream;
         let reply: Value = reader
             .link
@@ -536,10 +539,7 @@ impl RedisTransport {
 
 /// `[[stream, [[id, [field, value, ...] | nil], ...]]]` (or a RESP3 map) as (id, fields),
 /// fields `None` for an entry deleted while pending.
-#[allow(clippy::type_complexity)]
-fn parse_entries(
-    reply: Value,
-) -> Result<Vec<(String, Option<HashMap<String, Vec<u8>>>)>, PgcError> {
+fn parse_entries(reply: Value) -> Result<Vec<RawEntry>, PgcError> {
     let bad = |what: &str| transport_error(format!("unexpected XREADGROUP reply: {what}"));
     let streams = match reply {
         Value::Nil => return Ok(Vec::new()),
