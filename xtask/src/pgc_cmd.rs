@@ -98,8 +98,8 @@ impl PgcParams {
 /// Connection to a PGC run on Redis.
 #[derive(Args, Clone, Debug, Serialize)]
 pub struct RedisArgs {
-    /// Redis URL: redis://[user[:password]@]host[:port][/db] (the user goes to AUTH for Redis
-    /// ACLs), or rediss://… for TLS when built with the `redis-tls` feature.
+    /// Redis URL: `redis://[user[:password]@]host[:port][/db]` (the user goes to AUTH for
+    /// Redis ACLs), or `rediss://…` for TLS when built with the `redis-tls` feature.
     #[arg(long)]
     pub redis: String,
     /// The run's id: all its keys live under privrl:pgc:{ID}:, so runs with different ids
