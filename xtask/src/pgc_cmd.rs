@@ -603,3 +603,68 @@ impl BackendTask for PgcBenchArgs {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use privrl_agents::{Exploration, GreedyAction, LossReduction, OptimizerKind, RewardScheme};
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        params: PgcParams,
+    }
+
+    fn config(args: &[&str]) -> PgcConfig {
+        Cli::try_parse_from(std::iter::once("pgc").chain(args.iter().copied()))
+            .unwrap()
+            .params
+            .config()
+    }
+
+    /// The Redis commands take `suite pgc`'s learner and per-mechanism optimiser flags, with the
+    /// same resolution (the entry for the run's mechanism, else the one for all; η by optimiser).
+    #[test]
+    fn redis_mode_flags_reach_the_config_like_the_suites() {
+        let paper = config(&[]);
+        assert_eq!(paper.a3c.optimizer, OptimizerKind::Sgd);
+        assert_eq!((paper.a3c.lr, paper.a3c.buffer_size), (0.5, 1));
+        assert!(!paper.a3c.bias);
+        let prs = config(&[
+            "--mechanism",
+            "prs",
+            "--optimizer",
+            "adam,prs=sgd",
+            "--lr",
+            "laplace=0.1,prs=0.02",
+            "--actions",
+            "sampled",
+            "--bias",
+            "--reward",
+            "sparse",
+            "--loss",
+            "mean",
+        ]);
+        assert_eq!(prs.a3c.optimizer, OptimizerKind::Sgd);
+        assert_eq!((prs.a3c.lr, prs.a3c.buffer_size), (0.02, 100));
+        assert!(prs.a3c.bias);
+        assert_eq!(prs.a3c.reward, RewardScheme::Sparse);
+        assert_eq!(prs.a3c.loss_reduction, LossReduction::Mean);
+        assert!(matches!(
+            prs.a3c.exploration,
+            Exploration::EpsilonGreedy {
+                greedy: GreedyAction::Sample,
+                ..
+            }
+        ));
+        // Adam for Laplace without an η: Adam's default.
+        let laplace = config(&["--optimizer", "laplace=adam"]);
+        assert_eq!(
+            (laplace.a3c.optimizer, laplace.a3c.lr),
+            (OptimizerKind::Adam, 0.005)
+        );
+        assert!(Cli::try_parse_from(["pgc", "--optimizer", "rmsprop"]).is_err());
+    }
+}

@@ -817,3 +817,23 @@ fn aggregator_dying_between_checkpoint_and_ack_applies_nothing_twice() {
     second.delete_run().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--submissions` that whole buffers cannot reach would leave the aggregator waiting for a
+/// buffer that never fills: refused at once with a named error (no server needed).
+#[test]
+fn submissions_not_a_multiple_of_the_buffer_are_refused() {
+    let dir = temp_dir("bad-buffer");
+    let mut args = strings(&["aggregator"]);
+    args.extend(common("redis://127.0.0.1:1/", "bad-buffer"));
+    args.extend(strings(&[
+        "--checkpoint",
+        dir.join("c.json").to_str().unwrap(),
+        "--submissions",
+        "15",
+    ]));
+    let status = xtask(&args, &dir.join("log")).wait(Duration::from_secs(30), "the aggregator");
+    assert!(!status.success());
+    let stderr = std::fs::read_to_string(dir.join("log")).unwrap();
+    assert!(stderr.contains("a multiple of the buffer size"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
