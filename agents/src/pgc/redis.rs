@@ -20,8 +20,9 @@
 //!   each with its id, the reason and its raw fields; they are acknowledged and the run goes on.
 //! - `…:closed`: set by the aggregator when training is over.
 //!
-//! After every acknowledgement the stream is trimmed (`XTRIM MINID`) up to the oldest entry
-//! still pending, so it holds only what a restarted aggregator could still need.
+//! Every 64 acknowledgements, and when the run closes, the stream is trimmed (`XTRIM MINID`) up
+//! to the oldest entry still pending, so it holds only what a restarted aggregator could still
+//! need.
 //!
 //! # Faults
 //!
@@ -60,7 +61,10 @@ elseif op == 'close' then
 elseif op == 'dead' then
   redis.call('XADD', KEYS[3], '*', 'id', ARGV[4], 'reason', ARGV[5], 'entry', ARGV[6])
   redis.call('XACK', KEYS[2], ARGV[3], ARGV[4])
-elseif op == 'ack' then
+end
+if op == 'ack' or op == 'close' then
+  -- ARGV[3] group, ARGV[4] the id after the last delivered ('' none yet; '-' no trimming
+  -- this time), then the ids to acknowledge.
   local n = #ARGV
   local i = 5
   while i <= n do
@@ -69,9 +73,11 @@ elseif op == 'ack' then
     i = j + 1
   end
   local floor = ARGV[4]
-  local pending = redis.call('XPENDING', KEYS[2], ARGV[3])
-  if pending[1] > 0 then floor = pending[2] end
-  if floor ~= '' then redis.call('XTRIM', KEYS[2], 'MINID', floor) end
+  if floor ~= '-' then
+    local pending = redis.call('XPENDING', KEYS[2], ARGV[3])
+    if pending[1] > 0 then floor = pending[2] end
+    if floor ~= '' then redis.call('XTRIM', KEYS[2], 'MINID', floor) end
+  end
 end
 return 1
 ";
@@ -288,7 +294,13 @@ pub struct RedisTransport {
     script_sha: String,
     /// Agents: every submission sent, with its stream id, as JSON lines (an audit trail).
     sent_log: Option<Arc<Mutex<File>>>,
+    /// Entries acknowledged since the stream was last trimmed.
+    acked_since_trim: Mutex<usize>,
 }
+
+/// The stream is trimmed after this many acknowledgements (and at the end of the run): often
+/// enough to bound it, rarely enough that |B| = 1 does not pay an `XTRIM` per submission.
+const TRIM_EVERY: usize = 64;
 
 /// The default time a connection keeps trying to reconnect.
 pub const DEFAULT_RECONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -340,6 +352,7 @@ impl RedisTransport {
             epoch: Mutex::new(None),
             script_sha,
             sent_log: None,
+            acked_since_trim: Mutex::new(0),
         })
     }
 
@@ -748,7 +761,17 @@ impl Transport for RedisTransport {
     }
 
     fn acknowledge(&self, tags: &[String]) -> Result<(), PgcError> {
-        let floor = lock(&self.reader)?.delivered_floor.clone();
+        // Trimming costs an XPENDING and an XTRIM: done once TRIM_EVERY entries have been
+        // acknowledged since the last time, and always at `close`.
+        let mut since = lock(&self.acked_since_trim)?;
+        *since += tags.len();
+        let floor = if *since >= TRIM_EVERY {
+            *since = 0;
+            lock(&self.reader)?.delivered_floor.clone()
+        } else {
+            "-".to_string()
+        };
+        drop(since);
         let mut args: Vec<&[u8]> = vec![GROUP.as_bytes(), floor.as_bytes()];
         args.extend(tags.iter().map(|t| t.as_bytes()));
         self.fenced("ack", &args)
@@ -806,7 +829,8 @@ impl Transport for RedisTransport {
     }
 
     fn close(&self) -> Result<(), PgcError> {
-        self.fenced("close", &[])
+        let floor = lock(&self.reader)?.delivered_floor.clone();
+        self.fenced("close", &[GROUP.as_bytes(), floor.as_bytes()])
     }
 
     fn is_closed(&self) -> Result<bool, PgcError> {
