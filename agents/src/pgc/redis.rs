@@ -39,7 +39,11 @@ use std::io::Write;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use redis::{Client, Connection, ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
+use redis::io::tcp::TcpSettings;
+use redis::{
+    Client, Connection, ErrorKind, IntoConnectionInfo, RedisError, RedisResult, ServerErrorKind,
+    Value,
+};
 
 use super::{Delivery, Parameters, PgcError, Submission, Transport};
 
@@ -320,11 +324,17 @@ impl RedisTransport {
         reconnect_timeout: Duration,
     ) -> Result<Self, PgcError> {
         check_run_id(run_id)?;
-        let client = Client::open(url).map_err(|e| PgcError::InvalidParameter {
+        let invalid = |e: RedisError| PgcError::InvalidParameter {
             name: "redis url",
             value: format!("{} ({e})", redact(url)),
             expected: "redis://[user[:password]@]host[:port][/db] or rediss://… (TLS)",
-        })?;
+        };
+        // Small request-reply commands: Nagle's algorithm would only delay them.
+        let info = url
+            .into_connection_info()
+            .map_err(invalid)?
+            .set_tcp_settings(TcpSettings::default().set_nodelay(true));
+        let client = Client::open(info).map_err(invalid)?;
         let mut link = Link::new(client.clone(), url, reconnect_timeout);
         // Fail fast on a wrong address or password: one connection attempt, no retries.
         link.connection(Duration::ZERO)
