@@ -268,6 +268,31 @@ fn aggregator_applies_each_submission_once_and_resumes_from_its_checkpoint() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A source's submissions out of order within one buffer (a retry, a restarted agent): the
+/// high-water mark is the larger seq, not the one applied last, so the gap below it stays
+/// closed; a negative score is refused like a malformed gradient.
+#[test]
+fn aggregator_high_water_mark_is_maxed_not_overwritten() {
+    let config = PgcConfig::new().with_a3c(A3cConfig::pgc_paper().with_lr(0.5).with_buffer_size(2));
+    let transport = InProcess::new();
+    let mut aggregator = Aggregator::new(&config, vec![0.0; D]).unwrap();
+    transport.submit(&submission("a", 5, 1.0)).unwrap();
+    transport.submit(&submission("a", 3, 1.0)).unwrap();
+    let mut negative = submission("b", 1, 1.0);
+    negative.score = -1.0;
+    transport.submit(&negative).unwrap();
+    transport.submit(&submission("a", 4, 1.0)).unwrap();
+    let applied = aggregator
+        .poll(&transport, 10, Duration::from_millis(50))
+        .unwrap();
+    assert_eq!(applied.len(), 2);
+    let state = aggregator.state();
+    assert_eq!(state.high_water["a"], 5);
+    // a:4 is below the mark: a duplicate, not a third submission in B.
+    assert_eq!((state.duplicates, state.rejected), (1, 1));
+    assert_eq!(aggregator.buffered(), 0);
+}
+
 /// The aggregator's FST on a hand-made score log is eq. 26's: the first submission of the
 /// first window of m whose mean reaches Θ (eq. 25 looks forward), whatever |B|.
 #[test]

@@ -1,8 +1,9 @@
 //! `cargo xtask pgc ...`: PGC-A3C as separate processes over Redis Streams (an aggregator and
-//! any number of agent processes), and its throughput benchmark.
+//! any number of agent processes), the clean-up of a run's keys, and the throughput benchmark.
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -11,7 +12,8 @@ use burn::tensor::backend::Backend;
 use clap::{Args, Subcommand};
 use privrl_agents::pgc::{initial_parameters, run_agent, run_pgc};
 use privrl_agents::{
-    A3cConfig, Aggregator, InProcess, PgcAgent, PgcConfig, RedisTransport, Submission, Transport,
+    A3cConfig, Aggregator, InProcess, PgcAgent, PgcConfig, PgcError, RedisTransport, Submission,
+    Transport,
 };
 use serde::Serialize;
 
@@ -20,7 +22,7 @@ use privrl_experiments::mechanism_arg::{MechanismParser, PGC_MECHANISMS};
 use privrl_experiments::noise_rng::NoiseRng;
 use privrl_experiments::report::{Cell, Report};
 use privrl_experiments::run::{suite_dir, write_json};
-use privrl_experiments::suites::pgc::{LearnerArgs, OptimizerChoice};
+use privrl_experiments::suites::pgc::{for_mechanism, LearnerArgs, OptimizerChoice, PerMechanism};
 use privrl_experiments::sweep::progress_bar;
 use privrl_privacy::{Epsilon, GradientMechanismConfig, MechanismKind};
 
@@ -47,12 +49,16 @@ pub struct PgcParams {
     /// Submissions per agent T, each spending ε/T (Section 3.2.1).
     #[arg(long, default_value_t = 1)]
     pub rounds: usize,
-    /// Learning rate η of eq. 22 (the paper: 0.5).
-    #[arg(long, default_value_t = 0.5)]
-    pub lr: f64,
-    /// The aggregator's rule on the buffer's mean: `sgd` (eq. 22) or `adam`.
-    #[arg(long, value_enum, default_value_t = OptimizerChoice::Sgd)]
-    pub optimizer: OptimizerChoice,
+    /// How the aggregator steps θ with the mean of its buffer, for all mechanisms (`sgd`,
+    /// `adam`) or per mechanism (`laplace=adam,prs=sgd`; later entries win), as in `suite
+    /// pgc`. `sgd` is eq. 22; `adam` takes an Adam step on the same noisy mean
+    /// (post-processing, no privacy spent). Default sgd.
+    #[arg(long, value_delimiter = ',')]
+    pub optimizer: Vec<PerMechanism<OptimizerChoice>>,
+    /// Learning rate η, for all mechanisms or per mechanism (`prs=0.01`), as in `suite pgc`.
+    /// Default: 0.5 with sgd (the paper), 0.005 with adam.
+    #[arg(long, value_delimiter = ',')]
+    pub lr: Vec<PerMechanism<f64>>,
     /// The learner's factors (the paper's setting by default).
     #[command(flatten)]
     pub learner: LearnerArgs,
@@ -76,12 +82,15 @@ impl PgcParams {
         };
         let mut config = PgcConfig::paper(mechanism).with_rounds(self.rounds);
         let buffer = self.buffer_size.unwrap_or(config.a3c.buffer_size);
+        let optimizer =
+            for_mechanism(&self.optimizer, self.mechanism).unwrap_or(OptimizerChoice::Sgd);
+        let lr = for_mechanism(&self.lr, self.mechanism).unwrap_or(optimizer.default_lr());
         config.a3c = self
             .learner
             .apply(config.a3c)
             .with_buffer_size(buffer)
-            .with_lr(self.lr)
-            .with_optimizer(self.optimizer.kind());
+            .with_lr(lr)
+            .with_optimizer(optimizer.kind());
         config.with_noise_rng(self.noise_rng.mode())
     }
 }
@@ -89,12 +98,35 @@ impl PgcParams {
 /// Connection to a PGC run on Redis.
 #[derive(Args, Clone, Debug, Serialize)]
 pub struct RedisArgs {
-    /// Redis URL, e.g. redis://127.0.0.1:6390/.
+    /// Redis URL: `redis://[user[:password]@]host[:port][/db]` (the user goes to AUTH for
+    /// Redis ACLs), or `rediss://…` for TLS when built with the `redis-tls` feature.
     #[arg(long)]
     pub redis: String,
-    /// Key prefix of the run (aggregator and agents must agree).
-    #[arg(long, default_value = "privrl-pgc")]
-    pub prefix: String,
+    /// The run's id: all its keys live under privrl:pgc:{ID}:, so runs with different ids
+    /// share a server without seeing each other. Aggregator and agents must agree; remove a
+    /// finished run's keys with `pgc cleanup --run-id ID`.
+    #[arg(long)]
+    pub run_id: String,
+    /// Seconds a lost connection keeps trying to reconnect (with exponential backoff) before
+    /// the command fails.
+    #[arg(long, default_value_t = 30.0)]
+    pub redis_timeout: f64,
+}
+
+impl RedisArgs {
+    /// Connects to the run.
+    pub fn connect(&self) -> Result<RedisTransport> {
+        anyhow::ensure!(
+            self.redis_timeout.is_finite() && self.redis_timeout > 0.0,
+            "--redis-timeout must be a number of seconds > 0, got {}",
+            self.redis_timeout
+        );
+        Ok(RedisTransport::connect_with_timeout(
+            &self.redis,
+            &self.run_id,
+            Duration::from_secs_f64(self.redis_timeout),
+        )?)
+    }
 }
 
 /// `cargo xtask pgc ...`.
@@ -109,6 +141,16 @@ pub enum PgcCommand {
     /// Submissions per second, in-process and over Redis on loopback; writes
     /// runs/bench/pgc/report.md.
     Bench(PgcBenchArgs),
+    /// Deletes all keys of a run (stream, dead letters, θ, epoch, agents' sequences, closed
+    /// flag), so that its id can be used again.
+    Cleanup(CleanupArgs),
+}
+
+/// Arguments of `pgc cleanup`.
+#[derive(Args, Debug, Clone, Serialize)]
+pub struct CleanupArgs {
+    #[command(flatten)]
+    pub redis: RedisArgs,
 }
 
 /// Arguments of `pgc aggregator`.
@@ -118,12 +160,22 @@ pub struct AggregatorArgs {
     pub redis: RedisArgs,
     #[command(flatten)]
     pub params: PgcParams,
-    /// Checkpoint file (JSON); resumed from if it exists.
+    /// Checkpoint file (JSON), written durably after every update; resumed from if it exists.
+    /// Without it, the run id must be new on the server.
     #[arg(long)]
     pub checkpoint: PathBuf,
-    /// Stop (and close the run) once this many submissions are applied.
+    /// Stop (and close the run) once this many submissions are applied; a multiple of the
+    /// buffer size |B|, since only whole buffers are applied.
     #[arg(long, default_value_t = 90_000)]
     pub submissions: u64,
+    /// Also stop after this many model updates (eq. 22), the paper's cutoff (Section 4.2: 90,000
+    /// updates) that `suite pgc --max-updates` applies.
+    #[arg(long)]
+    pub max_updates: Option<u64>,
+    /// Fail if no submission arrives for this many seconds (agents gone), rather than wait
+    /// forever.
+    #[arg(long, default_value_t = 600.0)]
+    pub idle_timeout: f64,
     /// Also stop at the first success (μ_n ≥ 195, eq. 26).
     #[arg(long)]
     pub stop_at_success: bool,
@@ -156,12 +208,17 @@ pub struct AgentsArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Name of this process in submission ids (default: pid and start time); must differ
-    /// between agent processes of one run.
+    /// between agent processes of one run. A process restarted under the same name (and
+    /// --workers) resumes each worker's sequence, and with --count only makes up the rest.
     #[arg(long)]
     pub name: Option<String>,
-    /// Write `{"sent": n}` here as JSON.
+    /// Write `{"sent": n}` here as JSON (n: submissions sent by this process).
     #[arg(long)]
     pub summary: Option<PathBuf>,
+    /// Append every submission sent, with its stream id, to this file as JSON lines (an audit
+    /// trail of what this process released).
+    #[arg(long)]
+    pub sent_log: Option<PathBuf>,
     /// Backend of the agents' gradients.
     #[arg(long, value_enum, default_value_t = BackendChoice::default())]
     pub backend: BackendChoice,
@@ -192,6 +249,12 @@ pub fn run(command: PgcCommand) -> Result<()> {
     match command {
         PgcCommand::Aggregator(args) => dispatch(args.backend, args),
         PgcCommand::Agents(args) => dispatch(args.backend, args),
+        PgcCommand::Cleanup(args) => {
+            let transport = args.redis.connect()?;
+            let deleted = transport.delete_run()?;
+            println!("run `{}`: deleted {deleted} keys", args.redis.run_id);
+            Ok(())
+        }
         PgcCommand::Bench(mut args) => {
             if args.redis.is_none() {
                 args.redis = std::env::var("PRIVRL_REDIS_URL")
@@ -210,6 +273,11 @@ struct AggregatorSummary {
     updates: u64,
     duplicates: u64,
     rejected: u64,
+    /// Entries in the run's dead-letter stream (malformed ones and refused submissions).
+    dead_letters: u64,
+    /// Entries left in the submissions stream after trimming.
+    stream_len: u64,
+    epoch: u64,
     first_success: Option<u64>,
 }
 
@@ -217,25 +285,95 @@ impl BackendTask for AggregatorArgs {
     type Output = ();
 
     fn run<B: Backend>(self, device: B::Device) -> Result<()> {
-        let config = self.params.config().with_max_submissions(self.submissions);
+        let mut config = self.params.config().with_max_submissions(self.submissions);
+        if let Some(max_updates) = self.max_updates {
+            config = config.with_max_updates(max_updates);
+        }
         config.validate()?;
-        let transport = RedisTransport::aggregator(&self.redis.redis, &self.redis.prefix)?;
+        let buffer = config.a3c.buffer_size as u64;
+        if !self.submissions.is_multiple_of(buffer) {
+            return Err(PgcError::InvalidParameter {
+                name: "submissions",
+                value: format!("{} with |B| = {buffer}", self.submissions),
+                expected: "a multiple of the buffer size (only whole buffers are applied)",
+            }
+            .into());
+        }
+        anyhow::ensure!(
+            self.idle_timeout.is_finite() && self.idle_timeout > 0.0,
+            "--idle-timeout must be a number of seconds > 0, got {}",
+            self.idle_timeout
+        );
+        let run_id = self.redis.run_id.as_str();
+        let transport = self.redis.connect()?;
+        let resuming = self.checkpoint.exists();
         let theta = initial_parameters::<B>(&config, self.seed, &device)?;
         let mut aggregator = Aggregator::new(&config, theta)?.with_checkpoint(&self.checkpoint)?;
+        aggregator.bind_run(run_id)?;
+        let run_exists = transport.run_exists()?;
+        let state = aggregator.state();
+        if !resuming && run_exists {
+            return Err(PgcError::RunExists {
+                run_id: run_id.into(),
+            }
+            .into());
+        }
+        if resuming && !run_exists && (state.applied > 0 || state.version > 0) {
+            return Err(PgcError::RunLost {
+                run_id: run_id.into(),
+                message: format!(
+                    "the checkpoint {} has {} submissions applied, but the server has no \
+                     state for the run (cleaned up, or Redis lost its data)",
+                    self.checkpoint.display(),
+                    state.applied
+                ),
+            }
+            .into());
+        }
+        if !resuming {
+            // Before claiming: a crash from here on restarts as a resume.
+            aggregator.save(&transport)?;
+        }
+        let epoch = transport.claim()?;
         let resumed = aggregator.state().applied;
         transport.publish(&aggregator.parameters())?;
         let bar = progress_bar(self.submissions, "applied");
         bar.set_position(resumed.min(self.submissions));
+        let idle = Duration::from_secs_f64(self.idle_timeout);
+        let mut last_activity = Instant::now();
+        let activity = |a: &Aggregator| {
+            let s = a.state();
+            s.applied + s.duplicates + s.rejected + a.buffered() as u64
+        };
         loop {
             let state = aggregator.state();
             if state.applied >= self.submissions
+                || state.version >= config.max_updates
                 || (self.stop_at_success && state.first_success.is_some())
             {
                 break;
             }
-            let room = ((self.submissions - state.applied) as usize).min(256);
-            let applied = aggregator.poll(&transport, room, Duration::from_millis(200))?;
+            // Only what whole buffers up to --submissions can take.
+            let update_room = (config.max_updates - state.version).saturating_mul(buffer);
+            let room = (self.submissions - state.applied)
+                .min(update_room)
+                .saturating_sub(aggregator.buffered() as u64)
+                .min(256);
+            let before = activity(&aggregator);
+            let applied = aggregator.poll(&transport, room as usize, Duration::from_millis(200))?;
             bar.inc(applied.len() as u64);
+            if activity(&aggregator) != before {
+                last_activity = Instant::now();
+            } else if last_activity.elapsed() > idle {
+                anyhow::bail!(
+                    "run `{run_id}`: no submission for {:?} with {} of {} applied; are the \
+                     agents running? (the checkpoint {} resumes the run)",
+                    idle,
+                    aggregator.state().applied,
+                    self.submissions,
+                    self.checkpoint.display()
+                );
+            }
         }
         bar.finish_and_clear();
         transport.close()?;
@@ -245,17 +383,21 @@ impl BackendTask for AggregatorArgs {
             updates: state.version,
             duplicates: state.duplicates,
             rejected: state.rejected,
+            dead_letters: transport.dead_letters()?,
+            stream_len: transport.stream_len()?,
+            epoch,
             first_success: state.first_success,
         };
         if let Some(path) = &self.summary {
             write_json(path, &summary)?;
         }
         println!(
-            "applied {} submissions in {} updates (resumed at {resumed}; {} duplicates skipped, {} rejected); first success: {}",
+            "run `{run_id}` (epoch {epoch}): applied {} submissions in {} updates (resumed at \
+             {resumed}; {} duplicates skipped, {} dead letters); first success: {}",
             summary.applied,
             summary.updates,
             summary.duplicates,
-            summary.rejected,
+            summary.dead_letters,
             summary.first_success.map_or("-".into(), |f| f.to_string())
         );
         Ok(())
@@ -284,6 +426,16 @@ impl BackendTask for AgentsArgs {
                 })
             })
             .collect();
+        let sent_log = match &self.sent_log {
+            Some(path) => Some(Arc::new(Mutex::new(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .with_context(|| format!("opening {}", path.display()))?,
+            ))),
+            None => None,
+        };
         let stop = AtomicBool::new(false);
         let sent: u64 = std::thread::scope(|scope| -> Result<u64> {
             let handles: Vec<_> = per_worker
@@ -292,9 +444,13 @@ impl BackendTask for AgentsArgs {
                 .map(|(i, &count)| {
                     let (config, name, device, stop) = (&config, &name, &device, &stop);
                     let redis = &self.redis;
+                    let sent_log = sent_log.clone();
                     let seed = self.seed.wrapping_mul(1000).wrapping_add(i as u64);
                     scope.spawn(move || -> Result<u64> {
-                        let transport = RedisTransport::connect(&redis.redis, &redis.prefix)?;
+                        let mut transport = redis.connect()?;
+                        if let Some(log) = sent_log {
+                            transport = transport.with_sent_log(log);
+                        }
                         let mut agent = PgcAgent::<Autodiff<B>>::new(
                             config,
                             format!("{name}-w{i}"),
@@ -396,8 +552,8 @@ impl BackendTask for PgcBenchArgs {
             let nanos = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos());
-            let prefix = format!("privrl-bench-{}-{nanos}", std::process::id());
-            let transport = RedisTransport::aggregator(url, &prefix)
+            let run_id = format!("bench-{}-{nanos}", std::process::id());
+            let transport = RedisTransport::aggregator(url, &run_id)
                 .with_context(|| format!("connecting to {url}"))?;
             let result = measure("redis (loopback)", &transport);
             transport.delete_run()?;
@@ -445,5 +601,70 @@ impl BackendTask for PgcBenchArgs {
         }
         println!("wrote {}", path.display());
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use privrl_agents::{Exploration, GreedyAction, LossReduction, OptimizerKind, RewardScheme};
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        params: PgcParams,
+    }
+
+    fn config(args: &[&str]) -> PgcConfig {
+        Cli::try_parse_from(std::iter::once("pgc").chain(args.iter().copied()))
+            .unwrap()
+            .params
+            .config()
+    }
+
+    /// The Redis commands take `suite pgc`'s learner and per-mechanism optimiser flags, with the
+    /// same resolution (the entry for the run's mechanism, else the one for all; η by optimiser).
+    #[test]
+    fn redis_mode_flags_reach_the_config_like_the_suites() {
+        let paper = config(&[]);
+        assert_eq!(paper.a3c.optimizer, OptimizerKind::Sgd);
+        assert_eq!((paper.a3c.lr, paper.a3c.buffer_size), (0.5, 1));
+        assert!(!paper.a3c.bias);
+        let prs = config(&[
+            "--mechanism",
+            "prs",
+            "--optimizer",
+            "adam,prs=sgd",
+            "--lr",
+            "laplace=0.1,prs=0.02",
+            "--actions",
+            "sampled",
+            "--bias",
+            "--reward",
+            "sparse",
+            "--loss",
+            "mean",
+        ]);
+        assert_eq!(prs.a3c.optimizer, OptimizerKind::Sgd);
+        assert_eq!((prs.a3c.lr, prs.a3c.buffer_size), (0.02, 100));
+        assert!(prs.a3c.bias);
+        assert_eq!(prs.a3c.reward, RewardScheme::Sparse);
+        assert_eq!(prs.a3c.loss_reduction, LossReduction::Mean);
+        assert!(matches!(
+            prs.a3c.exploration,
+            Exploration::EpsilonGreedy {
+                greedy: GreedyAction::Sample,
+                ..
+            }
+        ));
+        // Adam for Laplace without an η: Adam's default.
+        let laplace = config(&["--optimizer", "laplace=adam"]);
+        assert_eq!(
+            (laplace.a3c.optimizer, laplace.a3c.lr),
+            (OptimizerKind::Adam, 0.005)
+        );
+        assert!(Cli::try_parse_from(["pgc", "--optimizer", "rmsprop"]).is_err());
     }
 }

@@ -77,9 +77,20 @@ impl<B: AutodiffBackend> PgcAgent<B> {
         self.mechanism.as_ref()
     }
 
-    /// Submissions made so far.
+    /// Submissions made so far: the `seq` of the last one.
     pub fn submitted(&self) -> u64 {
         self.seq
+    }
+
+    /// The agent's name in its submissions' `(source, seq)`.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Continues the sequence after `seq` (the last one this source submitted before a
+    /// restart), so that no new submission reuses a number the aggregator has seen.
+    pub fn resume_after(&mut self, seq: u64) {
+        self.seq = self.seq.max(seq);
     }
 
     /// θ′ ← θ, as a network.
@@ -197,16 +208,19 @@ pub(crate) fn wait_for_parameters(
     }
 }
 
-/// An agent's loop: fetch θ, submit, until `count` submissions (if given), until the
-/// aggregator closes the run, or until `stop` is set. Returns the number submitted.
+/// An agent's loop: resume the source's sequence where the transport says it stopped, then
+/// fetch θ and submit until the sequence reaches `count` (if given; so a restarted agent only
+/// makes up what is missing), until the aggregator closes the run, or until `stop` is set.
+/// Returns the number submitted by this call.
 pub fn run_agent<B: AutodiffBackend>(
     agent: &mut PgcAgent<B>,
     transport: &dyn Transport,
     count: Option<u64>,
     stop: &AtomicBool,
 ) -> Result<u64, PgcError> {
+    agent.resume_after(transport.last_seq(agent.source())?);
     let mut sent = 0;
-    while count.is_none_or(|c| sent < c) && !stop.load(Ordering::Relaxed) {
+    while count.is_none_or(|c| agent.submitted() < c) && !stop.load(Ordering::Relaxed) {
         let Some(parameters) = wait_for_parameters(transport, Duration::from_secs(60))? else {
             break;
         };

@@ -2,6 +2,7 @@
 //! submissions it applies (with μ_n and the first success time).
 
 use std::collections::{BTreeMap, VecDeque};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -36,6 +37,10 @@ pub struct AggregatorState {
     /// Adam's moments when the aggregator steps θ with Adam instead of eq. 22's SGD.
     #[serde(default)]
     pub adam: FlatAdam,
+    /// The run this state belongs to (Redis runs), so that a checkpoint is never resumed
+    /// into another run.
+    #[serde(default)]
+    pub run_id: Option<String>,
 }
 
 /// One applied submission, for the per-submission metrics.
@@ -87,6 +92,7 @@ impl Aggregator {
                 recent_scores: VecDeque::new(),
                 first_success: None,
                 adam: FlatAdam::default(),
+                run_id: None,
             },
             buffer: Vec::new(),
             checkpoint: None,
@@ -113,6 +119,20 @@ impl Aggregator {
         }
         self.checkpoint = Some(path);
         Ok(self)
+    }
+
+    /// Binds the state to the run `run_id`: fails if it was checkpointed for another run.
+    pub fn bind_run(&mut self, run_id: &str) -> Result<(), PgcError> {
+        match &self.state.run_id {
+            Some(bound) if bound != run_id => Err(PgcError::Checkpoint {
+                path: self.checkpoint.clone().unwrap_or_default(),
+                message: format!("belongs to run `{bound}`, not `{run_id}`"),
+            }),
+            _ => {
+                self.state.run_id = Some(run_id.to_string());
+                Ok(())
+            }
+        }
     }
 
     /// The state (θ, counters).
@@ -151,20 +171,27 @@ impl Aggregator {
         let deliveries = transport.receive(max, wait)?;
         let mut applied = Vec::new();
         let mut skipped = Vec::new();
+        let mut rejected = Vec::new();
         let received = !deliveries.is_empty();
         for delivery in deliveries {
-            if self.accept(&delivery) {
-                self.buffer.push(delivery);
-                if self.buffer.len() >= self.buffer_size {
-                    applied.extend(self.apply(transport)?);
+            match self.accept(&delivery) {
+                Verdict::Take => {
+                    self.buffer.push(delivery);
+                    if self.buffer.len() >= self.buffer_size {
+                        applied.extend(self.apply(transport)?);
+                    }
                 }
-            } else {
-                skipped.push(delivery.tag);
+                Verdict::Duplicate => skipped.push(delivery.tag),
+                Verdict::Buffered => {}
+                Verdict::Reject(reason) => rejected.push((delivery.tag, reason)),
             }
         }
-        if !skipped.is_empty() {
-            self.save()?;
+        if !skipped.is_empty() || !rejected.is_empty() {
+            self.save(transport)?;
             transport.acknowledge(&skipped)?;
+            for (tag, reason) in &rejected {
+                transport.reject(tag, reason)?;
+            }
         }
         if received {
             transport.publish(&self.parameters())?;
@@ -173,8 +200,13 @@ impl Aggregator {
     }
 
     /// Whether a delivery goes into the buffer; counts duplicates and refusals.
-    fn accept(&mut self, delivery: &Delivery) -> bool {
+    fn accept(&mut self, delivery: &Delivery) -> Verdict {
         let s = &delivery.submission;
+        // The same entry delivered again (re-read after a reconnect) while it waits in B: it
+        // is acknowledged with B, not now.
+        if self.buffer.iter().any(|d| d.tag == delivery.tag) {
+            return Verdict::Buffered;
+        }
         let applied_through = self.state.high_water.get(&s.source).copied().unwrap_or(0);
         let buffered = self
             .buffer
@@ -182,16 +214,28 @@ impl Aggregator {
             .any(|d| d.submission.source == s.source && d.submission.seq == s.seq);
         if s.seq <= applied_through || buffered {
             self.state.duplicates += 1;
-            return false;
+            return Verdict::Duplicate;
         }
-        if s.gradient.len() != self.state.theta.len()
-            || s.gradient.iter().any(|v| !v.is_finite())
-            || !s.score.is_finite()
-        {
-            self.state.rejected += 1;
-            return false;
+        let reason = if s.gradient.len() != self.state.theta.len() {
+            Some(format!(
+                "gradient of length {}, θ has {}",
+                s.gradient.len(),
+                self.state.theta.len()
+            ))
+        } else if s.gradient.iter().any(|v| !v.is_finite()) {
+            Some("non-finite gradient".to_string())
+        } else if !(s.score.is_finite() && s.score >= 0.0) {
+            Some(format!("score {} (expected a finite value >= 0)", s.score))
+        } else {
+            None
+        };
+        match reason {
+            Some(reason) => {
+                self.state.rejected += 1;
+                Verdict::Reject(reason)
+            }
+            None => Verdict::Take,
         }
-        true
     }
 
     /// eq. 22: θ ← θ − η (1/|B|) Σ_{g̃ ∈ B} g̃ (or an Adam step on that mean, with
@@ -223,7 +267,10 @@ impl Aggregator {
             let s = &d.submission;
             self.state.applied += 1;
             self.state.env_steps += steps_of(s.score);
-            self.state.high_water.insert(s.source.clone(), s.seq);
+            // Maxed, not overwritten: a source's entries arrive in order, but a stale
+            // duplicate must never move its mark back.
+            let mark = self.state.high_water.entry(s.source.clone()).or_insert(0);
+            *mark = (*mark).max(s.seq);
             self.state.recent_scores.push_back(s.score);
             while self.state.recent_scores.len() > self.score_window {
                 self.state.recent_scores.pop_front();
@@ -246,25 +293,59 @@ impl Aggregator {
                 computed_at: s.version,
             });
         }
-        self.save()?;
+        self.save(transport)?;
         let tags: Vec<String> = buffer.into_iter().map(|d| d.tag).collect();
         transport.acknowledge(&tags)?;
         Ok(applied)
     }
 
-    fn save(&self) -> Result<(), PgcError> {
+    /// Writes the checkpoint durably: a temporary file beside it, fsynced, renamed over it,
+    /// and the directory fsynced, so that a crash leaves the old state or the new one, never
+    /// a torn file, and an acknowledgement never precedes the state it relies on. Refuses
+    /// (with [`PgcError::Fenced`]) once a newer aggregator has taken the run over.
+    pub fn save(&self, transport: &dyn Transport) -> Result<(), PgcError> {
         let Some(path) = &self.checkpoint else {
             return Ok(());
         };
+        transport.check_fence()?;
         let error = |message: String| PgcError::Checkpoint {
             path: path.clone(),
             message,
         };
-        let tmp = path.with_extension("tmp");
+        let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
+        tmp_name.push(".tmp");
+        let tmp = path.with_file_name(tmp_name);
         let json = serde_json::to_vec(&self.state).map_err(|e| error(e.to_string()))?;
-        std::fs::write(&tmp, json).map_err(|e| error(e.to_string()))?;
-        std::fs::rename(&tmp, path).map_err(|e| error(e.to_string()))
+        let write = || -> std::io::Result<()> {
+            let mut file = std::fs::File::create(&tmp)?;
+            file.write_all(&json)?;
+            file.sync_all()?;
+            drop(file);
+            std::fs::rename(&tmp, path)?;
+            let dir = match path.parent() {
+                Some(dir) if !dir.as_os_str().is_empty() => dir,
+                _ => Path::new("."),
+            };
+            // Directories cannot be opened for syncing on every platform.
+            if let Ok(dir) = std::fs::File::open(dir) {
+                let _ = dir.sync_all();
+            }
+            Ok(())
+        };
+        write().map_err(|e| error(e.to_string()))
     }
+}
+
+/// What [`Aggregator::accept`] makes of a delivery.
+enum Verdict {
+    /// Into B.
+    Take,
+    /// Its (source, seq) was applied or is in B under another tag: acknowledged, skipped.
+    Duplicate,
+    /// This very entry is already in B.
+    Buffered,
+    /// Not a valid submission of this run: dead-lettered with the reason.
+    Reject(String),
 }
 
 /// The environment steps of a submission: its score ζ is the number of steps the episode

@@ -47,6 +47,39 @@ pub enum PgcError {
         /// What went wrong.
         message: String,
     },
+    /// A newer aggregator has taken this run over (its epoch is higher): this one must stop
+    /// writing. Raised by every write of a superseded aggregator.
+    #[error(
+        "aggregator of run `{run_id}` fenced off: its epoch {epoch} was superseded by {} (a \
+         newer aggregator took the run over); this one stops",
+        current.map_or("another".to_string(), |c| c.to_string())
+    )]
+    Fenced {
+        /// The run.
+        run_id: String,
+        /// This aggregator's epoch.
+        epoch: u64,
+        /// The run's current epoch, if known.
+        current: Option<u64>,
+    },
+    /// A fresh aggregator (no checkpoint) was started on a run id that already has state.
+    #[error(
+        "run `{run_id}` already exists on this Redis server; resume it with its aggregator's \
+         --checkpoint, pick another --run-id, or delete it with `cargo xtask pgc cleanup \
+         --run-id {run_id}`"
+    )]
+    RunExists {
+        /// The run.
+        run_id: String,
+    },
+    /// The server no longer has the run's state that the aggregator relies on.
+    #[error("run `{run_id}` lost on the Redis server: {message}")]
+    RunLost {
+        /// The run.
+        run_id: String,
+        /// What is missing.
+        message: String,
+    },
     /// No θ was published within the wait.
     #[error("no parameters published after {0:?}; is the aggregator running?")]
     NoParameters(Duration),

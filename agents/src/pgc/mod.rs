@@ -12,12 +12,14 @@
 //! With `rounds = T > 1`, an agent submits T times with ε/T each (Section 3.2.1).
 //!
 //! Submissions travel over a [`Transport`]: [`InProcess`] (threads, the default; the paper
-//! uses 9 agent threads) or [`RedisTransport`] (Redis Streams across processes). Delivery is at
-//! least once and the aggregator applies idempotently: each submission carries its agent's
-//! `(source, seq)`, the aggregator remembers the highest applied `seq` per source in its
-//! checkpoint, and acknowledges a submission only after its update is saved. An aggregator
+//! uses 9 agent threads) or [`RedisTransport`] (Redis Streams across processes, one key prefix
+//! per run id). Delivery is at least once and the aggregator applies exactly once: each
+//! submission carries its agent's `(source, seq)` (a restarted agent resumes its sequence),
+//! the aggregator remembers the highest applied `seq` per source in its checkpoint (written
+//! durably), and acknowledges a submission only after its update is saved. An aggregator
 //! killed and restarted from its checkpoint therefore loses no submission and applies none
-//! twice.
+//! twice; the restarted one fences the old one off (an epoch checked on every write), and
+//! entries that are not submissions of the run go to a dead-letter stream.
 //!
 //! The metrics of Section 4 are here too: μ_n (eq. 25), the first success time (eq. 26), the
 //! success ratio (eq. 27) and the relative area under its curve (Table 3).
@@ -45,6 +47,6 @@ pub use self::metrics::{
     success_ratio_area,
 };
 pub use self::params::{flatten_parameters, initial_parameters, load_flat_parameters};
-pub use self::redis::RedisTransport;
+pub use self::redis::{RedisTransport, DEFAULT_RECONNECT_TIMEOUT};
 pub use self::run::{run_pgc, PgcOutcome};
 pub use self::transport::{InProcess, Transport};

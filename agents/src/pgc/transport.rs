@@ -23,11 +23,27 @@ pub trait Transport: Send + Sync {
     fn parameters(&self) -> Result<Option<Parameters>, PgcError>;
     /// Agent: sends one noisy gradient.
     fn submit(&self, submission: &Submission) -> Result<(), PgcError>;
+    /// Agent: the last `seq` that `source` submitted to this run (0 if none), so that an
+    /// agent restarted under the same name resumes its sequence instead of repeating numbers
+    /// the aggregator has already seen (which it would skip as duplicates).
+    fn last_seq(&self, _source: &str) -> Result<u64, PgcError> {
+        Ok(0)
+    }
     /// Aggregator: up to `max` submissions, waiting at most `wait` for the first one. After a
     /// restart, submissions received before but never acknowledged come first.
     fn receive(&self, max: usize, wait: Duration) -> Result<Vec<Delivery>, PgcError>;
     /// Aggregator: marks submissions as done; they are never delivered again.
     fn acknowledge(&self, tags: &[String]) -> Result<(), PgcError>;
+    /// Aggregator: a delivery that is not a valid submission of this run (`reason` says why)
+    /// is set aside (Redis: into the dead-letter stream) and acknowledged.
+    fn reject(&self, _tag: &str, _reason: &str) -> Result<(), PgcError> {
+        Ok(())
+    }
+    /// Aggregator: fails with [`PgcError::Fenced`] if a newer aggregator has taken the run
+    /// over; called before each checkpoint write, which the transport cannot fence itself.
+    fn check_fence(&self) -> Result<(), PgcError> {
+        Ok(())
+    }
     /// Aggregator: tells the agents that training is over.
     fn close(&self) -> Result<(), PgcError>;
     /// Agent: whether the aggregator has closed the run.

@@ -21,7 +21,8 @@ use crate::summary::SuiteOutcome;
 use crate::sweep::{run_parallel, Job};
 
 pub use self::learner::{
-    ActionsArg, ClockArg, LearnerArgs, LossArg, OptimizerChoice, PerMechanism, RewardArg,
+    for_mechanism, ActionsArg, ClockArg, LearnerArgs, LossArg, OptimizerChoice, PerMechanism,
+    RewardArg,
 };
 pub use self::plan::{PgcSuiteArgs, TransportChoice};
 pub use self::trial::TrialSummary;
