@@ -18,6 +18,16 @@ pub struct Step {
 }
 
 impl Step {
+    /// A step whose observation is the flat vector `obs`, with `info`'s reward and flags.
+    pub fn from_flat(obs: Vec<f32>, info: StepInfo) -> Self {
+        Self {
+            obs: Obs::Vector(obs),
+            reward: info.reward,
+            terminated: info.terminated,
+            truncated: info.truncated,
+        }
+    }
+
     /// The episode is over (terminated or truncated); the next call must be `reset`.
     pub fn done(&self) -> bool {
         self.terminated || self.truncated
@@ -190,12 +200,7 @@ pub(crate) fn step_vector<const N: usize>(
 ) -> Result<Step, EnvError> {
     let mut obs = [0.0; N];
     let info = env.step_into(action, &mut obs)?;
-    Ok(Step {
-        obs: Obs::Vector(obs.to_vec()),
-        reward: info.reward,
-        terminated: info.terminated,
-        truncated: info.truncated,
-    })
+    Ok(Step::from_flat(obs.to_vec(), info))
 }
 
 pub(crate) fn check_obs_len(obs: &[f32], expected: usize) -> Result<(), EnvError> {

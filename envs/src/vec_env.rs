@@ -307,12 +307,8 @@ impl<E: Env> VecEnv<E> {
         for (i, (env, &action)) in self.envs.iter_mut().zip(actions).enumerate() {
             let step = if self.sent[i] {
                 let mut obs = vec![0.0; self.obs_len];
-                env.receive_step_into(&mut obs).map(|info| Step {
-                    obs: Obs::Vector(obs),
-                    reward: info.reward,
-                    terminated: info.terminated,
-                    truncated: info.truncated,
-                })
+                env.receive_step_into(&mut obs)
+                    .map(|info| Step::from_flat(obs, info))
             } else if failure.is_none() {
                 env.step(action)
             } else {

@@ -3,8 +3,9 @@
 //! named error with a non-zero exit, never a panic. `--gradients FILE --weights FILE` on files
 //! written here attacks to the same reconstruction as the library in memory.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use image::{ImageBuffer, Luma};
 
@@ -38,18 +39,13 @@ fn sample_dir(name: &str) -> PathBuf {
 }
 
 fn attack(samples: &Path, runs: &Path, extra: &[&str]) -> (i32, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .env("PRIVRL_RUNS_DIR", runs)
-        .args(["attack", "--samples-dir"])
-        .arg(samples)
-        .args(["--actions", "3", "--iters", "20"])
-        .args(extra)
-        .output()
-        .expect("the xtask binary runs");
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
+    common::run(
+        common::xtask()
+            .env("PRIVRL_RUNS_DIR", runs)
+            .args(["attack", "--samples-dir"])
+            .arg(samples)
+            .args(["--actions", "3", "--iters", "20"])
+            .args(extra),
     )
 }
 
@@ -159,16 +155,15 @@ fn a_gradient_file_attacks_to_the_in_memory_reconstruction() {
     )
     .unwrap();
 
-    let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .env("PRIVRL_RUNS_DIR", &runs)
-        .args(["attack", "--iters", "500", "--gradients"])
-        .arg(&gradients)
-        .arg("--weights")
-        .arg(&weights)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
+    let (code, _, stderr) = common::run(
+        common::xtask()
+            .env("PRIVRL_RUNS_DIR", &runs)
+            .args(["attack", "--iters", "500", "--gradients"])
+            .arg(&gradients)
+            .arg("--weights")
+            .arg(&weights),
+    );
+    assert_eq!(code, 0, "{stderr}");
     let file = runs.join("attack/qgi-gradients-mlp-seed0/reconstruction.json");
     let read: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
@@ -180,25 +175,17 @@ fn a_gradient_file_attacks_to_the_in_memory_reconstruction() {
     }
 
     // The gradient alone, or weights without an architecture in the header: named errors.
-    let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .env("PRIVRL_RUNS_DIR", &runs)
-        .args(["attack", "--gradients"])
-        .arg(&gradients)
-        .output()
-        .unwrap();
-    assert!(!output.status.success());
-    let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .env("PRIVRL_RUNS_DIR", &runs)
-        .args(["attack", "--gradients"])
-        .arg(&gradients)
-        .arg("--weights")
-        .arg(&gradients)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        !output.status.success() && stderr.contains("privrl.model"),
-        "{stderr}"
-    );
+    let gradients_only = || {
+        let mut command = common::xtask();
+        command
+            .env("PRIVRL_RUNS_DIR", &runs)
+            .args(["attack", "--gradients"])
+            .arg(&gradients);
+        command
+    };
+    let (code, _, _) = common::run(&mut gradients_only());
+    assert_ne!(code, 0);
+    let (code, _, stderr) = common::run(gradients_only().arg("--weights").arg(&gradients));
+    assert!(code != 0 && stderr.contains("privrl.model"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }

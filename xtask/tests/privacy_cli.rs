@@ -1,19 +1,10 @@
 //! `cargo xtask privacy ...` on out-of-range input: a named error on stderr and a non-zero
 //! exit, never a panic, an abort or a printed ε.
 
-use std::process::Command;
+mod common;
 
 fn privacy(args: &str) -> (i32, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .arg("privacy")
-        .args(args.split_whitespace())
-        .output()
-        .expect("the xtask binary runs");
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    common::run(common::xtask().arg("privacy").args(args.split_whitespace()))
 }
 
 #[test]

@@ -343,12 +343,7 @@ impl Env for GymnasiumEnv {
     fn step(&mut self, action: usize) -> Result<Step, EnvError> {
         let mut obs = vec![0.0; self.obs_len];
         let info = self.step_into(action, &mut obs)?;
-        Ok(Step {
-            obs: Obs::Vector(obs),
-            reward: info.reward,
-            terminated: info.terminated,
-            truncated: info.truncated,
-        })
+        Ok(Step::from_flat(obs, info))
     }
 
     /// Resets, then writes `state` into `env.unwrapped.state` (classic control); the

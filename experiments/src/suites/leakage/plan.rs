@@ -277,19 +277,19 @@ impl LeakagePlan {
 
     /// What the DP-SGD ε of `method`'s victim means, for every label that prints it.
     pub(super) fn dp_sgd_epsilon_label(&self, method: Method) -> String {
-        match Self::dp_sgd_unit(method) {
-            PrivacyUnit::Transition => format!(
-                "ε per transition (DP-SGD DQN run of {} env steps, RDP, {}, δ = {})",
-                self.train_env_steps,
-                self.adjacency.name(),
-                self.delta
-            ),
-            PrivacyUnit::Episode => format!(
-                "ε per episode (DP-SGD REINFORCE, each episode in one release, RDP, {}, δ = {})",
-                self.adjacency.name(),
-                self.delta
-            ),
-        }
+        let unit = Self::dp_sgd_unit(method);
+        let run = match unit {
+            PrivacyUnit::Transition => {
+                format!("DP-SGD DQN run of {} env steps", self.train_env_steps)
+            }
+            PrivacyUnit::Episode => "DP-SGD REINFORCE, each episode in one release".to_owned(),
+        };
+        format!(
+            "ε per {} ({run}, RDP, {}, δ = {})",
+            unit.name(),
+            self.adjacency.name(),
+            self.delta
+        )
     }
 
     /// The ε a cell is plotted at: per release for Laplace and PRS, for DP-SGD that of the
@@ -308,16 +308,15 @@ impl LeakagePlan {
 
     /// The unit an ε of `defence` protects, for the tables: per transition or per episode for
     /// DP-SGD, per release (one gradient) for the local mechanisms.
-    pub(super) fn epsilon_unit(method: Method, defence: &GradientMechanismConfig) -> &'static str {
+    pub(super) fn epsilon_unit(method: Method, defence: &GradientMechanismConfig) -> String {
         match defence {
-            GradientMechanismConfig::DpSgd { .. } => match Self::dp_sgd_unit(method) {
-                PrivacyUnit::Transition => "per transition",
-                PrivacyUnit::Episode => "per episode",
-            },
-            GradientMechanismConfig::Laplace { .. } | GradientMechanismConfig::Prs { .. } => {
-                "per release"
+            GradientMechanismConfig::DpSgd { .. } => {
+                format!("per {}", Self::dp_sgd_unit(method).name())
             }
-            _ => "",
+            GradientMechanismConfig::Laplace { .. } | GradientMechanismConfig::Prs { .. } => {
+                "per release".to_owned()
+            }
+            _ => String::new(),
         }
     }
 }
