@@ -263,6 +263,11 @@ pub(crate) struct AgentState {
     pub(crate) updates: u64,
     /// Finished episodes.
     pub(crate) log: EpisodeLog,
+    /// The seed of the environment's last reset, for agents that reset from a seed at every
+    /// epoch boundary (`PpoConfig::reseed_at_epoch_end`): resuming resets a fresh environment
+    /// from it. Absent in older checkpoints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) env_seed: Option<u64>,
 }
 
 impl AgentState {
@@ -275,7 +280,14 @@ impl AgentState {
             epoch,
             updates,
             log: log.clone(),
+            env_seed: None,
         }
+    }
+
+    /// Records the seed of the environment's last reset (see [`AgentState::env_seed`]).
+    pub(crate) fn with_env_seed(mut self, seed: Option<u64>) -> Self {
+        self.env_seed = seed;
+        self
     }
 
     /// The generator, positioned where it was captured.

@@ -90,6 +90,16 @@ impl RolloutEnv {
         Ok(())
     }
 
+    /// Drops the episode in progress without logging it and starts the next one from `seed`,
+    /// so that the environment's state afterwards depends on `seed` alone: a checkpoint taken
+    /// here can be resumed by a fresh environment reset from the same seed.
+    pub(crate) fn restart_from(&mut self, seed: u64) -> Result<(), AgentError> {
+        self.episode_return = 0.0;
+        self.episode_len = 0;
+        self.env.reset_into(Some(seed), &mut self.obs)?;
+        Ok(())
+    }
+
     /// Records the finished (or cut) episode in `log` and starts the next one.
     pub(crate) fn end_episode(&mut self, log: &mut EpisodeLog) -> Result<(), AgentError> {
         log.record(self.episode_return, self.episode_len);

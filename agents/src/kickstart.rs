@@ -30,6 +30,7 @@
 //!   (non-private) demonstration counts as k = ∞ (α_λ = 0).
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use burn::config::Config;
@@ -37,13 +38,14 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Tensor, TensorData};
 use privrl_privacy::{
     mlp_lipschitz_bound, penalty_radius, restrict_to_simplex, DirichletConfig, DirichletPrivacy,
-    DirichletSampler, Ledger, LipschitzBound, Matrix, MechanismRng, NoiseMode, OutputMap,
-    PrivacyCost, SimplexMap,
+    DirichletSampler, Ledger, LedgerRun, LipschitzBound, Matrix, MechanismRng, MechanismRngState,
+    NoiseMode, OutputMap, PrivacyCost, SimplexMap,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use crate::agent::checkpoint_error;
 use crate::error::{check_count, check_non_negative, check_positive, AgentError};
 use crate::heads::host_softmax;
 use crate::network::HostMlp;
@@ -314,7 +316,52 @@ pub struct PrivateTeacher {
     summary: TeacherPrivacySummary,
 }
 
+/// What a [`PrivateTeacher`] carries from one epoch to the next: its vanishing k, its ledger
+/// (as runs of equal releases), what it spent and the position of its noise stream. A resumed
+/// run restores it, so that ε and δ keep accumulating and no noise is drawn twice.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PrivateTeacherState {
+    concentration: f64,
+    trajectories: u64,
+    ledger: Vec<LedgerRun>,
+    spent: PrivacyCost,
+    exhausted: bool,
+    summary: TeacherPrivacySummary,
+    rng: Option<MechanismRngState>,
+}
+
+/// The file a [`PrivacyAwareKickstarting`] term writes into its agent's checkpoint.
+const TEACHER_STATE_FILE: &str = "private_teacher.json";
+
 impl PrivateTeacher {
+    /// The state to checkpoint (see [`PrivateTeacherState`]).
+    pub fn state(&self) -> PrivateTeacherState {
+        PrivateTeacherState {
+            concentration: self.concentration,
+            trajectories: self.trajectories,
+            ledger: self.ledger.runs(),
+            spent: self.spent,
+            exhausted: self.exhausted,
+            summary: self.summary,
+            rng: self.rng.state(),
+        }
+    }
+
+    /// Puts the teacher where [`PrivateTeacher::state`] found it. The caller checks that the
+    /// state came from a teacher of the same configuration (the suites compare their
+    /// `config.json`); the noise source must be of the same kind (seeded or secure).
+    pub fn restore(&mut self, state: PrivateTeacherState) -> Result<(), AgentError> {
+        check_non_negative("concentration", state.concentration)?;
+        self.rng.restore(state.rng.as_ref())?;
+        self.ledger = Ledger::from_runs(state.ledger)?;
+        self.concentration = state.concentration;
+        self.trajectories = state.trajectories;
+        self.spent = state.spent;
+        self.exhausted = state.exhausted;
+        self.summary = state.summary;
+        Ok(())
+    }
+
     /// A teacher sharing through `config`, with its mechanism randomness seeded by `seed`, or
     /// drawn from the operating system's CSPRNG (`config.noise_rng`).
     pub fn new(
@@ -735,6 +782,25 @@ impl<B: AutodiffBackend> AuxiliaryPolicyLoss<B> for PrivacyAwareKickstarting {
             }
         }
         Ok(())
+    }
+
+    /// Saves the shared teacher's state. Between epochs the term itself holds nothing that
+    /// the next epoch reads: its demonstrations were consumed by the update.
+    fn save_state(&self, dir: &Path) -> Result<(), AgentError> {
+        let state = lock(&self.teacher).state();
+        let path = dir.join(TEACHER_STATE_FILE);
+        std::fs::create_dir_all(dir).map_err(|e| checkpoint_error(dir, e))?;
+        let text = serde_json::to_string(&state).map_err(|e| checkpoint_error(&path, e))?;
+        std::fs::write(&path, text).map_err(|e| checkpoint_error(&path, e))
+    }
+
+    fn load_state(&mut self, dir: &Path) -> Result<(), AgentError> {
+        let path = dir.join(TEACHER_STATE_FILE);
+        let text = std::fs::read_to_string(&path).map_err(|e| checkpoint_error(&path, e))?;
+        let state = serde_json::from_str(&text).map_err(|e| checkpoint_error(&path, e))?;
+        self.pending = DemonstrationRows::default();
+        self.batch = DemonstrationRows::default();
+        lock(&self.teacher).restore(state)
     }
 
     fn prepare(&mut self, observations: &[f32], obs_len: usize) -> Result<(), AgentError> {

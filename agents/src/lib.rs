@@ -93,8 +93,8 @@ pub use gradient::{param_gradients, ParamGradient};
 pub use heads::{ActorCritic, ActorCriticConfig, Categorical};
 pub use kickstart::{
     privacy_aware_penalty, Demonstration, ExhaustedTeacher, PrivacyAwareConfig,
-    PrivacyAwareKickstarting, PrivateTeacher, PrivateTeacherConfig, Teacher, TeacherPrivacySummary,
-    VanishingUnit,
+    PrivacyAwareKickstarting, PrivateTeacher, PrivateTeacherConfig, PrivateTeacherState, Teacher,
+    TeacherPrivacySummary, VanishingUnit,
 };
 pub use network::{trainable_from_inner, HostMlp, Network, TrainableNetwork};
 pub use nn::{

@@ -617,3 +617,96 @@ fn calibrated_tau_keeps_delta_at_k0_for_six_actions() {
     );
     assert!(cost.epsilon.is_finite() && cost.epsilon > 0.0);
 }
+
+/// A kickstarted student like [`kickstarted_student`] whose epochs start from seeded resets
+/// (`reseed_at_epoch_end`, or not), its teacher seeded by `teacher_seed`.
+fn resumable_student(reseed: bool, seed: u64, teacher_seed: u64) -> Ppo<B> {
+    let private = Arc::new(Mutex::new(
+        PrivateTeacher::new(
+            teacher(),
+            PrivateTeacherConfig::new().with_vanishing_coefficient(0.9),
+            teacher_seed,
+        )
+        .unwrap(),
+    ));
+    let mut ppo = Ppo::<B>::new(
+        PpoConfig::new()
+            .with_steps_per_epoch(150)
+            .with_hidden(vec![8])
+            .with_train_pi_iters(3)
+            .with_train_v_iters(3)
+            .with_reseed_at_epoch_end(reseed),
+        privrl_envs::make("CartPole-v1").unwrap(),
+        &Default::default(),
+        seed,
+    )
+    .unwrap();
+    ppo.set_auxiliary_loss(Box::new(
+        PrivacyAwareKickstarting::new(private, PrivacyAwareConfig::new()).unwrap(),
+    ));
+    ppo
+}
+
+/// Every file of a checkpoint directory, by name.
+fn checkpoint_files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// Three epochs in one go, and two epochs, a checkpoint and one more epoch in an agent built
+/// from other seeds: with `reseed_at_epoch_end` the two give the same checkpoint byte for byte
+/// (networks, optimisers, generator, episode log, and the teacher's k, ledger and noise
+/// stream). Without it the resumed agent's environment does not start where the first one's
+/// stood, and the runs part: the check can fail.
+#[test]
+fn a_kickstarted_student_resumed_from_an_epoch_checkpoint_continues_bit_for_bit() {
+    let root = std::env::temp_dir().join(format!("privrl-kick-resume-{}", std::process::id()));
+    let resumed_equals_straight = |reseed: bool| {
+        let dir = root.join(format!("reseed-{reseed}"));
+        let mut straight = resumable_student(reseed, 3, 5);
+        for _ in 0..3 {
+            straight.train_epoch().unwrap();
+        }
+        straight.save_checkpoint(&dir.join("straight")).unwrap();
+
+        let mut first = resumable_student(reseed, 3, 5);
+        for _ in 0..2 {
+            first.train_epoch().unwrap();
+        }
+        first.save_checkpoint(&dir.join("two")).unwrap();
+        let mut resumed = resumable_student(reseed, 11, 13);
+        resumed.load_checkpoint(&dir.join("two")).unwrap();
+        resumed.train_epoch().unwrap();
+        resumed.save_checkpoint(&dir.join("resumed")).unwrap();
+        let straight = checkpoint_files(&dir.join("straight"));
+        assert!(straight.iter().any(|(n, _)| n == "private_teacher.json"));
+        straight == checkpoint_files(&dir.join("resumed"))
+    };
+    assert!(resumed_equals_straight(true));
+    assert!(!resumed_equals_straight(false));
+    std::fs::remove_dir_all(&root).ok();
+}
+
+#[test]
+fn reseeding_at_epoch_end_needs_the_epoch_end_reset() {
+    let config = PpoConfig::new()
+        .with_reset_at_epoch_end(false)
+        .with_reseed_at_epoch_end(true);
+    assert!(matches!(
+        config.validate(),
+        Err(AgentError::InvalidParameter {
+            name: "reseed_at_epoch_end",
+            ..
+        })
+    ));
+}

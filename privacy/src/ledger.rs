@@ -49,6 +49,15 @@ impl Budget {
     }
 }
 
+/// `count` equal consecutive releases of a [`Ledger`] (see [`Ledger::runs`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LedgerRun {
+    /// The release.
+    pub entry: LedgerEntry,
+    /// How many times in a row it was made.
+    pub count: u64,
+}
+
 /// Every release of a run, in order.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Ledger {
@@ -158,6 +167,39 @@ impl Ledger {
     /// Spent so far under advanced composition with slack δ'.
     pub fn spent_advanced(&self, slack: f64) -> Result<PrivacyCost, PrivacyError> {
         crate::composition::advanced_composition(&self.costs(), slack)
+    }
+
+    /// The ledger as runs of equal consecutive entries, in order: the compact form a checkpoint
+    /// stores. A kickstarting teacher makes one release per visited state, mostly at a few
+    /// distinct concentrations, so a million-entry ledger is a few hundred runs.
+    pub fn runs(&self) -> Vec<LedgerRun> {
+        let mut runs: Vec<LedgerRun> = Vec::new();
+        for entry in &self.entries {
+            match runs.last_mut() {
+                Some(run) if run.entry == *entry => run.count += 1,
+                _ => runs.push(LedgerRun {
+                    entry: entry.clone(),
+                    count: 1,
+                }),
+            }
+        }
+        runs
+    }
+
+    /// The ledger whose [`Ledger::runs`] are `runs`; every cost is validated as
+    /// [`Ledger::record`] does, so a corrupted checkpoint cannot smuggle in a negative ε.
+    pub fn from_runs(runs: impl IntoIterator<Item = LedgerRun>) -> Result<Self, PrivacyError> {
+        let mut ledger = Self::new();
+        for run in runs {
+            PrivacyCost::new(run.entry.epsilon, run.entry.delta)?;
+            let count = usize::try_from(run.count).map_err(|_| PrivacyError::OutOfRange {
+                name: "count",
+                value: run.count as f64,
+                expected: "a run length that fits in memory",
+            })?;
+            ledger.entries.extend(std::iter::repeat_n(run.entry, count));
+        }
+        Ok(ledger)
     }
 
     /// Whether one more release of `cost` keeps the total within `budget` under `composition`.

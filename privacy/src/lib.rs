@@ -92,7 +92,7 @@ pub use gradient_mechanism::{
     GradientMechanism, GradientMechanismConfig, GradientPrivacy, MechanismKind,
 };
 pub use laplace::{clip_l1, LaplaceConfig, LaplaceGradient};
-pub use ledger::{Budget, Ledger, LedgerEntry};
+pub use ledger::{Budget, Ledger, LedgerEntry, LedgerRun};
 pub use lipschitz::{
     mlp_lipschitz_bound, spectral_norm, Activation, LipschitzBound, Matrix, OutputMap, SpectralNorm,
 };

@@ -149,3 +149,28 @@ fn ledger_records_and_checks_budgets() {
         )
         .is_err());
 }
+
+/// A checkpoint stores the ledger as runs of equal consecutive entries: the runs are the
+/// hand-counted ones, and reading them back gives the same ledger, entry for entry.
+#[test]
+fn ledger_runs_round_trip_and_refuse_bad_costs() {
+    let mut ledger = Ledger::new();
+    let k = |k: f64| vec![("concentration".to_string(), k)];
+    for (k0, eps, n) in [(5.0, 0.5, 3), (2.5, 0.25, 1), (5.0, 0.5, 2)] {
+        for _ in 0..n {
+            ledger.record("dirichlet", k(k0), cost(eps, 1e-7)).unwrap();
+        }
+    }
+    let runs = ledger.runs();
+    let counts: Vec<u64> = runs.iter().map(|r| r.count).collect();
+    assert_eq!(counts, [3, 1, 2]);
+    assert_eq!(runs[1].entry.parameters["concentration"], 2.5);
+    let back = Ledger::from_runs(runs.clone()).unwrap();
+    assert_eq!(back, ledger);
+    assert_eq!(back.spent_basic(), ledger.spent_basic());
+    assert_eq!(Ledger::from_runs(Vec::new()).unwrap(), Ledger::new());
+
+    let mut bad = runs;
+    bad[0].entry.epsilon = -1.0;
+    assert!(Ledger::from_runs(bad).is_err());
+}

@@ -42,6 +42,8 @@ pub struct Ppo<B: AutodiffBackend, N: TrainableNetwork<B> = Mlp<B>> {
     epoch: u64,
     updates: u64,
     host_actor: Option<HostMlp>,
+    /// Seed of the environment reset that starts the next epoch, with `reseed_at_epoch_end`.
+    epoch_seed: Option<u64>,
 }
 
 impl<B: AutodiffBackend> Ppo<B, Mlp<B>> {
@@ -94,6 +96,7 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Ppo<B, N> {
             epoch: 0,
             updates: 0,
             host_actor: None,
+            epoch_seed: None,
         })
     }
 
@@ -199,6 +202,11 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Ppo<B, N> {
                     self.env.end_episode(&mut self.log)?;
                 } else if self.config.reset_at_epoch_end {
                     self.env.abandon_episode()?;
+                }
+                if epoch_ended && self.config.reseed_at_epoch_end {
+                    let seed = self.rng.random();
+                    self.env.restart_from(seed)?;
+                    self.epoch_seed = Some(seed);
                 }
             }
         }
@@ -447,7 +455,12 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Agent for Ppo<B, N> {
         save_module::<B, _>(&self.critic, dir, "critic")?;
         self.actor_optim.save(dir, "actor_optim")?;
         self.critic_optim.save(dir, "critic_optim")?;
-        AgentState::capture(&self.rng, self.epoch, self.updates, &self.log).save(dir)
+        if let Some(auxiliary) = &self.auxiliary {
+            auxiliary.save_state(dir)?;
+        }
+        AgentState::capture(&self.rng, self.epoch, self.updates, &self.log)
+            .with_env_seed(self.epoch_seed)
+            .save(dir)
     }
 
     fn load_checkpoint(&mut self, dir: &Path) -> Result<(), AgentError> {
@@ -467,6 +480,16 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Agent for Ppo<B, N> {
         self.updates = state.updates;
         self.log = state.log;
         self.host_actor = None;
+        // With `reseed_at_epoch_end` the environment at an epoch boundary is its reset from
+        // the saved seed; without it, the environment's own state is not restored (it carries
+        // on from wherever this agent's environment is).
+        self.epoch_seed = state.env_seed;
+        if let (true, Some(seed)) = (self.config.reseed_at_epoch_end, state.env_seed) {
+            self.env.restart_from(seed)?;
+        }
+        if let Some(auxiliary) = &mut self.auxiliary {
+            auxiliary.load_state(dir)?;
+        }
         Ok(())
     }
 }

@@ -1,5 +1,7 @@
 //! The hook for an extra term in PPO's policy loss.
 
+use std::path::Path;
+
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Tensor;
 
@@ -28,6 +30,21 @@ pub trait AuxiliaryPolicyLoss<B: AutodiffBackend>: Send {
     /// Sees the batch observations (row-major, `obs_len` values each) before the update.
     fn prepare(&mut self, observations: &[f32], obs_len: usize) -> Result<(), AgentError> {
         let _ = (observations, obs_len);
+        Ok(())
+    }
+
+    /// Writes whatever state the term carries from epoch to epoch into the agent's checkpoint
+    /// directory `dir` (e.g. a kickstarting teacher's concentration, ledger and noise stream),
+    /// so that a resumed run continues it. Called at epoch boundaries only. A stateless term
+    /// keeps the default, which writes nothing.
+    fn save_state(&self, dir: &Path) -> Result<(), AgentError> {
+        let _ = dir;
+        Ok(())
+    }
+
+    /// Reads back what [`AuxiliaryPolicyLoss::save_state`] wrote.
+    fn load_state(&mut self, dir: &Path) -> Result<(), AgentError> {
+        let _ = dir;
         Ok(())
     }
 

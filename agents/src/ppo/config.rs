@@ -51,6 +51,14 @@ pub struct PpoConfig {
     /// teacher multiplies k at each trajectory start (paper 000, Section 5).
     #[config(default = true)]
     pub reset_at_epoch_end: bool,
+    /// Start every epoch from an environment reset seeded by the agent's own generator (needs
+    /// `reset_at_epoch_end`). The environment's state at an epoch boundary then depends on the
+    /// checkpointed seed alone, so a run checkpointed there and resumed in a fresh process
+    /// continues bit for bit, even for an environment whose state cannot be saved (a
+    /// Gymnasium process behind the bridge). Off by default: it draws one number per epoch
+    /// from the generator, so it changes a seeded run's outputs.
+    #[config(default = false)]
+    pub reseed_at_epoch_end: bool,
 }
 
 impl PpoConfig {
@@ -65,6 +73,14 @@ impl PpoConfig {
         check_count("max_ep_len", self.max_ep_len)?;
         check_count("train_pi_iters", self.train_pi_iters)?;
         check_positive("target_kl", self.target_kl)?;
+        if self.reseed_at_epoch_end && !self.reset_at_epoch_end {
+            return Err(AgentError::InvalidParameter {
+                name: "reseed_at_epoch_end",
+                value: 1.0,
+                expected: "false unless reset_at_epoch_end is true (an episode carried over an \
+                           epoch boundary cannot be restored from a seed)",
+            });
+        }
         Ok(())
     }
 }
