@@ -24,6 +24,11 @@ pub const CONFIG_FILE: &str = "config.json";
 pub const METRICS_FILE: &str = "metrics.csv";
 /// Final results; its presence marks a run as complete.
 pub const SUMMARY_FILE: &str = "summary.json";
+/// The checkpoint of a run in progress (agent files and `progress.json`), removed when the run
+/// completes; never committed (`results/.gitignore`).
+pub const PARTIAL_DIR: &str = "partial";
+/// Where a run's progress is recorded inside its partial checkpoint.
+const PROGRESS_FILE: &str = "progress.json";
 
 /// Root of all run directories: `$PRIVRL_RUNS_DIR` if set and non-empty, else `runs`.
 pub fn runs_root() -> PathBuf {
@@ -222,6 +227,61 @@ impl RunDir {
     pub fn read_metrics(&self) -> Result<Table> {
         read_metrics(&self.file(METRICS_FILE))
     }
+
+    /// Checkpoints a run in progress: `save` writes the agent into a fresh directory, then
+    /// `progress` (what the run needs to continue, e.g. its epoch and curve) is written beside
+    /// it, and the directory replaces `partial/` by a rename. A run killed at any instant
+    /// leaves either the previous checkpoint or this one, never a mixture.
+    pub fn save_partial(
+        &self,
+        progress: &impl Serialize,
+        save: impl FnOnce(&Path) -> Result<()>,
+    ) -> Result<()> {
+        let next = self.file(&format!("{PARTIAL_DIR}.next"));
+        if next.exists() {
+            fs::remove_dir_all(&next).with_context(|| format!("removing {}", next.display()))?;
+        }
+        fs::create_dir_all(&next).with_context(|| format!("creating {}", next.display()))?;
+        save(&next)?;
+        write_json(&next.join(PROGRESS_FILE), progress)?;
+        let partial = self.file(PARTIAL_DIR);
+        if partial.exists() {
+            fs::remove_dir_all(&partial)
+                .with_context(|| format!("removing {}", partial.display()))?;
+        }
+        fs::rename(&next, &partial).with_context(|| format!("writing {}", partial.display()))
+    }
+
+    /// The last checkpoint of a run in progress: its directory and progress, or `None` if the
+    /// run has none (including a `partial.next/` that was being written when the run died,
+    /// unless it holds its progress file, which is written last).
+    pub fn load_partial<P: DeserializeOwned>(&self) -> Result<Option<(PathBuf, P)>> {
+        for name in [PARTIAL_DIR.to_string(), format!("{PARTIAL_DIR}.next")] {
+            let dir = self.file(&name);
+            let progress = dir.join(PROGRESS_FILE);
+            if progress.is_file() {
+                return Ok(Some((dir, read_json(&progress)?)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Removes the checkpoint of a finished run (results keep no checkpoints).
+    pub fn clear_partial(&self) -> Result<()> {
+        for name in [PARTIAL_DIR.to_string(), format!("{PARTIAL_DIR}.next")] {
+            let dir = self.file(&name);
+            if dir.exists() {
+                fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Continues `metrics.csv` after its first `rows` data rows, dropping any later ones (rows
+    /// a killed run logged after its last checkpoint).
+    pub fn resume_metrics(&self, rows: usize) -> Result<MetricsWriter> {
+        MetricsWriter::resume(self.file(METRICS_FILE), rows)
+    }
 }
 
 /// Writes `value` as pretty JSON, through a temporary file and a rename so that readers
@@ -242,6 +302,15 @@ pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T> {
     serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
 }
 
+/// Column names are checked and numbers never need quotes, so `Never` writes exactly the
+/// fields joined by `,`, one `\n`-terminated line per row.
+fn csv_writer(file: File) -> csv::Writer<File> {
+    csv::WriterBuilder::new()
+        .quote_style(csv::QuoteStyle::Never)
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(file)
+}
+
 /// Streams `metrics.csv`: the header is fixed by the first row, every later row must have the
 /// same columns in the same order, and each row is flushed to the file as soon as it is written.
 ///
@@ -259,17 +328,52 @@ impl MetricsWriter {
     pub fn create(path: impl Into<PathBuf>) -> Result<Self> {
         let path = path.into();
         let file = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
-        // Column names are checked and numbers never need quotes, so `Never` writes exactly
-        // the fields joined by `,`, one `\n`-terminated line per row.
-        let csv = csv::WriterBuilder::new()
-            .quote_style(csv::QuoteStyle::Never)
-            .terminator(csv::Terminator::Any(b'\n'))
-            .from_writer(file);
         Ok(Self {
             path,
-            csv,
+            csv: csv_writer(file),
             header: None,
             rows: 0,
+        })
+    }
+
+    /// Reopens the CSV file at `path` after its header and first `rows` data rows, which are
+    /// kept byte for byte; later rows are dropped. Fails if the file has fewer rows.
+    pub fn resume(path: impl Into<PathBuf>, rows: usize) -> Result<Self> {
+        let path = path.into();
+        let text =
+            fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let mut lines = text.split_inclusive('\n');
+        let mut kept = String::new();
+        let mut header = None;
+        if rows > 0 {
+            let line = lines.next().unwrap_or_default();
+            ensure!(
+                line.ends_with('\n'),
+                "{}: no header row to resume after",
+                path.display()
+            );
+            header = Some(line.trim_end().split(',').map(str::to_owned).collect());
+            kept.push_str(line);
+        }
+        for i in 0..rows {
+            match lines.next() {
+                Some(line) if line.ends_with('\n') => kept.push_str(line),
+                _ => bail!(
+                    "{}: has {i} complete rows, the checkpoint needs {rows}",
+                    path.display()
+                ),
+            }
+        }
+        fs::write(&path, &kept).with_context(|| format!("writing {}", path.display()))?;
+        let file = fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        Ok(Self {
+            path,
+            csv: csv_writer(file),
+            header,
+            rows,
         })
     }
 
@@ -631,6 +735,67 @@ pub(crate) mod tests {
             .unwrap();
         assert!(run.is_complete());
         assert!(!run.file("summary.json.tmp").exists());
+    }
+
+    /// A resumed `metrics.csv` keeps its first rows byte for byte, drops the rows logged after
+    /// the checkpoint, and continues with the same header check; a checkpoint that needs more
+    /// rows than the file has is refused.
+    #[test]
+    fn metrics_resume_after_a_checkpoint_and_drop_later_rows() {
+        let root = temp_dir("metrics-resume");
+        let run = RunDir::create_in(&root, "s", "r").unwrap();
+        let mut metrics = run.metrics().unwrap();
+        for epoch in 1..=4 {
+            metrics
+                .write_row(&[("epoch", epoch as f64), ("return", 0.5 * epoch as f64)])
+                .unwrap();
+        }
+        drop(metrics);
+        let mut resumed = run.resume_metrics(2).unwrap();
+        assert_eq!(resumed.rows(), 2);
+        resumed
+            .write_row(&[("epoch", 3.0), ("return", 9.0)])
+            .unwrap();
+        assert!(resumed
+            .write_row(&[("step", 4.0), ("return", 9.0)])
+            .is_err());
+        assert_eq!(
+            fs::read_to_string(run.file(METRICS_FILE)).unwrap(),
+            "epoch,return\n1,0.5\n2,1\n3,9\n"
+        );
+        assert!(run.resume_metrics(9).is_err());
+        assert_eq!(run.resume_metrics(0).unwrap().rows(), 0);
+    }
+
+    /// The partial checkpoint: saving replaces it whole, a half-written `partial.next/` without
+    /// its progress file is ignored, one with it is used, and clearing removes both.
+    #[test]
+    fn partial_checkpoints_replace_each_other_and_survive_a_kill_between_renames() {
+        let root = temp_dir("partial");
+        let run = RunDir::create_in(&root, "s", "r").unwrap();
+        assert!(run.load_partial::<u32>().unwrap().is_none());
+        let save = |epoch: u32| {
+            run.save_partial(&epoch, |dir| {
+                fs::write(dir.join("agent.bin"), epoch.to_le_bytes())?;
+                Ok(())
+            })
+            .unwrap()
+        };
+        save(1);
+        save(2);
+        let (dir, epoch) = run.load_partial::<u32>().unwrap().unwrap();
+        assert_eq!((dir.clone(), epoch), (run.file(PARTIAL_DIR), 2));
+        assert_eq!(fs::read(dir.join("agent.bin")).unwrap(), 2u32.to_le_bytes());
+        // Killed while writing the next one: the last complete checkpoint stands.
+        fs::create_dir_all(run.file("partial.next")).unwrap();
+        assert_eq!(run.load_partial::<u32>().unwrap().unwrap().1, 2);
+        // Killed between removing `partial/` and the rename: the finished next one is used.
+        write_json(&run.file("partial.next").join(PROGRESS_FILE), &3u32).unwrap();
+        fs::remove_dir_all(run.file(PARTIAL_DIR)).unwrap();
+        assert_eq!(run.load_partial::<u32>().unwrap().unwrap().1, 3);
+        run.clear_partial().unwrap();
+        assert!(run.load_partial::<u32>().unwrap().is_none());
+        assert!(!run.file("partial.next").exists());
     }
 
     #[test]

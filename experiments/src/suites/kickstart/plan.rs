@@ -119,9 +119,27 @@ pub struct KickstartArgs {
     /// units are skipped on a rerun.
     #[arg(long)]
     pub ablation: bool,
-    /// With `--ablation`: where the unit directories and report go (one subdirectory per env).
-    #[arg(long, default_value = "results")]
-    pub out: std::path::PathBuf,
+    /// Where the unit directories and report go, in a subdirectory per env
+    /// (`<out>/kickstart-<env>/`, e.g. `results/kickstart-airraid`). Default: `results` with
+    /// `--ablation`, else the run root (`runs/kickstart/`).
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+    /// Checkpoint each training run (teacher, student, baseline) every N epochs into its
+    /// `partial/` directory, and start every PPO epoch from an environment reset seeded by the
+    /// agent (so that the environment, even a Gymnasium process, can be restored): a rerun of
+    /// the same command resumes an interrupted run from its last checkpoint, bit for bit. The
+    /// seeded resets change the runs' outputs against 0, so it is part of each run's
+    /// configuration. Settings that carry episodes over epochs (`--no-epoch-reset`) cannot
+    /// be checkpointed and ignore it. 0: off.
+    #[arg(long, default_value_t = 0)]
+    pub checkpoint_every: usize,
+    /// Stop after this many minutes of wall time: each run in progress checkpoints at its next
+    /// epoch boundary and stops, the report is written from the finished runs, and a rerun of
+    /// the same command continues (needs `--checkpoint-every`). For protocols longer than one
+    /// sitting.
+    #[arg(long)]
+    #[serde(skip)]
+    pub time_limit: Option<f64>,
     /// With `--ablation`: write the report from the finished units only, train nothing.
     #[arg(long)]
     pub report_only: bool,
@@ -182,6 +200,19 @@ pub enum KickstartError {
         eta: f64,
         tau: f64,
     },
+    /// `--time-limit` stopped a run the others need (the teacher) before it finished.
+    #[error(
+        "time limit reached: {run} stopped after epoch {epoch} of {epochs} and was checkpointed; \
+         rerun the same command to continue it"
+    )]
+    TimeLimit {
+        /// Which run.
+        run: String,
+        /// Epochs done.
+        epoch: usize,
+        /// Epochs planned.
+        epochs: usize,
+    },
 }
 
 /// Resolved parameters (what the suite's `config.json` records).
@@ -206,6 +237,9 @@ pub(super) struct KickstartPlan {
     pub(super) penalise_uniform: bool,
     pub(super) epoch_reset: bool,
     pub(super) ablation: bool,
+    /// Units go to `kickstart-<env>/` (the ablation, or `--out`), else to `kickstart/`.
+    pub(super) dir_per_env: bool,
+    pub(super) checkpoint_every: usize,
     pub(super) adjacency: f64,
     pub(super) concentration_floor: f64,
     pub(super) budget_epsilon: Option<f64>,
@@ -240,7 +274,9 @@ impl KickstartArgs {
             penalise_uniform: false,
             no_epoch_reset: false,
             ablation: false,
-            out: "results".into(),
+            out: None,
+            checkpoint_every: 0,
+            time_limit: None,
             report_only: false,
             adjacency: 0.01,
             concentration_floor: 0.01,
@@ -285,6 +321,8 @@ impl KickstartArgs {
             // The ablation's references and teacher are the pre-fix PPO (episodes carried over).
             epoch_reset: !self.no_epoch_reset && !self.ablation,
             ablation: self.ablation,
+            dir_per_env: self.ablation || self.out.is_some(),
+            checkpoint_every: self.checkpoint_every,
             adjacency: self.adjacency,
             concentration_floor: self.concentration_floor,
             budget_epsilon: self.budget_epsilon,
@@ -310,6 +348,7 @@ impl KickstartPlan {
             .with_steps_per_epoch(self.steps_per_epoch)
             .with_hidden(hidden.to_vec())
             .with_reset_at_epoch_end(epoch_reset)
+            .with_reseed_at_epoch_end(epoch_reset && self.checkpoint_every > 0)
     }
 
     /// The teacher's configuration for `kick` with m = `actions`: τ as given, else solved for

@@ -375,7 +375,7 @@ pub(super) fn write_report(
          softmax ∘ MLP L = {}. Students: (32, 32) PPO. The threshold is 90% of the way from the \
          random return to the teacher's: {}. An epoch's return is the mean return of the \
          episodes that ended in it (carried forward when none did); \"final return\" is the mean \
-         over the last 3 epochs.",
+         over the last 3 epochs. Runs finished: {} of {}{}.",
         plan.env,
         plan.steps_per_epoch,
         plan.epochs,
@@ -386,6 +386,14 @@ pub(super) fn write_report(
         format_number(t.random_return),
         format_number(t.lipschitz),
         format_number(results.threshold),
+        results.runs.len(),
+        results.planned,
+        match results.planned - results.runs.len() {
+            0 => String::new(),
+            _ => " (the medians and bands are over the finished seeds; a rerun of the same \
+                  command continues the rest from their checkpoints)"
+                .into(),
+        },
     ));
     report.paragraph(&format!(
         "Dirichlet teacher: k₀ = {}, multiplied by the vanishing coefficient c at the start of \

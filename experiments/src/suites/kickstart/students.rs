@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use anyhow::Result;
 use burn::backend::Autodiff;
@@ -49,6 +50,22 @@ pub(super) struct StudentSummary {
     pub(super) curve: Vec<(f64, f64)>,
 }
 
+/// What an interrupted run (student, baseline or teacher) needs to continue from its partial
+/// checkpoint, besides the agent: the configuration it belongs to (a checkpoint of another
+/// configuration is discarded), the epochs done and what the summary is built from.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct UnitProgress {
+    pub(super) config: serde_json::Value,
+    pub(super) epoch: usize,
+    pub(super) curve: Vec<(f64, f64)>,
+    pub(super) exhausted_at_epoch: Option<usize>,
+}
+
+/// Whether a run should stop now: its `deadline` (from `--time-limit`) has passed.
+pub(super) fn past(deadline: Option<Instant>) -> bool {
+    deadline.is_some_and(|d| Instant::now() >= d)
+}
+
 pub(super) struct StudentJob {
     pub(super) setting: Setting,
     pub(super) seed: u64,
@@ -73,12 +90,16 @@ pub(super) fn epochs_to_plateau(
         .flatten()
 }
 
-/// Where the suite's runs go, relative to the run root: `kickstart`, or for the ablation
-/// `kickstart-<env>` (e.g. `kickstart-cartpole`).
+/// Where the suite's runs go, relative to the run root: `kickstart`, or for the ablation and
+/// with `--out` `kickstart-<env>`, the env's name without backend, namespace, version or
+/// options (`kickstart-cartpole`, `kickstart-airraid` for
+/// `gymnasium:ALE/AirRaid-v5?obs_type=ram#obs_scale=1/255`).
 pub(super) fn suite_dir_name(plan: &KickstartPlan) -> String {
-    if plan.ablation {
-        let env = plan.env.rsplit(':').next().unwrap_or(&plan.env);
-        let env = env.split('-').next().unwrap_or(env).to_lowercase();
+    if plan.dir_per_env {
+        let id = plan.env.rsplit(':').next().unwrap_or(&plan.env);
+        let id = id.split(['?', '#']).next().unwrap_or(id);
+        let id = id.rsplit('/').next().unwrap_or(id);
+        let env = id.split('-').next().unwrap_or(id).to_lowercase();
         format!("{SUITE}-{env}")
     } else {
         SUITE.to_string()
@@ -127,7 +148,8 @@ fn train_student<B: Backend>(
     root: &Path,
     device: &B::Device,
     progress: Option<&JobProgress>,
-) -> Result<StudentSummary> {
+    deadline: Option<Instant>,
+) -> Result<Option<StudentSummary>> {
     let Setting {
         name,
         hidden,
@@ -187,14 +209,42 @@ fn train_student<B: Backend>(
     if run.is_complete()
         && read_json::<serde_json::Value>(&run.file("config.json")).ok() == Some(config.clone())
     {
-        return read_json(&run.file("summary.json"));
+        return read_json(&run.file("summary.json")).map(Some);
     }
-    run.write_config(&config)?;
-    let mut metrics = run.metrics()?;
     let bar = progress.map(|p| p.bar(plan.epochs as u64));
-    let mut curve: Vec<(f64, f64)> = Vec::new();
-    let mut exhausted_at_epoch = None;
-    for epoch in 1..=plan.epochs {
+    // Seeded epoch resets make every epoch boundary restorable (`--checkpoint-every`).
+    let checkpoints = ppo_config.reseed_at_epoch_end;
+    let resumed = match checkpoints {
+        true => run
+            .load_partial::<UnitProgress>()?
+            .filter(|(_, p)| p.config == config && p.epoch < plan.epochs),
+        false => None,
+    };
+    let (mut metrics, mut curve, mut exhausted_at_epoch, first_epoch) = match resumed {
+        Some((dir, progress)) => {
+            ppo.load_checkpoint(&dir)?;
+            tracing::info!(
+                "resuming {} after epoch {}",
+                run.path().display(),
+                progress.epoch
+            );
+            if let Some(bar) = &bar {
+                bar.inc(progress.epoch as u64);
+            }
+            (
+                run.resume_metrics(progress.epoch)?,
+                progress.curve,
+                progress.exhausted_at_epoch,
+                progress.epoch + 1,
+            )
+        }
+        None => {
+            run.clear_partial()?;
+            run.write_config(&config)?;
+            (run.metrics()?, Vec::new(), None, 1)
+        }
+    };
+    for epoch in first_epoch..=plan.epochs {
         let stats = ppo.train_epoch()?;
         let mut row = stats.row();
         if let Some(private) = &shared {
@@ -221,6 +271,19 @@ fn train_student<B: Backend>(
         if let Some(bar) = &bar {
             bar.inc(1);
             bar.set_message(format!("return {}", format_number(y)));
+        }
+        let stop = past(deadline);
+        if checkpoints && epoch < plan.epochs && (stop || epoch % plan.checkpoint_every == 0) {
+            let progress = UnitProgress {
+                config: config.clone(),
+                epoch,
+                curve: curve.clone(),
+                exhausted_at_epoch,
+            };
+            run.save_partial(&progress, |dir| Ok(ppo.save_checkpoint(dir)?))?;
+            if stop {
+                return Ok(None);
+            }
         }
     }
     let tail: Vec<f64> = curve
@@ -258,7 +321,8 @@ fn train_student<B: Backend>(
         .save(&run.file("curve"))?;
     }
     run.write_summary(&summary)?;
-    Ok(summary)
+    run.clear_partial()?;
+    Ok(Some(summary))
 }
 
 pub(super) struct SuiteTask {
@@ -267,6 +331,8 @@ pub(super) struct SuiteTask {
     pub(super) threads: usize,
     /// Read finished units only; train nothing (missing units are left out of the report).
     pub(super) report_only: bool,
+    /// When runs in progress checkpoint and stop (`--time-limit`).
+    pub(super) deadline: Option<Instant>,
 }
 
 /// Everything the report needs.
@@ -275,6 +341,10 @@ pub(super) struct SuiteResults {
     pub(super) threshold: f64,
     pub(super) settings: Vec<Setting>,
     pub(super) runs: Vec<StudentSummary>,
+    /// Runs of the plan (settings × seeds), finished or not.
+    pub(super) planned: usize,
+    /// Runs stopped at the time limit (checkpointed, to be continued).
+    pub(super) stopped: usize,
     /// (ε, δ) of one release at k₀ per setting name (settings with the mechanism).
     pub(super) release_at_k0: Vec<(String, PrivacyCost)>,
 }
@@ -288,8 +358,9 @@ impl BackendTask for SuiteTask {
             root,
             threads,
             report_only,
+            deadline,
         } = self;
-        let (teacher, teacher_summary) = teacher::<B>(&plan, &root, &device)?;
+        let (teacher, teacher_summary) = teacher::<B>(&plan, &root, &device, deadline)?;
         // 90% of the way from a random policy's return to the teacher's.
         let threshold = teacher_summary.random_return
             + 0.9 * (teacher_summary.final_return - teacher_summary.random_return);
@@ -314,14 +385,15 @@ impl BackendTask for SuiteTask {
                 ));
             }
         }
-        let runs = if report_only {
+        let planned = jobs.len();
+        let runs: Vec<Option<StudentSummary>> = if report_only {
             let dir = root.join(suite_dir_name(&plan));
             jobs.into_iter()
                 .filter_map(|job| {
                     let unit = dir.join(&job.name);
                     unit.join("summary.json")
                         .is_file()
-                        .then(|| read_json::<StudentSummary>(&unit.join("summary.json")))
+                        .then(|| read_json::<StudentSummary>(&unit.join("summary.json")).map(Some))
                 })
                 .collect::<Result<Vec<_>>>()?
         } else {
@@ -335,6 +407,7 @@ impl BackendTask for SuiteTask {
                     &root,
                     &device,
                     Some(progress),
+                    deadline,
                 )
             })?
             .into_ok()?
@@ -342,11 +415,14 @@ impl BackendTask for SuiteTask {
             .map(|(_, r)| r)
             .collect()
         };
+        let stopped = runs.iter().filter(|r| r.is_none()).count();
         Ok(SuiteResults {
             teacher: teacher_summary,
             threshold,
             settings,
-            runs,
+            runs: runs.into_iter().flatten().collect(),
+            planned,
+            stopped,
             release_at_k0,
         })
     }
