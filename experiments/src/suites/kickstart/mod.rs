@@ -136,6 +136,7 @@ mod tests {
         };
         let aware = |plan: &plan::KickstartPlan| {
             settings::settings(plan)
+                .unwrap()
                 .into_iter()
                 .find(|s| s.name.starts_with("aware-"))
                 .unwrap()
@@ -163,10 +164,55 @@ mod tests {
             .unwrap();
         assert!(cost.delta <= 0.05 && cost.delta > 0.0499, "{cost:?}");
         // Settings without the mechanism have no release cost.
-        let scratch = settings::settings(&default).remove(0);
+        let scratch = settings::settings(&default).unwrap().remove(0);
         assert!(students::check_privacy(&default, &scratch, &teacher)
             .unwrap()
             .is_none());
+    }
+
+    /// `--settings` keeps the named settings in the mode's order (the reduced AirRaid
+    /// protocol's six), refuses a name the mode lacks, and `--out` names the directory after
+    /// the env alone.
+    #[test]
+    fn settings_can_be_restricted_by_name_and_unknown_names_are_refused() {
+        let plan = |extra: &[&str]| {
+            let mut argv = vec!["kickstart", "--sweep"];
+            argv.extend_from_slice(extra);
+            Cli::parse_from(argv).args.plan()
+        };
+        let reduced = plan(&[
+            "--settings",
+            "unaware-c0.3,ppo-64,ppo-32,kickstart,aware-c0.3-l0.5,aware-c0.3-l1",
+            "--env",
+            "gymnasium:ALE/AirRaid-v5?obs_type=ram#obs_scale=1/255",
+            "--out",
+            "results",
+        ]);
+        let names: Vec<String> = settings::settings(&reduced)
+            .unwrap()
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "ppo-64",
+                "ppo-32",
+                "kickstart",
+                "aware-c0.3-l0.5",
+                "unaware-c0.3",
+                "aware-c0.3-l1"
+            ]
+        );
+        assert_eq!(students::suite_dir_name(&reduced), "kickstart-airraid");
+        let err = settings::settings(&plan(&["--settings", "ppo-16"])).unwrap_err();
+        assert!(
+            err.to_string().contains("unknown setting `ppo-16`"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("aware-c0.3-l1"), "{err}");
+        // Fig. 2: 7; the c sweep adds 7 (0.1 and 0.3 are there), the λ sweep 3 (0.5 is there).
+        assert_eq!(settings::settings(&plan(&[])).unwrap().len(), 7 + 7 + 3);
     }
 
     #[test]
@@ -174,7 +220,7 @@ mod tests {
         let plan = Cli::parse_from(["kickstart", "--ablation"]).args.plan();
         assert_eq!(plan.tau, Some(0.0127));
         assert!(!plan.epoch_reset);
-        let all = settings::settings(&plan);
+        let all = settings::settings(&plan).unwrap();
         let mut names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
         names.sort_unstable();
         names.dedup();

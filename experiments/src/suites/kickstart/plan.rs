@@ -165,6 +165,11 @@ pub struct KickstartArgs {
     /// 0.5, 1, 2} at coefficient 0.3.
     #[arg(long)]
     pub sweep: bool,
+    /// Run only these settings (comma-separated names as in the report, e.g.
+    /// `ppo-64,ppo-32,kickstart,aware-c0.3-l0.5,aware-c0.3-l1,unaware-c0.3`; `aware-c0.3-l1`
+    /// exists with `--sweep`). Default: every setting of the chosen mode.
+    #[arg(long, value_delimiter = ',')]
+    pub settings: Vec<String>,
     /// Seed of the teacher's training (students and baselines use seeds 0..K).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -199,6 +204,14 @@ pub enum KickstartError {
         actions: usize,
         eta: f64,
         tau: f64,
+    },
+    /// `--settings` names a setting the chosen mode does not have.
+    #[error("unknown setting `{name}` in --settings; this mode has: {known}")]
+    UnknownSetting {
+        /// The name given.
+        name: String,
+        /// The mode's settings, comma-separated.
+        known: String,
     },
     /// `--time-limit` stopped a run the others need (the teacher) before it finished.
     #[error(
@@ -246,6 +259,8 @@ pub(super) struct KickstartPlan {
     pub(super) exhausted: Exhausted,
     pub(super) vanishing_per: VanishingPer,
     pub(super) sweep: bool,
+    /// Only these settings (empty: all).
+    pub(super) only: Vec<String>,
     pub(super) seed: u64,
     pub(super) backend: BackendChoice,
     pub(super) band_percentiles: (f64, f64),
@@ -284,6 +299,7 @@ impl KickstartArgs {
             exhausted: Exhausted::Uniform,
             vanishing_per: VanishingPer::Rollout,
             sweep: false,
+            settings: Vec::new(),
             seed,
             backend,
             threads,
@@ -329,6 +345,7 @@ impl KickstartArgs {
             exhausted: self.exhausted,
             vanishing_per: self.vanishing_per,
             sweep: self.sweep,
+            only: self.settings.clone(),
             seed: self.seed,
             backend: self.backend,
             band_percentiles: (7.5, 92.5),

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::plan::{KickstartPlan, MapOnto};
+use super::plan::{KickstartError, KickstartPlan, MapOnto};
 
 /// How a student is kickstarted.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -56,10 +56,36 @@ impl KickstartPlan {
     }
 }
 
-pub(super) fn settings(plan: &KickstartPlan) -> Vec<Setting> {
-    if plan.ablation {
-        return ablation(plan);
+/// The settings of the plan's mode, restricted to `--settings` if given (in the mode's
+/// order); a name the mode does not have is refused.
+pub(super) fn settings(plan: &KickstartPlan) -> Result<Vec<Setting>, KickstartError> {
+    let all = if plan.ablation {
+        ablation(plan)
+    } else {
+        figure_2(plan)
+    };
+    if let Some(name) = plan
+        .only
+        .iter()
+        .find(|n| !all.iter().any(|s| &s.name == *n))
+    {
+        return Err(KickstartError::UnknownSetting {
+            name: name.clone(),
+            known: all
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+        });
     }
+    Ok(all
+        .into_iter()
+        .filter(|s| plan.only.is_empty() || plan.only.contains(&s.name))
+        .collect())
+}
+
+/// Fig. 2's settings (panels a–d), with `--sweep` the supplementary sweeps of c and λ.
+fn figure_2(plan: &KickstartPlan) -> Vec<Setting> {
     let panels = |p: &[&str]| p.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let mut out = vec![
         Setting {

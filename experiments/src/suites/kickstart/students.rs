@@ -364,7 +364,7 @@ impl BackendTask for SuiteTask {
         // 90% of the way from a random policy's return to the teacher's.
         let threshold = teacher_summary.random_return
             + 0.9 * (teacher_summary.final_return - teacher_summary.random_return);
-        let settings = settings(&plan);
+        let settings = settings(&plan)?;
         // Refuse weak privacy before any training.
         let mut release_at_k0 = Vec::new();
         for setting in &settings {
