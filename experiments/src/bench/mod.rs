@@ -1,4 +1,7 @@
-//! `cargo xtask bench`: throughput tables in `runs/bench/`.
+//! `cargo xtask bench`: throughput tables in `runs/bench/`, and with `--compare-pytorch` privrl
+//! against like-for-like PyTorch peers ([`compare`]).
+
+pub mod compare;
 
 use std::time::Instant;
 
@@ -49,13 +52,37 @@ pub struct BenchArgs {
     /// Optimisation iterations per stage of the QGI timing; 0 skips it.
     #[arg(long, default_value_t = 10)]
     pub qgi_iterations: usize,
-    /// A Python with PyTorch: times `bench/pytorch/qgi_attack.py` (the same attack, victim
-    /// and iterations) beside the QGI timing. Not given: PyTorch is not timed.
-    #[arg(long)]
-    pub torch_python: Option<std::path::PathBuf>,
+    /// A Python with PyTorch. With --compare-pytorch it runs the peers (default: the
+    /// PRIVRL_PYTHON environment variable, else `python3`); without it, given explicitly, it
+    /// times `bench/pytorch/qgi_attack.py` (the full-gradient QGI) beside the QGI timing.
+    #[arg(long, alias = "torch-python")]
+    pub python: Option<std::path::PathBuf>,
     /// Backend of the network benchmarks.
     #[arg(long, value_enum, default_value_t = BackendChoice::default())]
     pub backend: BackendChoice,
+    /// Run only privrl against its like-for-like PyTorch peers
+    /// (`bench/pytorch/ppo_cartpole.py`, `bench/pytorch/qgi_factored.py`): PPO on CartPole-v1 and the QGI
+    /// attack, the peers first in every repeat, and write <results-dir>/<UTC date>.md with both
+    /// figures, the ratios and the machine. Without torch the peers are skipped with a message.
+    #[arg(long)]
+    pub compare_pytorch: bool,
+    /// --compare-pytorch: repeats of the whole comparison (peers, then privrl).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    pub repeats: u64,
+    /// --compare-pytorch: torch thread counts to run each peer at (comma-separated; 0 is
+    /// torch's default); the fastest is the reference, so the ratio is conservative.
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    pub torch_threads: Vec<usize>,
+    /// --compare-pytorch: width of both hidden layers of PPO's actor and critic.
+    #[arg(long, default_value_t = 64)]
+    pub ppo_hidden: usize,
+    /// --compare-pytorch: also time PPO at widths 32, 64, 128 and QGI at 64, 100, 150 px on
+    /// both sides (the complexity table).
+    #[arg(long)]
+    pub complexity: bool,
+    /// --compare-pytorch: where the dated results file goes.
+    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/results"))]
+    pub results_dir: std::path::PathBuf,
 }
 
 /// What `bench/pytorch/qgi_attack.py` printed.
@@ -300,12 +327,16 @@ impl BackendTask for QgiBench {
     }
 }
 
-/// Runs the benchmarks and writes `runs/bench/report.md` and `runs/bench/bench.json`.
+/// Runs the benchmarks and writes `runs/bench/report.md` and `runs/bench/bench.json`; with
+/// `--compare-pytorch`, only the comparison with the PyTorch peers ([`compare::run`]).
 pub fn run(args: BenchArgs) -> Result<()> {
+    if args.compare_pytorch {
+        return compare::run(&args);
+    }
     let dir = suite_dir("bench")?;
     // PyTorch first: run after privrl's benches from this process, it measured 5.3-5.5
     // iterations/s against 7.4 standalone on the same idle machine.
-    let torch = match (&args.torch_python, args.qgi_iterations > 0) {
+    let torch = match (&args.python, args.qgi_iterations > 0) {
         (Some(python), true) => Some(torch_qgi(python, args.qgi_res, args.qgi_iterations)?),
         _ => None,
     };
@@ -507,12 +538,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
         args.qgi_res,
         args.qgi_iterations,
         args.backend,
-        args.torch_python
+        args.python
             .as_ref()
-            .map_or(String::new(), |p| format!(
-                " --torch-python {}",
-                p.display()
-            )),
+            .map_or(String::new(), |p| format!(" --python {}", p.display())),
     )]);
     let path = report.write()?;
     println!("{}", report.markdown());
