@@ -39,7 +39,8 @@
 //!
 //! **Accuracy.** Discretisation and truncation only ever raise ε. The grid interval h
 //! (`value_discretization_interval`, default 1e-4 as in dp-accounting) sets how much: measured
-//! against dp-accounting at the same h, privrl's ε agrees to 1e-6 relative over the test grid;
+//! against dp-accounting at the same h, privrl's ε agrees to 1.4e-9 relative over the test grid
+//! (tested to 1e-7, and never below it beyond round-off);
 //! against the continuous truth the excess is O(h) per unit of composed loss range (halving h
 //! roughly halves it). Memory and time grow as the composed loss range / h: a run whose window
 //! would hold more than `max_grid_points` (default 2²¹) points is computed on a proportionally
