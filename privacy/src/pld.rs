@@ -451,13 +451,11 @@ impl Pmf {
 /// Composes `blocks` (a distribution and its count) by FFT on a Chernoff window; returns the
 /// composed distribution and the bound on its upper tail outside the window (to add to δ), or
 /// `None` if the window needs more than `max_points` points.
-fn compose(
-    blocks: &[(Pmf, u64)],
-    h: f64,
-    tail_mass: f64,
-    max_points: usize,
-) -> Option<(Pmf, f64)> {
-    let total_lo: i128 = blocks.iter().map(|(p, n)| p.lower as i128 * *n as i128).sum();
+fn compose(blocks: &[(Pmf, u64)], h: f64, tail_mass: f64, max_points: usize) -> Option<(Pmf, f64)> {
+    let total_lo: i128 = blocks
+        .iter()
+        .map(|(p, n)| p.lower as i128 * *n as i128)
+        .sum();
     let total_hi: i128 = blocks
         .iter()
         .map(|(p, n)| (p.lower + p.probs.len() as i64 - 1) as i128 * *n as i128)
@@ -686,6 +684,19 @@ impl PrivacyLossDistribution {
         ))
     }
 
+    /// The PLD of `steps` ≥ 1 steps at one q ∈ (0, 1] and σ (named errors otherwise, as
+    /// [`crate::dp_sgd_epsilon_under`]).
+    pub fn dp_sgd(
+        adjacency: Adjacency,
+        sample_rate: f64,
+        noise_multiplier: f64,
+        steps: u64,
+        config: &PldConfig,
+    ) -> Result<Self, PrivacyError> {
+        let schedule = single_block(sample_rate, noise_multiplier, steps)?;
+        Self::subsampled_gaussian(&schedule, adjacency, config)
+    }
+
     /// The grid interval h actually used (the configured one, or wider when the composed
     /// distribution would not fit `max_grid_points`).
     pub fn discretization_interval(&self) -> f64 {
@@ -772,9 +783,14 @@ pub fn dp_sgd_epsilon_pld(
     delta: f64,
 ) -> Result<f64, PrivacyError> {
     open_unit("delta", delta)?;
-    let schedule = single_block(sample_rate, noise_multiplier, steps)?;
-    PrivacyLossDistribution::subsampled_gaussian(&schedule, adjacency, &PldConfig::default())?
-        .epsilon(delta)
+    PrivacyLossDistribution::dp_sgd(
+        adjacency,
+        sample_rate,
+        noise_multiplier,
+        steps,
+        &PldConfig::default(),
+    )?
+    .epsilon(delta)
 }
 
 /// ε at δ of a heterogeneous schedule (e.g. [`crate::RdpAccountant::history`]) under
@@ -833,7 +849,8 @@ mod tests {
                 pair,
             };
             let density = |x: f64, shift: f64| {
-                (-(x - shift).powi(2) / (2.0 * 0.81)).exp() / (0.9 * (2.0 * std::f64::consts::PI).sqrt())
+                (-(x - shift).powi(2) / (2.0 * 0.81)).exp()
+                    / (0.9 * (2.0 * std::f64::consts::PI).sqrt())
             };
             let p = |x: f64| match pair {
                 Pair::Add => density(x, 0.0),

@@ -100,8 +100,9 @@ fn agrees_with_dp_accounting_and_is_tighter_than_rdp(adjacency: Adjacency) {
     let mut worst = 0.0f64;
     for row in &rows {
         let config = PldConfig::default().with_interval(row.interval);
-        let pld = PrivacyLossDistribution::subsampled_gaussian(&row.schedule, row.adjacency, &config)
-            .unwrap();
+        let pld =
+            PrivacyLossDistribution::subsampled_gaussian(&row.schedule, row.adjacency, &config)
+                .unwrap();
         assert_eq!(pld.discretization_interval(), row.interval);
         let eps = pld.epsilon(row.delta).unwrap();
         let what = format!(
@@ -137,13 +138,19 @@ fn delta_for_epsilon_inverts_epsilon_for_delta() {
         steps: 300,
     }];
     for adjacency in Adjacency::ALL {
-        let pld =
-            PrivacyLossDistribution::subsampled_gaussian(&schedule, adjacency, &PldConfig::default())
-                .unwrap();
+        let pld = PrivacyLossDistribution::subsampled_gaussian(
+            &schedule,
+            adjacency,
+            &PldConfig::default(),
+        )
+        .unwrap();
         for delta in [1e-3, 1e-5, 1e-8] {
             let eps = pld.epsilon(delta).unwrap();
             let back = pld.delta(eps).unwrap();
-            assert!((back - delta).abs() <= 1e-9 * delta.max(1e-6), "{adjacency} δ={delta}: {back}");
+            assert!(
+                (back - delta).abs() <= 1e-9 * delta.max(1e-6),
+                "{adjacency} δ={delta}: {back}"
+            );
             // A hair below that ε, δ is above the target: ε is the smallest.
             assert!(pld.delta(eps * (1.0 - 1e-6)).unwrap() > delta);
         }
@@ -151,8 +158,14 @@ fn delta_for_epsilon_inverts_epsilon_for_delta() {
         let config = PldConfig::default();
         let eps = schedule_epsilon(&schedule, adjacency, 1e-5, &config).unwrap();
         assert_eq!(eps, pld.epsilon(1e-5).unwrap());
-        assert_eq!(schedule_delta(&schedule, adjacency, eps, &config).unwrap(), pld.delta(eps).unwrap());
-        assert_eq!(dp_sgd_epsilon_pld(adjacency, 0.05, 1.2, 300, 1e-5).unwrap(), eps);
+        assert_eq!(
+            schedule_delta(&schedule, adjacency, eps, &config).unwrap(),
+            pld.delta(eps).unwrap()
+        );
+        assert_eq!(
+            dp_sgd_epsilon_pld(adjacency, 0.05, 1.2, 300, 1e-5).unwrap(),
+            eps
+        );
     }
 }
 
@@ -183,9 +196,12 @@ fn one_full_batch_step_is_the_analytic_gaussian_mechanism() {
                 noise_multiplier: sigma,
                 steps: 1,
             }];
-            let distribution =
-                PrivacyLossDistribution::subsampled_gaussian(&step, adjacency, &PldConfig::default())
-                    .unwrap();
+            let distribution = PrivacyLossDistribution::subsampled_gaussian(
+                &step,
+                adjacency,
+                &PldConfig::default(),
+            )
+            .unwrap();
             for delta in [1e-3, 1e-5, 1e-9] {
                 let exact = analytic_epsilon(sigma, sensitivity, delta);
                 let pld = distribution.epsilon(delta).unwrap();
@@ -194,7 +210,10 @@ fn one_full_batch_step_is_the_analytic_gaussian_mechanism() {
                     "{adjacency} σ={sigma} δ={delta}: PLD {pld}, exact {exact}"
                 );
                 let d = distribution.delta(exact).unwrap();
-                assert!(d >= delta * (1.0 - 1e-9), "{adjacency} σ={sigma}: δ {d} < {delta}");
+                assert!(
+                    d >= delta * (1.0 - 1e-9),
+                    "{adjacency} σ={sigma}: δ {d} < {delta}"
+                );
             }
         }
     }
@@ -226,20 +245,31 @@ fn discretisation_is_pessimistic_and_order_free() {
         },
     ];
     let eps = |h: f64, s: &[SubsampledGaussianSteps]| {
-        schedule_epsilon(s, Adjacency::AddRemove, 1e-6, &PldConfig::default().with_interval(h))
-            .unwrap()
+        schedule_epsilon(
+            s,
+            Adjacency::AddRemove,
+            1e-6,
+            &PldConfig::default().with_interval(h),
+        )
+        .unwrap()
     };
     let fine = eps(1e-4, &schedule);
     let coarse = eps(1e-2, &schedule);
     let coarser = eps(1e-1, &schedule);
-    assert!(fine <= coarse && coarse <= coarser, "{fine} {coarse} {coarser}");
+    assert!(
+        fine <= coarse && coarse <= coarser,
+        "{fine} {coarse} {coarser}"
+    );
     assert!(coarse - fine < 0.05 * fine, "{fine} {coarse}");
     let reversed: Vec<_> = schedule.iter().rev().copied().collect();
     assert!((eps(1e-4, &reversed) - fine).abs() < 1e-9 * fine);
     // Splitting a block into two of the same (q, σ) changes nothing.
     let mut split = schedule.to_vec();
     split[1].steps = 150;
-    split.push(SubsampledGaussianSteps { steps: 250, ..schedule[1] });
+    split.push(SubsampledGaussianSteps {
+        steps: 250,
+        ..schedule[1]
+    });
     assert!((eps(1e-4, &split) - fine).abs() < 1e-9 * fine);
 }
 
@@ -255,8 +285,9 @@ fn the_grid_widens_to_fit_max_grid_points() {
         noise_multiplier: 1.0,
         steps: 1000,
     }];
-    let pld = PrivacyLossDistribution::subsampled_gaussian(&schedule, Adjacency::AddRemove, &config)
-        .unwrap();
+    let pld =
+        PrivacyLossDistribution::subsampled_gaussian(&schedule, Adjacency::AddRemove, &config)
+            .unwrap();
     assert!(pld.discretization_interval() > 1e-4);
     // The composed Gaussian pair with μ = √1000: its exact ε is the lower bound.
     let exact = analytic_epsilon(1.0 / 1000f64.sqrt(), 1.0, 1e-5);
@@ -272,16 +303,43 @@ fn bad_inputs_are_named_errors() {
         other => panic!("expected a named error, got {other:?}"),
     };
     let a = Adjacency::AddRemove;
-    assert_eq!(out_of_range(dp_sgd_epsilon_pld(a, 0.1, 0.0, 10, 1e-5)), "noise_multiplier");
-    assert_eq!(out_of_range(dp_sgd_epsilon_pld(a, 0.1, -1.0, 10, 1e-5)), "noise_multiplier");
-    assert_eq!(out_of_range(dp_sgd_epsilon_pld(a, 0.1, f64::NAN, 10, 1e-5)), "noise_multiplier");
-    assert_eq!(out_of_range(dp_sgd_epsilon_pld(a, 0.1, f64::INFINITY, 10, 1e-5)), "noise_multiplier");
-    assert_eq!(out_of_range(dp_sgd_epsilon_pld(a, 0.0, 1.0, 10, 1e-5)), "sample_rate");
-    assert_eq!(out_of_range(dp_sgd_epsilon_pld(a, 1.5, 1.0, 10, 1e-5)), "sample_rate");
-    assert_eq!(out_of_range(dp_sgd_epsilon_pld(a, f64::NAN, 1.0, 10, 1e-5)), "sample_rate");
-    assert_eq!(out_of_range(dp_sgd_epsilon_pld(a, 0.1, 1.0, 0, 1e-5)), "steps");
+    assert_eq!(
+        out_of_range(dp_sgd_epsilon_pld(a, 0.1, 0.0, 10, 1e-5)),
+        "noise_multiplier"
+    );
+    assert_eq!(
+        out_of_range(dp_sgd_epsilon_pld(a, 0.1, -1.0, 10, 1e-5)),
+        "noise_multiplier"
+    );
+    assert_eq!(
+        out_of_range(dp_sgd_epsilon_pld(a, 0.1, f64::NAN, 10, 1e-5)),
+        "noise_multiplier"
+    );
+    assert_eq!(
+        out_of_range(dp_sgd_epsilon_pld(a, 0.1, f64::INFINITY, 10, 1e-5)),
+        "noise_multiplier"
+    );
+    assert_eq!(
+        out_of_range(dp_sgd_epsilon_pld(a, 0.0, 1.0, 10, 1e-5)),
+        "sample_rate"
+    );
+    assert_eq!(
+        out_of_range(dp_sgd_epsilon_pld(a, 1.5, 1.0, 10, 1e-5)),
+        "sample_rate"
+    );
+    assert_eq!(
+        out_of_range(dp_sgd_epsilon_pld(a, f64::NAN, 1.0, 10, 1e-5)),
+        "sample_rate"
+    );
+    assert_eq!(
+        out_of_range(dp_sgd_epsilon_pld(a, 0.1, 1.0, 0, 1e-5)),
+        "steps"
+    );
     for delta in [0.0, 1.0, -1e-5, f64::NAN, f64::INFINITY] {
-        assert_eq!(out_of_range(dp_sgd_epsilon_pld(a, 0.1, 1.0, 10, delta)), "delta");
+        assert_eq!(
+            out_of_range(dp_sgd_epsilon_pld(a, 0.1, 1.0, 10, delta)),
+            "delta"
+        );
     }
     let block = [SubsampledGaussianSteps {
         sample_rate: 0.1,
@@ -289,8 +347,14 @@ fn bad_inputs_are_named_errors() {
         steps: 10,
     }];
     for (config, name) in [
-        (PldConfig::default().with_interval(0.0), "value_discretization_interval"),
-        (PldConfig::default().with_interval(f64::NAN), "value_discretization_interval"),
+        (
+            PldConfig::default().with_interval(0.0),
+            "value_discretization_interval",
+        ),
+        (
+            PldConfig::default().with_interval(f64::NAN),
+            "value_discretization_interval",
+        ),
         (
             PldConfig {
                 tail_mass_truncation: f64::NAN,
@@ -313,7 +377,10 @@ fn bad_inputs_are_named_errors() {
             "max_grid_points",
         ),
     ] {
-        assert_eq!(out_of_range(schedule_epsilon(&block, a, 1e-5, &config)), name);
+        assert_eq!(
+            out_of_range(schedule_epsilon(&block, a, 1e-5, &config)),
+            name
+        );
     }
     let pld =
         PrivacyLossDistribution::subsampled_gaussian(&block, a, &PldConfig::default()).unwrap();
@@ -330,12 +397,18 @@ fn bad_inputs_are_named_errors() {
         steps: u64::MAX,
         ..block[0]
     }];
-    assert_eq!(out_of_range(schedule_epsilon(&huge, a, 1e-5, &PldConfig::default())), "steps");
+    assert_eq!(
+        out_of_range(schedule_epsilon(&huge, a, 1e-5, &PldConfig::default())),
+        "steps"
+    );
     // Nothing released: ε = 0, δ = 0.
     let empty = [SubsampledGaussianSteps {
         sample_rate: 0.0,
         ..block[0]
     }];
-    assert_eq!(schedule_epsilon(&empty, a, 1e-5, &PldConfig::default()), Ok(0.0));
+    assert_eq!(
+        schedule_epsilon(&empty, a, 1e-5, &PldConfig::default()),
+        Ok(0.0)
+    );
     assert_eq!(schedule_delta(&[], a, 0.5, &PldConfig::default()), Ok(0.0));
 }

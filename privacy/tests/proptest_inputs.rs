@@ -5,8 +5,8 @@
 
 use privrl_privacy::pld::{schedule_delta, PldConfig};
 use privrl_privacy::{
-    dp_sgd_epsilon, dp_sgd_epsilon_pld, Adjacency, DirichletConfig, SubsampledGaussianSteps, Epsilon, GradientMechanismConfig, Mechanism, NoiseMode,
-    MAX_ACTIONS,
+    dp_sgd_epsilon, dp_sgd_epsilon_pld, Adjacency, DirichletConfig, Epsilon,
+    GradientMechanismConfig, Mechanism, NoiseMode, SubsampledGaussianSteps, MAX_ACTIONS,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
