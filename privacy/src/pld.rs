@@ -78,7 +78,7 @@ use rustfft::FftPlanner;
 
 use crate::adjacency::Adjacency;
 use crate::error::open_unit;
-use crate::rdp::SubsampledGaussianSteps;
+use crate::rdp::{check_run, check_sgm, SubsampledGaussianSteps};
 use crate::special::{log_add, log_normal_cdf, log_sub, normal_cdf};
 use crate::PrivacyError;
 
@@ -515,17 +515,20 @@ fn compose(blocks: &[(Pmf, u64)], h: f64, tail_mass: f64, max_points: usize) -> 
     // Cyclic position p holds the loss indices ≡ total_lo + p (mod size).
     let mut probs = vec![0.0; points];
     let mut folded = 0.0;
-    let window = |p: usize| -> Option<usize> {
-        let k = (lo - total_lo).rem_euclid(size as i128) as usize;
-        let offset = (p + size - k) % size;
-        (offset < points).then_some(offset)
-    };
+    // The window's lowest loss index sits at cyclic position `start`.
+    let start = (lo - total_lo).rem_euclid(size as i128) as usize;
     for (p, s) in spectrum.iter().enumerate() {
         let v = (s.re * scale).max(0.0);
-        match window(p) {
-            Some(j) => probs[j] += v,
+        let offset = if p >= start {
+            p - start
+        } else {
+            p + size - start
+        };
+        if offset < points {
+            probs[offset] += v;
+        } else {
             // Mass outside the window: moved up to its lowest loss (pessimistic).
-            None => folded += v,
+            folded += v;
         }
     }
     probs[0] += folded;
@@ -568,21 +571,15 @@ pub struct PrivacyLossDistribution {
     pairs: Vec<(Pmf, f64)>,
 }
 
+/// q ∈ [0, 1] and σ in the RDP accountant's range ([`crate::rdp`]), and σ ≥ 1e-3: below, one
+/// step's loss spans more than 10⁵ nats (ε in the thousands), which no grid resolves.
 fn check_block(block: &SubsampledGaussianSteps) -> Result<(), PrivacyError> {
-    let q = block.sample_rate;
-    if !(0.0..=1.0).contains(&q) {
-        return Err(PrivacyError::OutOfRange {
-            name: "sample_rate",
-            value: q,
-            expected: "in [0, 1] (0: a block that releases nothing)",
-        });
-    }
-    let s = block.noise_multiplier;
-    if !(1e-3..=1e100).contains(&s) {
+    check_sgm(block.sample_rate, block.noise_multiplier)?;
+    if block.noise_multiplier < 1e-3 {
         return Err(PrivacyError::OutOfRange {
             name: "noise_multiplier",
-            value: s,
-            expected: "in [1e-3, 1e100] for the PLD accountant",
+            value: block.noise_multiplier,
+            expected: ">= 1e-3 for the PLD accountant",
         });
     }
     Ok(())
@@ -755,16 +752,7 @@ fn single_block(
     noise_multiplier: f64,
     steps: u64,
 ) -> Result<[SubsampledGaussianSteps; 1], PrivacyError> {
-    if !(sample_rate > 0.0 && sample_rate <= 1.0) {
-        return Err(PrivacyError::OutOfRange {
-            name: "sample_rate",
-            value: sample_rate,
-            expected: "in (0, 1]",
-        });
-    }
-    if steps == 0 {
-        return Err(PrivacyError::Empty { name: "steps" });
-    }
+    check_run(sample_rate, steps)?;
     Ok([SubsampledGaussianSteps {
         sample_rate,
         noise_multiplier,
