@@ -23,7 +23,7 @@ pub fn default_orders() -> Vec<f64> {
         .collect()
 }
 
-fn check_sgm(q: f64, sigma: f64) -> Result<(), PrivacyError> {
+pub(crate) fn check_sgm(q: f64, sigma: f64) -> Result<(), PrivacyError> {
     if !(0.0..=1.0).contains(&q) {
         return Err(PrivacyError::OutOfRange {
             name: "sample_rate",
@@ -344,14 +344,7 @@ pub fn dp_sgd_epsilon_under(
     steps: u64,
     delta: f64,
 ) -> Result<f64, PrivacyError> {
-    if !(sample_rate > 0.0 && sample_rate <= 1.0) {
-        return Err(PrivacyError::OutOfRange {
-            name: "sample_rate",
-            value: sample_rate,
-            expected: "in (0, 1]",
-        });
-    }
-    at_least_one_step(steps)?;
+    check_run(sample_rate, steps)?;
     let orders = default_orders();
     let rdp = compute_rdp_under(adjacency, sample_rate, noise_multiplier, steps, &orders)?;
     Ok(rdp_to_dp(&orders, &rdp, delta)?.0)
@@ -388,14 +381,7 @@ pub fn noise_multiplier_for_under(
 ) -> Result<f64, PrivacyError> {
     positive("target_epsilon", target_epsilon)?;
     open_unit("delta", delta)?;
-    if !(sample_rate > 0.0 && sample_rate <= 1.0) {
-        return Err(PrivacyError::OutOfRange {
-            name: "sample_rate",
-            value: sample_rate,
-            expected: "in (0, 1]",
-        });
-    }
-    at_least_one_step(steps)?;
+    check_run(sample_rate, steps)?;
     let eps = |s: f64| dp_sgd_epsilon_under(adjacency, sample_rate, s, steps, delta);
     const SIGMA_MIN: f64 = 1e-3;
     if eps(SIGMA_MIN)? <= target_epsilon {
@@ -425,7 +411,16 @@ pub fn noise_multiplier_for_under(
     Ok(hi)
 }
 
-fn at_least_one_step(steps: u64) -> Result<(), PrivacyError> {
+/// A DP-SGD run to report an ε for: q ∈ (0, 1] (a run that samples nothing releases nothing)
+/// and at least one step (zero steps is a mistake to name rather than an ε to print).
+pub(crate) fn check_run(sample_rate: f64, steps: u64) -> Result<(), PrivacyError> {
+    if !(sample_rate > 0.0 && sample_rate <= 1.0) {
+        return Err(PrivacyError::OutOfRange {
+            name: "sample_rate",
+            value: sample_rate,
+            expected: "in (0, 1]",
+        });
+    }
     if steps == 0 {
         Err(PrivacyError::Empty { name: "steps" })
     } else {

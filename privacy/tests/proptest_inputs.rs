@@ -3,9 +3,10 @@
 //! be. Out-of-range inputs that the issue tracker named (zero steps, q outside (0, 1], σ ≤ 0,
 //! δ outside (0, 1), a trillion actions, NaN and ∞ anywhere) must be errors.
 
+use privrl_privacy::pld::{schedule_delta, PldConfig};
 use privrl_privacy::{
-    dp_sgd_epsilon, DirichletConfig, Epsilon, GradientMechanismConfig, Mechanism, NoiseMode,
-    MAX_ACTIONS,
+    dp_sgd_epsilon, dp_sgd_epsilon_pld, Adjacency, DirichletConfig, Epsilon,
+    GradientMechanismConfig, Mechanism, NoiseMode, SubsampledGaussianSteps, MAX_ACTIONS,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -149,6 +150,48 @@ proptest! {
             let released = mechanism.release(&uniform, &mut rng).unwrap();
             prop_assert!(released.iter().all(|v| v.is_finite() && *v >= 0.0));
             prop_assert!((released.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+        }
+    }
+}
+
+proptest! {
+    // The PLD accountant costs milliseconds to a second a case (a grid of up to 2^21 points):
+    // fewer cases, same fixed seed.
+    #![proptest_config(ProptestConfig {
+        cases: 48,
+        rng_seed: RngSeed::Fixed(2026),
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn pld_epsilon_is_a_named_error_or_a_finite_nonnegative_number(
+        q in parameter(1e-4..1.0),
+        sigma in parameter(0.3..10.0),
+        steps in prop_oneof![Just(0u64), 1u64..10_000],
+        delta in parameter(1e-9..0.1),
+        substitution in any::<bool>(),
+        blocks in vec((parameter(1e-4..1.0), 0u64..500), 0..4),
+        epsilon in parameter(0.0..20.0),
+    ) {
+        let adjacency = if substitution { Adjacency::Substitution } else { Adjacency::AddRemove };
+        let valid = q > 0.0 && q <= 1.0 && steps >= 1 && delta > 0.0 && delta < 1.0
+            && sigma.is_finite() && sigma > 0.0;
+        if let Ok(e) = dp_sgd_epsilon_pld(adjacency, q, sigma, steps, delta) {
+            prop_assert!(valid, "accepted q = {q}, σ = {sigma}, steps = {steps}, δ = {delta}");
+            prop_assert!(e.is_finite() && e >= 0.0, "ε = {e}");
+        }
+        if !valid {
+            prop_assert!(dp_sgd_epsilon_pld(adjacency, q, sigma, steps, delta).is_err());
+        }
+        // A heterogeneous schedule (q = 0 and empty blocks allowed), δ for an ε.
+        let schedule: Vec<_> = blocks
+            .iter()
+            .map(|&(q, steps)| SubsampledGaussianSteps { sample_rate: q, noise_multiplier: sigma, steps })
+            .collect();
+        let config = PldConfig::default().with_interval(1e-3);
+        if let Ok(d) = schedule_delta(&schedule, adjacency, epsilon, &config) {
+            prop_assert!((0.0..=1.0).contains(&d), "δ = {d}");
+            prop_assert!(epsilon.is_finite() && epsilon >= 0.0);
         }
     }
 }

@@ -119,3 +119,72 @@ fn a_target_epsilon_gives_the_calibrated_noise_multiplier() {
     );
     assert!(!stdout.contains("sigma ="), "{stdout}");
 }
+
+/// `--accountant pld`: the PLD's ε, named beside it, below the RDP's; the analytic Gaussian
+/// mechanism's ε at q = 1 (4.377178 add/remove, 9.997256 substitution at σ = 1, δ = 1e-5,
+/// Balle & Wang 2018), within the grid's slack above; the default stays RDP; bad input to the
+/// PLD path is named too.
+#[test]
+fn the_pld_accountant_is_an_option_named_beside_epsilon() {
+    let epsilon = |stdout: &str| -> f64 {
+        stdout
+            .split("epsilon = ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|number| number.parse().ok())
+            .unwrap_or_else(|| panic!("no epsilon printed: {stdout}"))
+    };
+    for (adjacency, exact) in [("add-remove", 4.377178), ("substitution", 9.997256)] {
+        let (code, stdout, stderr) = privacy(&format!(
+            "dpsgd --q 1 --sigma 1 --steps 1 --delta 1e-5 --adjacency {adjacency} --accountant pld"
+        ));
+        assert_eq!(code, 0, "{stderr}");
+        assert!(
+            stdout.contains("(PLD accountant, grid interval 1e-4)"),
+            "{stdout}"
+        );
+        let eps = epsilon(&stdout);
+        assert!(eps >= exact - 1e-6 && eps < exact + 1e-3, "{stdout}");
+    }
+    let (code, rdp, _) = privacy("dpsgd --q 0.01 --sigma 1 --steps 1000 --delta 1e-5");
+    assert_eq!(code, 0);
+    assert!(rdp.contains("(RDP accountant)"), "{rdp}");
+    let (code, pld, _) =
+        privacy("dpsgd --q 0.01 --sigma 1 --steps 1000 --delta 1e-5 --accountant pld");
+    assert_eq!(code, 0);
+    // dp-accounting 0.6.0: 1.828244 (privacy/tests/data/pld_reference.csv).
+    assert!((epsilon(&pld) - 1.828244).abs() < 1e-5, "{pld}");
+    assert!(epsilon(&pld) < epsilon(&rdp), "{pld} {rdp}");
+    // A target ε is calibrated with RDP (said so), and the PLD's ε at that σ follows.
+    let (code, stdout, stderr) = privacy(
+        "dpsgd --q 0.001 --steps 1000 --delta 1e-5 --target-epsilon 0.677826 --accountant pld",
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("RDP accountant)"), "{stdout}");
+    assert!(stdout.contains("(PLD accountant"), "{stdout}");
+    for (args, named) in [
+        ("--q 0.01 --sigma 1 --steps 0 --delta 1e-5", "steps"),
+        ("--q 0 --sigma 1 --steps 10 --delta 1e-5", "sample_rate"),
+        (
+            "--q 0.01 --sigma 0 --steps 10 --delta 1e-5",
+            "noise_multiplier",
+        ),
+        ("--q 0.01 --sigma 1 --steps 10 --delta 1", "delta"),
+        (
+            "--q 0.01 --sigma 1 --steps 10 --delta 1e-5 --pld-interval NaN",
+            "value_discretization_interval",
+        ),
+    ] {
+        let (code, stdout, stderr) = privacy(&format!("dpsgd {args} --accountant pld"));
+        assert_eq!(code, 1, "{args}: {stdout} {stderr}");
+        assert!(
+            stderr.starts_with("error:") && stderr.contains(named),
+            "{args}: {stderr}"
+        );
+        assert!(!stdout.contains("epsilon ="), "{args}: {stdout}");
+    }
+    let (code, _, stderr) =
+        privacy("dpsgd --q 0.01 --sigma 1 --steps 10 --delta 1e-5 --accountant moments");
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("accountant"), "{stderr}");
+}
