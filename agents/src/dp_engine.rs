@@ -1483,7 +1483,7 @@ impl PrivacyEngine {
         &mut self,
         module: &M,
         batch: &[usize],
-        per_sample: &impl PerSampleGradients<B, M>,
+        per_sample: &(impl PerSampleGradients<B, M> + Sync),
     ) -> Result<GradientRecord, EngineError>
     where
         B: AutodiffBackend,
@@ -1498,7 +1498,7 @@ impl PrivacyEngine {
         &mut self,
         module: &M,
         batch: &[usize],
-        per_sample: &impl PerSampleGradients<B, M>,
+        per_sample: &(impl PerSampleGradients<B, M> + Sync),
     ) -> Result<PrivateGradient, EngineError>
     where
         B: AutodiffBackend,
@@ -1510,29 +1510,35 @@ impl PrivacyEngine {
                 size: self.config.dataset_size,
             });
         }
+        let clip = self.config.clip;
         // Reading the parameters initialises Burn's lazy ones, which makes tracked leaves: in a
         // section, like every other tracked op, and on `module` itself (a clone of an
-        // uninitialised module initialises its own, different, values).
-        let layout = autodiff::exclusive(|| ParamLayout::of(module));
+        // uninitialised module initialises its own, different, values). One section for the
+        // layout and the gradients: entering one hands the work to the section's thread, which
+        // costs a context switch on a loaded machine.
+        let (layout, clipped) = autodiff::exclusive(|| {
+            let layout = ParamLayout::of(module);
+            let dimension = layout.num_values();
+            let clipped = if batch.is_empty() {
+                ClippedSum {
+                    sum: vec![0.0; dimension],
+                    norms: Vec::new(),
+                    loss: f64::NAN,
+                }
+            } else {
+                let clipped = per_sample.clipped_sum(module, batch, &layout, clip)?;
+                if clipped.sum.len() != dimension || clipped.norms.len() != batch.len() {
+                    return Err(EngineError::Shape {
+                        what: "clipped per-sample gradients",
+                        expected: vec![batch.len(), dimension],
+                        got: vec![clipped.norms.len(), clipped.sum.len()],
+                    });
+                }
+                clipped
+            };
+            Ok((layout, clipped))
+        })?;
         let dimension = layout.num_values();
-        let clip = self.config.clip;
-        let clipped = if batch.is_empty() {
-            ClippedSum {
-                sum: vec![0.0; dimension],
-                norms: Vec::new(),
-                loss: f64::NAN,
-            }
-        } else {
-            let clipped = per_sample.clipped_sum(module, batch, &layout, clip)?;
-            if clipped.sum.len() != dimension || clipped.norms.len() != batch.len() {
-                return Err(EngineError::Shape {
-                    what: "clipped per-sample gradients",
-                    expected: vec![batch.len(), dimension],
-                    got: vec![clipped.norms.len(), clipped.sum.len()],
-                });
-            }
-            clipped
-        };
         let expected = self.expected_batch_size();
         let released = gaussian_mechanism(clip, self.gradient_noise, dimension)?
             .release_clipped_sum(clipped.sum, expected, &mut self.rng)?;
@@ -1590,7 +1596,7 @@ impl PrivacyEngine {
         module: M,
         optimizer: &mut O,
         lr: f64,
-        per_sample: &impl PerSampleGradients<B, M>,
+        per_sample: &(impl PerSampleGradients<B, M> + Sync),
     ) -> Result<M, EngineError>
     where
         B: AutodiffBackend,

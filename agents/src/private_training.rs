@@ -671,8 +671,12 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
             engine.set_sampling(n, (batch_size / n as f64).min(1.0))?;
             let batch = engine.sample()?;
             let transitions = dqn.replay().gather(&batch);
-            let loss = TdPerSample::new(dqn, &transitions, batch)?;
-            let released = engine.private_step(dqn.q_network(), &loss.indices, &loss)?;
+            // One section for the targets and the private gradient (the nested ones run
+            // inline): each section entered costs a hand-off to its thread.
+            let released = autodiff::exclusive(|| -> Result<_, AgentError> {
+                let loss = TdPerSample::new(dqn, &transitions, batch)?;
+                Ok(engine.private_step(dqn.q_network(), &loss.indices, &loss)?)
+            })?;
             if !released.mean_loss.is_finite() && released.batch_size > 0 {
                 return Err(AgentError::NonFinite {
                     what: "TD loss",
