@@ -48,14 +48,18 @@ use burn::tensor::module::unfold4d;
 use burn::tensor::ops::{PadMode, UnfoldOptions};
 use burn::tensor::{Int, Tensor, TensorData};
 use privrl_privacy::{
-    noise_multiplier_for_under, poisson_sample, Adjacency, GradientMechanismConfig, MechanismRng,
+    compute_rdp_under, default_orders, noise_multiplier_for_under, poisson_sample, rdp_to_dp,
+    Adjacency, GradientMechanism, GradientMechanismConfig, MechanismRng, MechanismRngState,
     PrivacyError, RandomnessSource, RdpAccountant, SubsampledGaussianSteps,
 };
+use serde::{Deserialize, Serialize};
 
 use crate::autodiff;
 use crate::error::{AgentError, RecordError};
 use crate::nn::Dense;
-use crate::per_sample::{clip_factors, host};
+use crate::per_sample::{
+    clip_factors, host, linear_grad_samples, linear_squared_norms, linear_weighted_sums,
+};
 use crate::record::{GradientRecord, NamedGradient};
 
 /// Why the engine refused a step or a configuration.
@@ -106,6 +110,18 @@ pub enum EngineError {
         /// The dataset size N.
         size: usize,
     },
+}
+
+impl From<EngineError> for AgentError {
+    /// The agent's own error where the engine only passed one on.
+    fn from(error: EngineError) -> Self {
+        match error {
+            EngineError::Agent(e) => e,
+            EngineError::Privacy(e) => AgentError::Privacy(e),
+            EngineError::Record(e) => AgentError::Record(e),
+            other => AgentError::Engine(Box::new(other)),
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -226,6 +242,101 @@ pub trait PerSampleGradients<B: AutodiffBackend, M: AutodiffModule<B>> {
         batch: &[usize],
         layout: &ParamLayout,
     ) -> Result<Tensor<B::InnerBackend, 2>, EngineError>;
+
+    /// Σ_i clip_C(g_i) over the records `batch` (Abadi et al., Algorithm 1), with every
+    /// record's unclipped norm ‖g_i‖₂. By default from the materialised per-sample gradients;
+    /// [`Traced`] computes it without materialising those of 2-D linear layers.
+    fn clipped_sum(
+        &self,
+        module: &M,
+        batch: &[usize],
+        layout: &ParamLayout,
+        clip: f64,
+    ) -> Result<ClippedSum, EngineError> {
+        let rows = self.per_sample_gradients(module, batch, layout)?;
+        check_rows(&rows, batch.len(), layout)?;
+        Ok(clip_rows(rows, clip, f64::NAN))
+    }
+}
+
+/// What [`PerSampleGradients::clipped_sum`] returns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClippedSum {
+    /// Σ_i clip_C(g_i), P values in layout order.
+    pub sum: Vec<f32>,
+    /// ‖g_i‖₂ of every record, before clipping (what adaptive clipping counts).
+    pub norms: Vec<f32>,
+    /// Σ_i ℓ_i, the records' summed loss where the strategy sees it (NaN where it does not).
+    pub loss: f64,
+}
+
+fn check_rows<B: Backend>(
+    rows: &Tensor<B, 2>,
+    batch: usize,
+    layout: &ParamLayout,
+) -> Result<(), EngineError> {
+    let dims = rows.dims();
+    if dims != [batch, layout.num_values()] {
+        return Err(EngineError::Shape {
+            what: "per-sample gradients",
+            expected: vec![batch, layout.num_values()],
+            got: dims.to_vec(),
+        });
+    }
+    Ok(())
+}
+
+/// Clips the rows of `[batch, P]` per-sample gradients to C and sums them.
+fn clip_rows<B: Backend>(rows: Tensor<B, 2>, clip: f64, loss: f64) -> ClippedSum {
+    let norms = per_sample_norms(rows.clone());
+    let factors = clip_factors(norms.clone(), clip);
+    let sum = (rows * factors.unsqueeze_dim::<2>(1)).sum_dim(0);
+    ClippedSum {
+        sum: host(sum),
+        norms: host(norms),
+        loss,
+    }
+}
+
+/// Given per-sample gradients, one row per record of the dataset, computed elsewhere (e.g.
+/// DP-SGD REINFORCE's per-episode gradients, one backward per episode like [`MicroBatches`]):
+/// the engine clips, noises and accounts for them.
+#[derive(Debug, Clone)]
+pub struct GivenGradients(pub Vec<Vec<f32>>);
+
+impl<B, M> PerSampleGradients<B, M> for GivenGradients
+where
+    B: AutodiffBackend,
+    M: AutodiffModule<B>,
+{
+    fn per_sample_gradients(
+        &self,
+        module: &M,
+        batch: &[usize],
+        layout: &ParamLayout,
+    ) -> Result<Tensor<B::InnerBackend, 2>, EngineError> {
+        let width = layout.num_values();
+        let mut values = Vec::with_capacity(batch.len() * width);
+        for &record in batch {
+            let row = self.0.get(record).ok_or(EngineError::Index {
+                index: record,
+                size: self.0.len(),
+            })?;
+            if row.len() != width {
+                return Err(EngineError::Shape {
+                    what: "given per-sample gradient",
+                    expected: vec![width],
+                    got: vec![row.len()],
+                });
+            }
+            values.extend_from_slice(row);
+        }
+        let device = module.devices().into_iter().next().unwrap_or_default();
+        Ok(
+            Tensor::<B, 2>::from_data(TensorData::new(values, [batch.len(), width]), &device)
+                .inner(),
+        )
+    }
 }
 
 /// The general fallback: one forward and backward per record, for any `AutodiffModule`.
@@ -324,41 +435,223 @@ where
         layout: &ParamLayout,
     ) -> Result<Tensor<B::InnerBackend, 2>, EngineError> {
         autodiff::exclusive(|| {
-            let mut tape = Tape::recording();
-            let losses = (self.0)(module, batch, &mut tape);
-            check_losses(&losses, batch.len())?;
-            let grads = autodiff::backward(&losses.sum());
-            let mut by_id: HashMap<ParamId, Tensor<B::InnerBackend, 2>> = HashMap::new();
-            for entry in &tape.entries {
-                for (id, g) in entry.grad_samples(&grads)? {
-                    // A layer applied twice (shared weights) adds its two contributions.
-                    let g = match by_id.remove(&id) {
-                        Some(previous) => previous + g,
-                        None => g,
-                    };
-                    by_id.insert(id, g);
-                }
-            }
-            let mut columns = Vec::with_capacity(layout.entries.len());
-            for entry in &layout.entries {
-                let g = by_id
-                    .remove(&entry.id)
-                    .ok_or_else(|| EngineError::Untraced {
-                        name: entry.name.clone(),
-                    })?;
-                let dims = g.dims();
-                if dims != [batch.len(), entry.len()] {
-                    return Err(EngineError::Shape {
-                        what: "per-sample gradient of a traced layer",
-                        expected: vec![batch.len(), entry.len()],
-                        got: dims.to_vec(),
-                    });
-                }
-                columns.push(g);
-            }
-            Ok(Tensor::cat(columns, 1))
+            let (parts, _) = self.parts(module, batch)?;
+            materialized_rows(parts, batch.len(), layout)
         })
     }
+
+    /// The clipped sum without materialising the per-sample gradients of linear layers on
+    /// `[batch, d]` inputs: their norms are ‖a_i‖‖δ_i‖ and their clipped sum is aᵀ diag(c) δ
+    /// (`crate::per_sample`, the factored trick), so the cost is close to one ordinary
+    /// backward. Convolutions, sequence inputs and shared weights are materialised.
+    fn clipped_sum(
+        &self,
+        module: &M,
+        batch: &[usize],
+        layout: &ParamLayout,
+        clip: f64,
+    ) -> Result<ClippedSum, EngineError> {
+        autodiff::exclusive(|| {
+            let (parts, loss) = self.parts(module, batch)?;
+            let mut seen = std::collections::HashSet::new();
+            let shared = parts.iter().flat_map(Part::ids).any(|id| !seen.insert(id));
+            if shared {
+                // A parameter used twice: its per-sample gradient is the sum of both uses,
+                // whose norm the factors do not give.
+                let rows = materialized_rows(parts, batch.len(), layout)?;
+                return Ok(clip_rows(rows, clip, loss));
+            }
+            factored_clipped_sum(parts, batch.len(), layout, clip, loss)
+        })
+    }
+}
+
+impl<F> Traced<F> {
+    /// Runs the traced forward and one backward: every traced layer's per-sample gradient
+    /// factors, and Σ_i ℓ_i. Call inside an autodiff section.
+    fn parts<B, M>(&self, module: &M, batch: &[usize]) -> Result<(Vec<Part<B>>, f64), EngineError>
+    where
+        B: AutodiffBackend,
+        F: Fn(&M, &[usize], &mut Tape<B>) -> Tensor<B, 1>,
+    {
+        let mut tape = Tape::recording();
+        let losses = (self.0)(module, batch, &mut tape);
+        check_losses(&losses, batch.len())?;
+        let total = losses.sum();
+        let grads = autodiff::backward(&total);
+        let loss = f64::from(host(total.inner())[0]);
+        let parts = tape
+            .entries
+            .iter()
+            .map(|entry| entry.part(&grads))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((parts, loss))
+    }
+}
+
+/// One traced layer's per-sample gradients: the factors of a linear layer on `[batch, d]`
+/// inputs, or materialised rows `[batch, numel]` per parameter.
+enum Part<B: AutodiffBackend> {
+    Linear {
+        weight: ParamId,
+        bias: Option<ParamId>,
+        activations: Tensor<B::InnerBackend, 2>,
+        backprops: Tensor<B::InnerBackend, 2>,
+    },
+    Rows(Vec<(ParamId, Tensor<B::InnerBackend, 2>)>),
+}
+
+impl<B: AutodiffBackend> Part<B> {
+    fn ids(&self) -> Vec<ParamId> {
+        match self {
+            Part::Linear { weight, bias, .. } => std::iter::once(*weight).chain(*bias).collect(),
+            Part::Rows(rows) => rows.iter().map(|(id, _)| *id).collect(),
+        }
+    }
+
+    fn into_rows(self) -> Vec<(ParamId, Tensor<B::InnerBackend, 2>)> {
+        match self {
+            Part::Linear {
+                weight,
+                bias,
+                activations,
+                backprops,
+            } => linear_param_samples(weight, bias, activations, backprops),
+            Part::Rows(rows) => rows,
+        }
+    }
+}
+
+/// `[batch, P]` per-sample gradients in layout order from the traced parts (a layer applied
+/// twice adds its two contributions).
+fn materialized_rows<B: AutodiffBackend>(
+    parts: Vec<Part<B>>,
+    batch: usize,
+    layout: &ParamLayout,
+) -> Result<Tensor<B::InnerBackend, 2>, EngineError> {
+    let mut by_id: HashMap<ParamId, Tensor<B::InnerBackend, 2>> = HashMap::new();
+    for (id, g) in parts.into_iter().flat_map(Part::into_rows) {
+        let g = match by_id.remove(&id) {
+            Some(previous) => previous + g,
+            None => g,
+        };
+        by_id.insert(id, g);
+    }
+    let mut columns = Vec::with_capacity(layout.entries.len());
+    for entry in &layout.entries {
+        let g = by_id
+            .remove(&entry.id)
+            .ok_or_else(|| EngineError::Untraced {
+                name: entry.name.clone(),
+            })?;
+        check_part_shape(g.dims(), batch, entry)?;
+        columns.push(g);
+    }
+    Ok(Tensor::cat(columns, 1))
+}
+
+fn check_part_shape(dims: [usize; 2], batch: usize, entry: &ParamEntry) -> Result<(), EngineError> {
+    if dims != [batch, entry.len()] {
+        return Err(EngineError::Shape {
+            what: "per-sample gradient of a traced layer",
+            expected: vec![batch, entry.len()],
+            got: dims.to_vec(),
+        });
+    }
+    Ok(())
+}
+
+/// [`Traced`]'s clipped sum from the parts, each parameter used once: per-sample squared
+/// norms added over the parts, clip factors c_i = min(1, C/‖g_i‖), then every part's
+/// Σ_i c_i g_i.
+fn factored_clipped_sum<B: AutodiffBackend>(
+    parts: Vec<Part<B>>,
+    batch: usize,
+    layout: &ParamLayout,
+    clip: f64,
+    loss: f64,
+) -> Result<ClippedSum, EngineError> {
+    let mut squared: Option<Tensor<B::InnerBackend, 1>> = None;
+    let mut add = |s: Tensor<B::InnerBackend, 1>| {
+        squared = Some(match squared.take() {
+            Some(total) => total + s,
+            None => s,
+        });
+    };
+    for part in &parts {
+        match part {
+            Part::Linear {
+                bias,
+                activations,
+                backprops,
+                ..
+            } => {
+                let (weight_sq, bias_sq) = linear_squared_norms(activations, backprops);
+                add(weight_sq);
+                if bias.is_some() {
+                    add(bias_sq);
+                }
+            }
+            Part::Rows(rows) => {
+                for (_, g) in rows {
+                    add((g.clone() * g.clone()).sum_dim(1).squeeze_dim::<1>(1));
+                }
+            }
+        }
+    }
+    let Some(squared) = squared else {
+        return Err(match layout.entries.first() {
+            Some(entry) => EngineError::Untraced {
+                name: entry.name.clone(),
+            },
+            None => EngineError::Shape {
+                what: "module parameters",
+                expected: vec![1],
+                got: vec![0],
+            },
+        });
+    };
+    let norms = squared.sqrt();
+    let factors = clip_factors(norms.clone(), clip);
+    let mut by_id: HashMap<ParamId, Tensor<B::InnerBackend, 1>> = HashMap::new();
+    for part in parts {
+        match part {
+            Part::Linear {
+                weight,
+                bias,
+                activations,
+                backprops,
+            } => {
+                let (w, b) = linear_weighted_sums(&activations, &backprops, factors.clone());
+                let [d_in, d_out] = w.dims();
+                by_id.insert(weight, w.reshape([d_in * d_out]));
+                if let Some(bias) = bias {
+                    by_id.insert(bias, b);
+                }
+            }
+            Part::Rows(rows) => {
+                for (id, g) in rows {
+                    let weighted = g * factors.clone().unsqueeze_dim::<2>(1);
+                    by_id.insert(id, weighted.sum_dim(0).squeeze_dim::<1>(0));
+                }
+            }
+        }
+    }
+    let mut columns = Vec::with_capacity(layout.entries.len());
+    for entry in &layout.entries {
+        let g = by_id
+            .remove(&entry.id)
+            .ok_or_else(|| EngineError::Untraced {
+                name: entry.name.clone(),
+            })?;
+        check_part_shape([batch, g.dims()[0]], batch, entry)?;
+        columns.push(g);
+    }
+    Ok(ClippedSum {
+        sum: host(Tensor::cat(columns, 0)),
+        norms: host(norms),
+        loss,
+    })
 }
 
 /// A layer whose per-sample gradients follow from its input activations a and the backprops δ
@@ -376,6 +669,13 @@ pub trait GradSampleLayer<B: AutodiffBackend, const D: usize>: Module<B> + 'stat
         activations: Tensor<B::InnerBackend, D>,
         backprops: Tensor<B::InnerBackend, D>,
     ) -> Result<Vec<(ParamId, Tensor<B::InnerBackend, 2>)>, EngineError>;
+
+    /// For a layer z = a W + b (W `[d_in, d_out]`): the ids of W and b, so that on `[batch, d]`
+    /// inputs the engine clips from the factors a and δ without materialising ∇W_i = a_iᵀ δ_i.
+    /// `None` (the default): always materialised through [`GradSampleLayer::grad_samples`].
+    fn linear_ids(&self) -> Option<(ParamId, Option<ParamId>)> {
+        None
+    }
 }
 
 /// Records what [`Traced`] needs during a forward: each traced layer's input and a probe on its
@@ -433,11 +733,7 @@ impl<B: AutodiffBackend> Tape<B> {
 }
 
 trait TapeEntry<B: AutodiffBackend>: Send {
-    #[allow(clippy::type_complexity)]
-    fn grad_samples(
-        &self,
-        grads: &B::Gradients,
-    ) -> Result<Vec<(ParamId, Tensor<B::InnerBackend, 2>)>, EngineError>;
+    fn part(&self, grads: &B::Gradients) -> Result<Part<B>, EngineError>;
 }
 
 struct Probe<B: AutodiffBackend, L, const D: usize> {
@@ -447,42 +743,42 @@ struct Probe<B: AutodiffBackend, L, const D: usize> {
 }
 
 impl<B: AutodiffBackend, L: GradSampleLayer<B, D>, const D: usize> TapeEntry<B> for Probe<B, L, D> {
-    fn grad_samples(
-        &self,
-        grads: &B::Gradients,
-    ) -> Result<Vec<(ParamId, Tensor<B::InnerBackend, 2>)>, EngineError> {
+    fn part(&self, grads: &B::Gradients) -> Result<Part<B>, EngineError> {
         // No path from this layer to the loss: its backprops are zero.
         let backprops = self
             .probe
             .grad(grads)
             .unwrap_or_else(|| Tensor::zeros(self.probe.dims(), &self.activations.device()));
-        self.layer.grad_samples(self.activations.clone(), backprops)
+        match self.layer.linear_ids() {
+            Some((weight, bias)) if D == 2 => {
+                let [batch, d_in] = [self.activations.dims()[0], self.activations.dims()[1]];
+                let d_out = backprops.dims()[1];
+                Ok(Part::Linear {
+                    weight,
+                    bias,
+                    activations: self.activations.clone().reshape([batch, d_in]),
+                    backprops: backprops.reshape([batch, d_out]),
+                })
+            }
+            _ => Ok(Part::Rows(
+                self.layer
+                    .grad_samples(self.activations.clone(), backprops)?,
+            )),
+        }
     }
 }
 
-/// Per-sample gradients of `z = a W + b` with W `[d_in, d_out]`, for activations
-/// `[batch, ..., d_in]` and backprops `[batch, ..., d_out]`: ∇W_i = Σ_t a_itᵀ δ_it (one term
-/// per position t of the middle axes, one for a plain `[batch, d]` input), ∇b_i = Σ_t δ_it.
-fn linear_grad_samples<B: Backend, const D: usize>(
+/// [`linear_grad_samples`] keyed by the parameters' ids.
+fn linear_param_samples<B: Backend, const D: usize>(
     weight: ParamId,
     bias: Option<ParamId>,
     activations: Tensor<B, D>,
     backprops: Tensor<B, D>,
 ) -> Vec<(ParamId, Tensor<B, 2>)> {
-    let dims_a = activations.dims();
-    let dims_d = backprops.dims();
-    let (batch, d_in, d_out) = (dims_a[0], dims_a[D - 1], dims_d[D - 1]);
-    let a: Tensor<B, 3> = activations.reshape([batch as i32, -1, d_in as i32]);
-    let delta: Tensor<B, 3> = backprops.reshape([batch as i32, -1, d_out as i32]);
-    let w = a
-        .swap_dims(1, 2)
-        .matmul(delta.clone())
-        .reshape([batch, d_in * d_out]);
-    let mut out = vec![(weight, w)];
-    if let Some(bias) = bias {
-        out.push((bias, delta.sum_dim(1).reshape([batch, d_out])));
-    }
-    out
+    let (w, b) = linear_grad_samples(activations, backprops);
+    std::iter::once((weight, w))
+        .chain(bias.map(|id| (id, b)))
+        .collect()
 }
 
 impl<B: AutodiffBackend, const D: usize> GradSampleLayer<B, D> for Linear<B> {
@@ -504,12 +800,16 @@ impl<B: AutodiffBackend, const D: usize> GradSampleLayer<B, D> for Linear<B> {
                 ),
             });
         }
-        Ok(linear_grad_samples(
+        Ok(linear_param_samples(
             self.weight.id,
             self.bias.as_ref().map(|b| b.id),
             activations,
             backprops,
         ))
+    }
+
+    fn linear_ids(&self) -> Option<(ParamId, Option<ParamId>)> {
+        Some((self.weight.id, self.bias.as_ref().map(|b| b.id)))
     }
 }
 
@@ -523,12 +823,16 @@ impl<B: AutodiffBackend> GradSampleLayer<B, 2> for Dense<B> {
         activations: Tensor<B::InnerBackend, 2>,
         backprops: Tensor<B::InnerBackend, 2>,
     ) -> Result<Vec<(ParamId, Tensor<B::InnerBackend, 2>)>, EngineError> {
-        Ok(linear_grad_samples(
+        Ok(linear_param_samples(
             self.weight.id,
             self.bias.as_ref().map(|b| b.id),
             activations,
             backprops,
         ))
+    }
+
+    fn linear_ids(&self) -> Option<(ParamId, Option<ParamId>)> {
+        Some((self.weight.id, self.bias.as_ref().map(|b| b.id)))
     }
 }
 
@@ -644,6 +948,233 @@ pub fn select_records<B: Backend, const D: usize>(
 }
 
 // ---------------------------------------------------------------------------------------------
+// Accounting
+// ---------------------------------------------------------------------------------------------
+
+/// The releases of a DP-SGD run, in order, as run-length blocks of identical steps (q, σ,
+/// count), each q exactly as used (a replay buffer that grows gives every step its own q),
+/// and the ε they add up to under the RDP accountant (Mironov, Talwar & Zhang 2019) at δ,
+/// under an [`Adjacency`]. The one accounting of the [`PrivacyEngine`] and of the DP agents
+/// built on it; plain data, so a checkpoint holds it exactly.
+///
+/// [`ReleaseSchedule::epsilon`] keeps the RDP of the blocks before the last one, so that
+/// asking for ε after every episode costs one block's RDP, not the whole run's.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReleaseSchedule {
+    adjacency: Adjacency,
+    delta: f64,
+    blocks: Vec<SubsampledGaussianSteps>,
+    #[serde(skip)]
+    cache: RdpCache,
+}
+
+impl PartialEq for ReleaseSchedule {
+    fn eq(&self, other: &Self) -> bool {
+        (self.adjacency, self.delta, &self.blocks) == (other.adjacency, other.delta, &other.blocks)
+    }
+}
+
+/// RDP, at [`default_orders`], of the first `blocks` blocks of a schedule.
+#[derive(Debug, Default)]
+struct RdpCache(std::sync::Mutex<Option<(usize, Vec<f64>)>>);
+
+impl Clone for RdpCache {
+    fn clone(&self) -> Self {
+        Self(std::sync::Mutex::new(self.lock().clone()))
+    }
+}
+
+impl RdpCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(usize, Vec<f64>)>> {
+        // A panic while holding it leaves a consistent (older) prefix: keep using it.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl ReleaseSchedule {
+    /// No release yet; ε at `delta`, under `adjacency`.
+    pub fn new(adjacency: Adjacency, delta: f64) -> Self {
+        Self {
+            adjacency,
+            delta,
+            blocks: Vec::new(),
+            cache: RdpCache::default(),
+        }
+    }
+
+    /// Counts `count` releases at sampling rate q and noise multiplier σ (σ = 0: no noise,
+    /// ε = ∞), merged into the last block when both are the same.
+    pub fn record(&mut self, sample_rate: f64, noise_multiplier: f64, count: u64) {
+        if count == 0 {
+            return;
+        }
+        match self.blocks.last_mut() {
+            Some(last)
+                if last.sample_rate == sample_rate && last.noise_multiplier == noise_multiplier =>
+            {
+                last.steps += count
+            }
+            _ => self.blocks.push(SubsampledGaussianSteps {
+                sample_rate,
+                noise_multiplier,
+                steps: count,
+            }),
+        }
+    }
+
+    /// The blocks, in order.
+    pub fn blocks(&self) -> &[SubsampledGaussianSteps] {
+        &self.blocks
+    }
+
+    /// Releases counted.
+    pub fn steps(&self) -> u64 {
+        self.blocks.iter().map(|b| b.steps).sum()
+    }
+
+    /// The neighbouring relation of ε.
+    pub fn adjacency(&self) -> Adjacency {
+        self.adjacency
+    }
+
+    /// δ of the (ε, δ).
+    pub fn delta(&self) -> f64 {
+        self.delta
+    }
+
+    /// The same schedule under `adjacency` (the releases do not depend on it).
+    pub fn with_adjacency(mut self, adjacency: Adjacency) -> Self {
+        if adjacency != self.adjacency {
+            self.cache = RdpCache::default();
+        }
+        self.adjacency = adjacency;
+        self
+    }
+
+    fn block_rdp(&self, block: &SubsampledGaussianSteps) -> Result<Vec<f64>, PrivacyError> {
+        compute_rdp_under(
+            self.adjacency,
+            block.sample_rate,
+            block.noise_multiplier,
+            block.steps,
+            &default_orders(),
+        )
+    }
+
+    /// ε at δ of every release, composed exactly (each block at its own q): 0 before any
+    /// release, ∞ if one had no noise.
+    pub fn epsilon(&self) -> Result<f64, PrivacyError> {
+        let Some(last) = self.blocks.last() else {
+            return Ok(0.0);
+        };
+        if self.blocks.iter().any(|b| b.noise_multiplier <= 0.0) {
+            return Ok(f64::INFINITY);
+        }
+        let closed = self.blocks.len() - 1;
+        let mut cache = self.cache.lock();
+        let (mut done, mut rdp) = match cache.take() {
+            Some((done, rdp)) if done <= closed => (done, rdp),
+            _ => (0, vec![0.0; default_orders().len()]),
+        };
+        while done < closed {
+            for (r, a) in rdp.iter_mut().zip(self.block_rdp(&self.blocks[done])?) {
+                *r += a;
+            }
+            done += 1;
+        }
+        let mut total = rdp.clone();
+        *cache = Some((done, rdp));
+        drop(cache);
+        for (r, a) in total.iter_mut().zip(self.block_rdp(last)?) {
+            *r += a;
+        }
+        Ok(rdp_to_dp(&default_orders(), &total, self.delta)?.0)
+    }
+
+    /// The RDP accountant holding every release, under the schedule's adjacency.
+    pub fn accountant(&self) -> Result<RdpAccountant, PrivacyError> {
+        let mut accountant = RdpAccountant::new(self.delta)?.with_adjacency(self.adjacency)?;
+        for block in &self.blocks {
+            accountant.step(block.sample_rate, block.noise_multiplier, block.steps)?;
+        }
+        Ok(accountant)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Adaptive clipping
+// ---------------------------------------------------------------------------------------------
+
+/// Quantile-based adaptive clipping (Andrew, Thakkar, McMahan & Ramaswamy 2021,
+/// "Differentially Private Learning with Adaptive Clipping", Algorithm 1): after every step
+/// C ← C·exp(−η (b̃ − γ)), where b̃ is the noised fraction of the batch whose gradient norm was
+/// at most C, so that C tracks the γ-quantile of the per-sample norms.
+///
+/// The count is private too: Σ_i (b_i − ½), whose sensitivity is ½, is released with
+/// N(0, σ_b²), and b̃ = that / (qN) + ½ (qN the expected batch). The gradient's noise multiplier
+/// becomes σ_Δ = (σ⁻² − (2σ_b)⁻²)^(−1/2) ([`adaptive_gradient_noise`]): the two Gaussian
+/// releases together are one Gaussian mechanism of noise multiplier σ (Andrew et al.,
+/// Theorem 1), so each step is accounted exactly as a non-adaptive step at σ, under either
+/// adjacency (both sensitivities double under substitution).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AdaptiveClipping {
+    /// Target quantile γ ∈ (0, 1) of the per-sample norms (0.5 in Andrew et al.).
+    pub target_quantile: f64,
+    /// Geometric learning rate η_C > 0 (0.2 in Andrew et al.).
+    pub learning_rate: f64,
+    /// σ_b, the standard deviation of the noise on the clipped count; it must exceed σ/2.
+    /// Andrew et al. suggest the expected batch size / 20.
+    pub count_noise: f64,
+}
+
+impl AdaptiveClipping {
+    /// γ, η_C and σ_b.
+    pub fn new(target_quantile: f64, learning_rate: f64, count_noise: f64) -> Self {
+        Self {
+            target_quantile,
+            learning_rate,
+            count_noise,
+        }
+    }
+
+    fn validate(&self, noise_multiplier: f64) -> Result<(), EngineError> {
+        let quantile = self.target_quantile;
+        if !(quantile > 0.0 && quantile < 1.0) {
+            return Err(out_of_range("target_quantile", quantile, "in (0, 1)"));
+        }
+        let rate = self.learning_rate;
+        if !(rate.is_finite() && rate > 0.0) {
+            return Err(out_of_range("clip_learning_rate", rate, "> 0 and finite"));
+        }
+        adaptive_gradient_noise(noise_multiplier, self.count_noise).map(|_| ())
+    }
+}
+
+/// σ_Δ = (σ⁻² − (2σ_b)⁻²)^(−1/2): the gradient's noise multiplier that, with N(0, σ_b²) on the
+/// clipped count, spends what one Gaussian release at σ spends (Andrew et al. 2021,
+/// Theorem 1). σ = 0 (no privacy) gives 0. Refused unless σ_b > σ/2 (else no σ_Δ exists).
+pub fn adaptive_gradient_noise(
+    noise_multiplier: f64,
+    count_noise: f64,
+) -> Result<f64, EngineError> {
+    let (sigma, sigma_b) = (noise_multiplier, count_noise);
+    if !(sigma.is_finite() && sigma >= 0.0) {
+        return Err(out_of_range("noise_multiplier", sigma, ">= 0 and finite"));
+    }
+    if sigma == 0.0 {
+        return Ok(0.0);
+    }
+    if !(sigma_b.is_finite() && 2.0 * sigma_b > sigma) {
+        return Err(out_of_range(
+            "count_noise",
+            sigma_b,
+            "> noise_multiplier / 2 (the count's noise must leave budget for the gradient)",
+        ));
+    }
+    Ok((sigma.powi(-2) - (2.0 * sigma_b).powi(-2)).powf(-0.5))
+}
+
+// ---------------------------------------------------------------------------------------------
 // The engine
 // ---------------------------------------------------------------------------------------------
 
@@ -677,6 +1208,8 @@ pub struct PrivacyEngineConfig {
     pub delta: f64,
     /// Neighbouring relation of the reported ε; default add/remove, as Opacus.
     pub adjacency: Adjacency,
+    /// Quantile-based adaptive clipping starting from `clip`; `None` (default): C fixed.
+    pub adaptive_clipping: Option<AdaptiveClipping>,
 }
 
 impl PrivacyEngineConfig {
@@ -690,6 +1223,7 @@ impl PrivacyEngineConfig {
             noise,
             delta: 1e-5,
             adjacency: Adjacency::AddRemove,
+            adaptive_clipping: None,
         }
     }
 
@@ -702,6 +1236,12 @@ impl PrivacyEngineConfig {
     /// The same under `adjacency`.
     pub fn with_adjacency(mut self, adjacency: Adjacency) -> Self {
         self.adjacency = adjacency;
+        self
+    }
+
+    /// The same with quantile-based adaptive clipping.
+    pub fn with_adaptive_clipping(mut self, adaptive: AdaptiveClipping) -> Self {
+        self.adaptive_clipping = Some(adaptive);
         self
     }
 }
@@ -772,9 +1312,10 @@ impl PrivacyEngineConfig {
 pub struct PrivacyEngine {
     config: PrivacyEngineConfig,
     noise_multiplier: f64,
+    /// σ_Δ of the gradient: σ, or less with adaptive clipping (its count takes the rest).
+    gradient_noise: f64,
     rng: MechanismRng,
-    /// Run-length blocks of releases (q, σ, count), in order.
-    schedule: Vec<SubsampledGaussianSteps>,
+    schedule: ReleaseSchedule,
 }
 
 impl fmt::Debug for PrivacyEngine {
@@ -795,23 +1336,58 @@ fn out_of_range(name: &'static str, value: f64, expected: &'static str) -> Engin
     })
 }
 
+/// What a [`PrivacyEngine`] must carry over a checkpoint so that a resumed run continues
+/// where it stopped: every release so far (ε continues, never restarts), the current N, q
+/// and C (C moves under adaptive clipping), σ, δ, the adjacency, and the position of the
+/// sampling-and-noise generator (`None` for the operating system's, which has none).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineState {
+    /// N of the next step.
+    pub dataset_size: usize,
+    /// q of the next step.
+    pub sample_rate: f64,
+    /// C of the next step.
+    pub clip: f64,
+    /// σ (the accounted one; with adaptive clipping the gradient's is σ_Δ).
+    pub noise_multiplier: f64,
+    /// Every release so far, with δ and the adjacency.
+    pub schedule: ReleaseSchedule,
+    /// The generator's position.
+    pub rng: Option<MechanismRngState>,
+}
+
+/// What [`PrivacyEngine::private_step`] returns.
+#[derive(Debug, Clone)]
+pub struct PrivateGradient {
+    /// The released gradient, in the module's parameter layout.
+    pub gradient: GradientRecord,
+    /// Σ_i ℓ_i / (drawn batch size) where the strategy sees the losses (NaN otherwise, and for
+    /// an empty batch).
+    pub mean_loss: f64,
+    /// Records in the drawn batch.
+    pub batch_size: usize,
+}
+
+fn check_sampling(dataset_size: usize, sample_rate: f64) -> Result<(), EngineError> {
+    if dataset_size == 0 {
+        return Err(PrivacyError::Empty {
+            name: "dataset_size",
+        }
+        .into());
+    }
+    if !(sample_rate > 0.0 && sample_rate <= 1.0) {
+        return Err(out_of_range("sample_rate", sample_rate, "in (0, 1]"));
+    }
+    Ok(())
+}
+
 impl PrivacyEngine {
     /// Validates `config`, calibrates σ if a target ε is given, and draws sampling and noise
-    /// from `source` (a seed, or the operating system's CSPRNG).
+    /// from `source` (a seed, or the operating system's CSPRNG). C may be ∞ (no clipping)
+    /// only without noise and without adaptive clipping.
     pub fn new(config: PrivacyEngineConfig, source: RandomnessSource) -> Result<Self, EngineError> {
-        if config.dataset_size == 0 {
-            return Err(PrivacyError::Empty {
-                name: "dataset_size",
-            }
-            .into());
-        }
+        check_sampling(config.dataset_size, config.sample_rate)?;
         let q = config.sample_rate;
-        if !(q > 0.0 && q <= 1.0) {
-            return Err(out_of_range("sample_rate", q, "in (0, 1]"));
-        }
-        if !(config.clip.is_finite() && config.clip > 0.0) {
-            return Err(out_of_range("clip", config.clip, "> 0 and finite"));
-        }
         if !(config.delta > 0.0 && config.delta < 1.0) {
             return Err(out_of_range("delta", config.delta, "in (0, 1)"));
         }
@@ -826,27 +1402,68 @@ impl PrivacyEngine {
                 noise_multiplier_for_under(config.adjacency, epsilon, config.delta, q, steps)?
             }
         };
+        let unclipped_ok = noise_multiplier == 0.0 && config.adaptive_clipping.is_none();
+        if !(config.clip > 0.0 && (config.clip.is_finite() || unclipped_ok)) {
+            return Err(out_of_range(
+                "clip",
+                config.clip,
+                "> 0 and finite (∞ only without noise or adaptive clipping)",
+            ));
+        }
+        let gradient_noise = match &config.adaptive_clipping {
+            Some(adaptive) => {
+                adaptive.validate(noise_multiplier)?;
+                adaptive_gradient_noise(noise_multiplier, adaptive.count_noise)?
+            }
+            None => noise_multiplier,
+        };
         Ok(Self {
+            schedule: ReleaseSchedule::new(config.adjacency, config.delta),
             config,
             noise_multiplier,
+            gradient_noise,
             rng: MechanismRng::new(source)?,
-            schedule: Vec::new(),
         })
     }
 
-    /// The configuration.
+    /// The configuration, with the current N, q and C.
     pub fn config(&self) -> &PrivacyEngineConfig {
         &self.config
     }
 
-    /// σ (calibrated, for a target ε).
+    /// σ (calibrated, for a target ε): what every step is accounted at.
     pub fn noise_multiplier(&self) -> f64 {
         self.noise_multiplier
+    }
+
+    /// σ_Δ, the noise multiplier on the gradient: σ, or with adaptive clipping
+    /// [`adaptive_gradient_noise`].
+    pub fn gradient_noise_multiplier(&self) -> f64 {
+        self.gradient_noise
+    }
+
+    /// C of the next step.
+    pub fn clip(&self) -> f64 {
+        self.config.clip
     }
 
     /// qN, what a step's clipped noisy sum is divided by.
     pub fn expected_batch_size(&self) -> f64 {
         self.config.sample_rate * self.config.dataset_size as f64
+    }
+
+    /// Sets N and q of the following steps, for a dataset that changes between steps (a
+    /// replay buffer that fills): each step is accounted at the q it used. N and q must be
+    /// public (functions of the step count, not of the data) for the accounting to hold.
+    pub fn set_sampling(
+        &mut self,
+        dataset_size: usize,
+        sample_rate: f64,
+    ) -> Result<(), EngineError> {
+        check_sampling(dataset_size, sample_rate)?;
+        self.config.dataset_size = dataset_size;
+        self.config.sample_rate = sample_rate;
+        Ok(())
     }
 
     /// One Poisson batch: each record index in 0..N independently with probability q.
@@ -866,8 +1483,23 @@ impl PrivacyEngine {
         &mut self,
         module: &M,
         batch: &[usize],
-        per_sample: &impl PerSampleGradients<B, M>,
+        per_sample: &(impl PerSampleGradients<B, M> + Sync),
     ) -> Result<GradientRecord, EngineError>
+    where
+        B: AutodiffBackend,
+        M: AutodiffModule<B> + Sync,
+    {
+        Ok(self.private_step(module, batch, per_sample)?.gradient)
+    }
+
+    /// [`PrivacyEngine::private_gradient`] with the batch's mean loss; with adaptive clipping
+    /// it then moves C (module docs of [`AdaptiveClipping`]).
+    pub fn private_step<B, M>(
+        &mut self,
+        module: &M,
+        batch: &[usize],
+        per_sample: &(impl PerSampleGradients<B, M> + Sync),
+    ) -> Result<PrivateGradient, EngineError>
     where
         B: AutodiffBackend,
         M: AutodiffModule<B> + Sync,
@@ -878,43 +1510,83 @@ impl PrivacyEngine {
                 size: self.config.dataset_size,
             });
         }
+        let clip = self.config.clip;
         // Reading the parameters initialises Burn's lazy ones, which makes tracked leaves: in a
         // section, like every other tracked op, and on `module` itself (a clone of an
-        // uninitialised module initialises its own, different, values).
-        let layout = autodiff::exclusive(|| ParamLayout::of(module));
+        // uninitialised module initialises its own, different, values). One section for the
+        // layout and the gradients: entering one hands the work to the section's thread, which
+        // costs a context switch on a loaded machine.
+        let (layout, clipped) = autodiff::exclusive(|| {
+            let layout = ParamLayout::of(module);
+            let dimension = layout.num_values();
+            let clipped = if batch.is_empty() {
+                ClippedSum {
+                    sum: vec![0.0; dimension],
+                    norms: Vec::new(),
+                    loss: f64::NAN,
+                }
+            } else {
+                let clipped = per_sample.clipped_sum(module, batch, &layout, clip)?;
+                if clipped.sum.len() != dimension || clipped.norms.len() != batch.len() {
+                    return Err(EngineError::Shape {
+                        what: "clipped per-sample gradients",
+                        expected: vec![batch.len(), dimension],
+                        got: vec![clipped.norms.len(), clipped.sum.len()],
+                    });
+                }
+                clipped
+            };
+            Ok((layout, clipped))
+        })?;
         let dimension = layout.num_values();
-        let clipped_sum = if batch.is_empty() {
-            vec![0.0; dimension]
-        } else {
-            let rows = per_sample.per_sample_gradients(module, batch, &layout)?;
-            let dims = rows.dims();
-            if dims != [batch.len(), dimension] {
-                return Err(EngineError::Shape {
-                    what: "per-sample gradients",
-                    expected: vec![batch.len(), dimension],
-                    got: dims.to_vec(),
-                });
-            }
-            host(clip_per_sample(rows, self.config.clip).sum_dim(0))
-        };
-        let mechanism = if self.noise_multiplier > 0.0 {
-            GradientMechanismConfig::DpSgd {
-                clip: self.config.clip,
-                noise_multiplier: self.noise_multiplier,
-            }
-        } else {
-            GradientMechanismConfig::Clip {
-                clip: self.config.clip,
-            }
+        let expected = self.expected_batch_size();
+        let released = gaussian_mechanism(clip, self.gradient_noise, dimension)?
+            .release_clipped_sum(clipped.sum, expected, &mut self.rng)?;
+        if let Some(adaptive) = self.config.adaptive_clipping {
+            self.adapt_clip(&adaptive, &clipped.norms, expected)?;
         }
-        .build(dimension, 1)?;
-        let released = mechanism.release_clipped_sum(
-            clipped_sum,
-            self.expected_batch_size(),
+        self.schedule
+            .record(self.config.sample_rate, self.noise_multiplier, 1);
+        Ok(PrivateGradient {
+            gradient: layout.record(&released)?,
+            mean_loss: clipped.loss / batch.len() as f64,
+            batch_size: batch.len(),
+        })
+    }
+
+    /// C ← C·exp(−η (b̃ − γ)) from the noised count of norms ≤ C ([`AdaptiveClipping`]).
+    fn adapt_clip(
+        &mut self,
+        adaptive: &AdaptiveClipping,
+        norms: &[f32],
+        expected_batch_size: f64,
+    ) -> Result<(), EngineError> {
+        let clip = self.config.clip;
+        let under = norms.iter().filter(|&&n| f64::from(n) <= clip).count() as f64;
+        let centred = under - 0.5 * norms.len() as f64;
+        // Σ_i (b_i − ½) has sensitivity ½: the Gaussian with noise multiplier 2σ_b on it adds
+        // N(0, σ_b²).
+        let count_noise = if self.noise_multiplier > 0.0 {
+            adaptive.count_noise
+        } else {
+            0.0
+        };
+        let noisy = gaussian_mechanism(0.5, 2.0 * count_noise, 1)?.release_clipped_sum(
+            vec![centred as f32],
+            1.0,
             &mut self.rng,
-        )?;
-        self.record_release();
-        Ok(layout.record(&released)?)
+        )?[0];
+        let fraction = f64::from(noisy) / expected_batch_size + 0.5;
+        let next = clip * (-adaptive.learning_rate * (fraction - adaptive.target_quantile)).exp();
+        if !(next.is_finite() && next > 0.0) {
+            return Err(out_of_range(
+                "clip",
+                next,
+                "> 0 and finite after adaptation",
+            ));
+        }
+        self.config.clip = next;
+        Ok(())
     }
 
     /// One DP-SGD step: a Poisson batch, its private gradient, and `optimizer`'s update of
@@ -924,7 +1596,7 @@ impl PrivacyEngine {
         module: M,
         optimizer: &mut O,
         lr: f64,
-        per_sample: &impl PerSampleGradients<B, M>,
+        per_sample: &(impl PerSampleGradients<B, M> + Sync),
     ) -> Result<M, EngineError>
     where
         B: AutodiffBackend,
@@ -939,50 +1611,25 @@ impl PrivacyEngine {
         })
     }
 
-    fn record_release(&mut self) {
-        let (q, sigma) = (self.config.sample_rate, self.noise_multiplier);
-        match self.schedule.last_mut() {
-            Some(last) if last.sample_rate == q && last.noise_multiplier == sigma => {
-                last.steps += 1
-            }
-            _ => self.schedule.push(SubsampledGaussianSteps {
-                sample_rate: q,
-                noise_multiplier: sigma,
-                steps: 1,
-            }),
-        }
-    }
-
     /// Releases so far.
     pub fn steps(&self) -> u64 {
-        self.schedule.iter().map(|b| b.steps).sum()
+        self.schedule.steps()
     }
 
-    /// The releases so far, as blocks of identical steps (q, σ, count).
-    pub fn schedule(&self) -> &[SubsampledGaussianSteps] {
+    /// The releases so far, exactly ([`ReleaseSchedule`]).
+    pub fn schedule(&self) -> &ReleaseSchedule {
         &self.schedule
     }
 
     /// The RDP accountant holding every release so far, under the engine's adjacency.
     pub fn accountant(&self) -> Result<RdpAccountant, EngineError> {
-        let mut accountant =
-            RdpAccountant::new(self.config.delta)?.with_adjacency(self.config.adjacency)?;
-        for block in &self.schedule {
-            accountant.step(block.sample_rate, block.noise_multiplier, block.steps)?;
-        }
-        Ok(accountant)
+        Ok(self.schedule.accountant()?)
     }
 
     /// ε spent so far at the configured δ, per record, under the configured adjacency: 0
     /// before any step, ∞ for σ = 0.
     pub fn epsilon(&self) -> Result<f64, EngineError> {
-        if self.schedule.is_empty() {
-            return Ok(0.0);
-        }
-        if self.noise_multiplier <= 0.0 {
-            return Ok(f64::INFINITY);
-        }
-        Ok(self.accountant()?.epsilon(self.config.delta)?.0)
+        Ok(self.schedule.epsilon()?)
     }
 
     /// What an ε of this engine means, to print beside it: `per record, add/remove,
@@ -994,4 +1641,60 @@ impl PrivacyEngine {
             self.config.delta
         )
     }
+
+    /// What a checkpoint must hold for [`PrivacyEngine::restore`] ([`EngineState`]).
+    pub fn state(&self) -> EngineState {
+        EngineState {
+            dataset_size: self.config.dataset_size,
+            sample_rate: self.config.sample_rate,
+            clip: self.config.clip,
+            noise_multiplier: self.noise_multiplier,
+            schedule: self.schedule.clone(),
+            rng: self.rng.state(),
+        }
+    }
+
+    /// Continues from `state`: the releases (so ε continues), N, q, C and the generator's
+    /// position. Refused if `state` was written by an engine with another σ, δ or adjacency:
+    /// its ε would be continued under the wrong parameters.
+    pub fn restore(&mut self, state: &EngineState) -> Result<(), EngineError> {
+        let (got, want) = (&state.schedule, &self.schedule);
+        if state.noise_multiplier != self.noise_multiplier
+            || got.adjacency() != want.adjacency()
+            || got.delta() != want.delta()
+        {
+            return Err(EngineError::Privacy(PrivacyError::Inconsistent(
+                "an engine state saved with another noise multiplier, δ or adjacency",
+            )));
+        }
+        check_sampling(state.dataset_size, state.sample_rate)?;
+        if !(state.clip > 0.0) {
+            return Err(out_of_range("clip", state.clip, "> 0"));
+        }
+        self.rng.restore(state.rng.as_ref())?;
+        self.config.dataset_size = state.dataset_size;
+        self.config.sample_rate = state.sample_rate;
+        self.config.clip = state.clip;
+        self.schedule = state.schedule.clone();
+        Ok(())
+    }
+}
+
+/// The Gaussian mechanism on a clipped sum: N(0, σ²C²) per value (σ > 0), or none (σ = 0).
+fn gaussian_mechanism(
+    clip: f64,
+    noise_multiplier: f64,
+    dimension: usize,
+) -> Result<Box<dyn GradientMechanism>, EngineError> {
+    Ok(if noise_multiplier > 0.0 {
+        GradientMechanismConfig::DpSgd {
+            clip,
+            noise_multiplier,
+        }
+    } else if clip.is_finite() {
+        GradientMechanismConfig::Clip { clip }
+    } else {
+        GradientMechanismConfig::None
+    }
+    .build(dimension, 1)?)
 }

@@ -84,6 +84,45 @@ pub struct DqnConfig {
     /// Environment steps per epoch (one `metrics.csv` row).
     #[config(default = 1_000)]
     pub steps_per_epoch: usize,
+    /// The loss on the TD error: MSE (Mnih et al. 2015, what the QGI paper attacks) or Huber
+    /// (smooth L1, as Stable-Baselines3's DQN), whose gradient is the TD error clamped to
+    /// [−1, 1].
+    #[config(default = "TdLoss::Mse")]
+    pub td_loss: TdLoss,
+}
+
+/// The loss of one TD error d = Q(s, a) − y.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TdLoss {
+    /// d²: gradient 2d ∂Q/∂w.
+    #[default]
+    Mse,
+    /// Huber with threshold 1 (PyTorch's `smooth_l1_loss`): d²/2 for |d| < 1, |d| − 1/2
+    /// beyond; gradient clamp(d, −1, 1) ∂Q/∂w, so one outlying target cannot dominate a step.
+    Huber,
+}
+
+impl TdLoss {
+    /// `mse` or `huber`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TdLoss::Mse => "mse",
+            TdLoss::Huber => "huber",
+        }
+    }
+
+    /// The loss of every TD error `[batch]`, element-wise.
+    pub fn per_sample<B: Backend>(self, errors: Tensor<B, 1>) -> Tensor<B, 1> {
+        match self {
+            TdLoss::Mse => errors.powi_scalar(2),
+            TdLoss::Huber => {
+                let size = errors.abs();
+                let inner = size.clone().clamp_max(1.0);
+                inner.clone() * inner.clone() * 0.5 + (size - inner)
+            }
+        }
+    }
 }
 
 impl DqnConfig {
@@ -355,7 +394,8 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Dqn<B, N> {
             + bootstrap * vector::<B::InnerBackend>(&not_done, device) * self.config.gamma
     }
 
-    /// The MSE loss (1/|B|) Σ (Q(s, a) − y)² and the mean Q(s, a).
+    /// The TD loss (1/|B|) Σ ℓ(Q(s, a) − y) (MSE unless [`DqnConfig::td_loss`]) and the mean
+    /// Q(s, a).
     fn loss(&self, batch: &TransitionBatch) -> Result<(Tensor<B, 1>, Tensor<B, 1>), AgentError> {
         if batch.is_empty() {
             return Err(AgentError::EmptyBatch("Dqn::update"));
@@ -372,7 +412,13 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Dqn<B, N> {
         let actions = one_hot::<B>(&batch.actions, self.num_actions, &self.device);
         let q_values = self.online.forward_flat(obs);
         let q_mean = q_of_actions(q_values.clone().detach(), actions.clone()).mean();
-        Ok((td_loss(q_values, actions, targets), q_mean))
+        let loss = match self.config.td_loss {
+            TdLoss::Mse => td_loss(q_values, actions, targets),
+            huber => huber
+                .per_sample(q_of_actions(q_values, actions) - targets.detach())
+                .mean(),
+        };
+        Ok((loss, q_mean))
     }
 
     // -----------------------------------------------------------------------------------------

@@ -67,6 +67,10 @@ pub enum AgentError {
         /// What went wrong.
         message: String,
     },
+    /// The DP-SGD engine refused a step (a per-sample gradient path or a layer it does not
+    /// cover).
+    #[error(transparent)]
+    Engine(Box<crate::dp_engine::EngineError>),
     /// A loss became NaN or infinite (reported instead of training on it).
     #[error("non-finite {what} ({value}) at update {update}; lower the learning rate or check the rewards")]
     NonFinite {

@@ -87,7 +87,7 @@ pub use a3c::{
 };
 pub use agent::{ActMode, Agent, EpisodeLog, EpochStats};
 pub use buffer::{ReplayBuffer, RolloutBatch, TransitionBatch};
-pub use dqn::{Dqn, DqnConfig, DqnStats};
+pub use dqn::{Dqn, DqnConfig, DqnStats, TdLoss};
 pub use error::{AgentError, RecordError};
 pub use gradient::{param_gradients, ParamGradient};
 pub use heads::{ActorCritic, ActorCriticConfig, Categorical};

@@ -140,11 +140,10 @@ impl<B: Backend> PerSampleFactors<B> {
     pub fn squared_param_norms(&self) -> Vec<Tensor<B, 1>> {
         let mut norms = Vec::with_capacity(2 * self.layers.len());
         for layer in &self.layers {
-            let input_sq = row_squared_norms(layer.inputs.clone());
-            let error_sq = row_squared_norms(layer.errors.clone());
-            norms.push(input_sq * error_sq.clone());
+            let (weight_sq, bias_sq) = linear_squared_norms(&layer.inputs, &layer.errors);
+            norms.push(weight_sq);
             if layer.has_bias {
-                norms.push(error_sq);
+                norms.push(bias_sq);
             }
         }
         norms
@@ -199,25 +198,25 @@ impl<B: Backend> PerSampleFactors<B> {
         for (l, layer) in self.layers.iter().enumerate() {
             let [_, d_input] = layer.inputs.dims();
             let [_, d_output] = layer.errors.dims();
-            let scaled = |c: Tensor<B, 1>| layer.errors.clone() * c.unsqueeze_dim::<2>(1);
-            let weighted = scaled(factor.next().expect("one factor per parameter"));
-            // Σ_i c_i a_iᵀ δ_i = aᵀ diag(c) δ
-            let weight = layer.inputs.clone().transpose().matmul(weighted.clone());
+            let weight_factor = factor.next().expect("one factor per parameter");
+            let (weight, bias) =
+                linear_weighted_sums(&layer.inputs, &layer.errors, weight_factor.clone());
             params.push(NamedGradient {
                 name: format!("layers.{l}.weight"),
                 shape: vec![d_input, d_output],
                 values: host(weight),
             });
             if layer.has_bias {
-                let weighted = if shared {
-                    weighted
+                let bias = if shared {
+                    bias
                 } else {
-                    scaled(factor.next().expect("one factor per parameter"))
+                    let c = factor.next().expect("one factor per parameter");
+                    linear_weighted_sums(&layer.inputs, &layer.errors, c).1
                 };
                 params.push(NamedGradient {
                     name: format!("layers.{l}.bias"),
                     shape: vec![d_output],
-                    values: host(weighted.sum_dim(0).squeeze_dim::<1>(0)),
+                    values: host(bias),
                 });
             }
         }
@@ -247,6 +246,55 @@ impl<B: Backend> PerSampleFactors<B> {
         }
         out
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Linear layers: the one place where per-sample gradients of z = a W + b are computed, for
+// `PerSampleFactors` (DQN's analytic path) and the `PrivacyEngine`'s traced fast path alike.
+// ---------------------------------------------------------------------------------------------
+
+/// Per-sample gradients of `z = a W + b` with W `[d_in, d_out]`, materialised, for
+/// activations `[batch, ..., d_in]` and backprops `[batch, ..., d_out]`: ∇W_i = Σ_t a_itᵀ δ_it
+/// `[batch, d_in·d_out]` (one term per position t of the middle axes, one for a plain
+/// `[batch, d]` input) and ∇b_i = Σ_t δ_it `[batch, d_out]`.
+pub(crate) fn linear_grad_samples<B: Backend, const D: usize>(
+    activations: Tensor<B, D>,
+    backprops: Tensor<B, D>,
+) -> (Tensor<B, 2>, Tensor<B, 2>) {
+    let dims_a = activations.dims();
+    let dims_d = backprops.dims();
+    let (batch, d_in, d_out) = (dims_a[0], dims_a[D - 1], dims_d[D - 1]);
+    let a: Tensor<B, 3> = activations.reshape([batch as i32, -1, d_in as i32]);
+    let delta: Tensor<B, 3> = backprops.reshape([batch as i32, -1, d_out as i32]);
+    let w = a
+        .swap_dims(1, 2)
+        .matmul(delta.clone())
+        .reshape([batch, d_in * d_out]);
+    (w, delta.sum_dim(1).reshape([batch, d_out]))
+}
+
+/// Per-sample squared norms of a linear layer's weight and bias gradients `[batch]` each,
+/// without materialising them, for one position per sample (`a` `[batch, d_in]`, `δ`
+/// `[batch, d_out]`): ‖a_iᵀ δ_i‖_F² = ‖a_i‖² ‖δ_i‖² and ‖δ_i‖².
+pub(crate) fn linear_squared_norms<B: Backend>(
+    a: &Tensor<B, 2>,
+    delta: &Tensor<B, 2>,
+) -> (Tensor<B, 1>, Tensor<B, 1>) {
+    let input_sq = row_squared_norms(a.clone());
+    let error_sq = row_squared_norms(delta.clone());
+    (input_sq * error_sq.clone(), error_sq)
+}
+
+/// Σ_i c_i ∇W_i = aᵀ diag(c) δ `[d_in, d_out]` and Σ_i c_i ∇b_i `[d_out]`: the clipped sum of
+/// a linear layer's per-sample gradients in one matmul (one position per sample).
+pub(crate) fn linear_weighted_sums<B: Backend>(
+    a: &Tensor<B, 2>,
+    delta: &Tensor<B, 2>,
+    factors: Tensor<B, 1>,
+) -> (Tensor<B, 2>, Tensor<B, 1>) {
+    let weighted = delta.clone() * factors.unsqueeze_dim::<2>(1);
+    let weight = a.clone().transpose().matmul(weighted.clone());
+    (weight, weighted.sum_dim(0).squeeze_dim::<1>(0))
 }
 
 /// `Σ_j x_ij²` of every row of `x`.

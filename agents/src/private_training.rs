@@ -3,12 +3,18 @@
 //! noise on the observed states (local DP, "LDP – noise calibration"), with the privacy each
 //! DP-SGD run actually spends, from the RDP accountant, which the slides leave as further work.
 //!
+//! Both DP agents run on the [`PrivacyEngine`]: its Poisson sampling, clipping, noise,
+//! adaptive clipping ([`AdaptiveClipping`]) and exact accounting ([`ReleaseSchedule`]) are the
+//! ones every other DP-SGD user of privrl gets.
+//!
 //! - [`DpSgdReinforce`]: the gradients of L episodes (L = 1: the slides' "estimate gradient
 //!   with one episode"), each clipped to C in L2, summed, noised once with N(0, σ²C²I) and
 //!   divided by L (Figure 7).
-//! - [`DpSgdDqn`]: per-transition gradients of the TD loss from the analytic per-sample
-//!   gradients of [`crate::per_sample`], each clipped to C, summed, noised with N(0, σ²C²I)
-//!   and divided by the expected batch size (Figure 7; the slides' "custom backpropagation").
+//! - [`DpSgdDqn`]: per-transition gradients of the TD loss (MSE or Huber,
+//!   [`DqnConfig::td_loss`]) from the engine's traced fast path (the factored per-sample
+//!   gradients of [`crate::per_sample`]), each clipped to C, summed, noised with
+//!   N(0, σ²C²I) and divided by the expected batch size (Figure 7; the slides' "custom
+//!   backpropagation").
 //! - [`NoisyObservationEnv`]: an [`Env`] wrapper that adds N(0, (σ·IQR_j)²) to every
 //!   observation dimension j before the agent sees it, so either agent trains under it
 //!   unchanged.
@@ -35,19 +41,20 @@
 //! is |B| and the gradient is divided by |B|. A transition is exposed only while it is in the
 //! buffer; composing the subsampled Gaussian over **every** gradient step of the run, at the
 //! q_t of that step, bounds every transition's privacy loss (the accountant of Mironov, Talwar
-//! & Zhang 2019, as in Opacus, for add/remove neighbours). To keep the accounting cheap, each
-//! q_t is rounded **up** to a geometric grid of ratio 1.01 (RDP grows with q, so this only
-//! over-states ε).
+//! & Zhang 2019, as in Opacus, for add/remove neighbours), each step at exactly its own q_t
+//! ([`ReleaseSchedule`]).
 //!
 //! **Adjacency.** Every ε here is stated under an [`Adjacency`], add/remove by default (as in
 //! Opacus), or substitution ([`DpSgdTrainingConfig::adjacency`]), whose per-step RDP is a
 //! conservative bound, exact at q = 1 ([`privrl_privacy::adjacency`]). An ε is printed with its
 //! unit and relation ([`PrivacyTally::label`]).
 //!
-//! **Resuming.** `save_checkpoint` writes the tally and the noise generator's position beside
-//! the agent's checkpoint (and, for DQN, the replay buffer, whose size sets the q_t to come);
+//! **Resuming.** `save_checkpoint` writes the engine's state ([`EngineState`]: every release,
+//! σ, δ, the adjacency, the current C and the generator's position) beside the agent's
+//! checkpoint (and, for DQN, the replay buffer, whose size sets the q_t to come);
 //! `load_checkpoint` continues them, so a resumed run's ε composes over every step since the
-//! start, never only those since the resume.
+//! start, never only those since the resume, and the run goes on bit for bit as if never
+//! interrupted.
 //!
 //! **LDP on observations has no ε.** The observation noise has no sensitivity bound (states
 //! are unbounded), so it is a heuristic, as the slides' own "need for theoretical guarantees"
@@ -57,7 +64,6 @@
 //! code clips each parameter tensor to C and adds σC noise to each, which has sensitivity
 //! √P·C for P tensors: its σ corresponds to σ/√P here.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use burn::config::Config;
@@ -66,9 +72,8 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Tensor;
 use privrl_envs::{Env, EnvError, Obs, Space, Step, StepInfo};
 use privrl_privacy::{
-    poisson_sample, Adjacency, Clipping, GradientMechanism, GradientMechanismConfig,
-    GradientPrivacy, MechanismRng, MechanismRngState, NoiseMode, ObservationNoise,
-    RandomnessSource, RdpAccountant,
+    Adjacency, GradientMechanism, GradientMechanismConfig, MechanismRng, NoiseMode,
+    ObservationNoise, RandomnessSource,
 };
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -76,12 +81,17 @@ use serde::{Deserialize, Serialize};
 use crate::agent::{checkpoint_error, Agent};
 use crate::autodiff;
 use crate::buffer::TransitionBatch;
-use crate::dqn::{Dqn, DqnConfig};
+use crate::dp_engine::{
+    select_records, AdaptiveClipping, ClippedSum, EngineError, EngineState, GivenGradients,
+    NoiseCalibration, ParamLayout, PerSampleGradients, PrivacyEngine, PrivacyEngineConfig,
+    ReleaseSchedule, Tape, Traced,
+};
+use crate::dqn::{Dqn, DqnConfig, TdLoss};
 use crate::error::{check_count, check_non_negative, check_positive, AgentError};
-use crate::heads::{matrix, one_hot, q_of_actions, to_host};
+use crate::heads::{matrix, one_hot, q_of_actions};
 use crate::nn::Mlp;
-use crate::per_sample::{probed_forward, PerSampleFactors};
-use crate::record::{GradientRecord, NamedGradient};
+use crate::per_sample::traced_forward;
+use crate::record::GradientRecord;
 use crate::reinforce::Reinforce;
 
 // ---------------------------------------------------------------------------------------------
@@ -115,6 +125,17 @@ pub struct DpSgdTrainingConfig {
     /// run, or the operating system's CSPRNG ([`NoiseMode`]).
     #[config(default = "NoiseMode::Seeded")]
     pub noise_rng: NoiseMode,
+    /// Adaptive clipping ([`AdaptiveClipping`], Andrew et al. 2021): the target quantile γ of
+    /// the per-record gradient norms that C tracks, starting from `clip`; `None`: C fixed.
+    #[config(default = "None")]
+    pub adaptive_clip_quantile: Option<f64>,
+    /// Adaptive clipping: the geometric learning rate η_C of C.
+    #[config(default = 0.2)]
+    pub adaptive_clip_learning_rate: f64,
+    /// Adaptive clipping: σ_b, the noise on the clipped count; `None`: the expected batch size
+    /// / 20, as Andrew et al. suggest.
+    #[config(default = "None")]
+    pub adaptive_clip_count_noise: Option<f64>,
 }
 
 impl DpSgdTrainingConfig {
@@ -157,20 +178,51 @@ impl DpSgdTrainingConfig {
     }
 }
 
-/// σ of a DP-SGD mechanism, 0 for one without noise (whose ε is ∞).
-fn noise_multiplier(mechanism: &dyn GradientMechanism) -> f64 {
-    match mechanism.privacy() {
-        GradientPrivacy::SubsampledGaussian { noise_multiplier } => noise_multiplier,
-        _ => 0.0,
+impl DpSgdTrainingConfig {
+    /// The adaptive clipping these parameters ask for, for batches of `expected_batch_size`
+    /// records on average.
+    pub fn adaptive_clipping(&self, expected_batch_size: f64) -> Option<AdaptiveClipping> {
+        self.adaptive_clip_quantile.map(|quantile| {
+            AdaptiveClipping::new(
+                quantile,
+                self.adaptive_clip_learning_rate,
+                self.adaptive_clip_count_noise
+                    .unwrap_or(expected_batch_size / 20.0),
+            )
+        })
+    }
+
+    /// The [`PrivacyEngine`] of a DP agent over `dimension` parameters: validates every
+    /// parameter (named errors), then samples N records at rate q with these C, σ, δ,
+    /// adjacency and adaptive clipping, from a generator seeded by `seed` (or the operating
+    /// system's).
+    fn engine(
+        &self,
+        dimension: usize,
+        dataset_size: usize,
+        sample_rate: f64,
+        expected_batch_size: f64,
+        seed: u64,
+    ) -> Result<PrivacyEngine, AgentError> {
+        self.build(dimension)?;
+        let mut config = PrivacyEngineConfig::new(
+            dataset_size,
+            sample_rate,
+            self.clip.unwrap_or(f64::INFINITY),
+            NoiseCalibration::NoiseMultiplier(self.noise_multiplier),
+        )
+        .with_delta(self.delta)
+        .with_adjacency(self.adjacency);
+        if let Some(adaptive) = self.adaptive_clipping(expected_batch_size) {
+            config = config.with_adaptive_clipping(adaptive);
+        }
+        Ok(PrivacyEngine::new(config, self.noise_rng.source(seed))?)
     }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Accounting
 // ---------------------------------------------------------------------------------------------
-
-/// Ratio of the geometric grid that sampling rates are rounded up to.
-const SAMPLE_RATE_GRID: f64 = 1.01;
 
 /// What one record of a private training run is: the unit that its ε protects (module docs).
 /// An ε per transition and an ε per episode are not comparable numbers: an episode holds
@@ -194,19 +246,15 @@ impl PrivacyUnit {
     }
 }
 
-/// The subsampled-Gaussian releases of a run, counted per sampling rate (rounded up to a
-/// geometric grid of ratio 1.01), and the (ε, δ) they add up to under the RDP accountant, per
-/// [`PrivacyUnit`] and under an [`Adjacency`]. Plain counts, so a checkpoint holds it exactly
-/// and a resumed run continues it.
+/// The subsampled-Gaussian releases of a run, each at the sampling rate it used
+/// ([`ReleaseSchedule`], the [`PrivacyEngine`]'s exact accounting), and the (ε, δ) they add up
+/// to under the RDP accountant, per [`PrivacyUnit`] and under an [`Adjacency`]. Plain data, so
+/// a checkpoint holds it exactly and a resumed run continues it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PrivacyTally {
     unit: PrivacyUnit,
-    adjacency: Adjacency,
     noise_multiplier: f64,
-    delta: f64,
-    /// Grid exponent k (q = 1.01^−k) → number of releases.
-    releases: BTreeMap<u32, u64>,
-    steps: u64,
+    schedule: ReleaseSchedule,
 }
 
 impl PrivacyTally {
@@ -214,26 +262,33 @@ impl PrivacyTally {
     pub fn new(unit: PrivacyUnit, noise_multiplier: f64, delta: f64) -> Self {
         Self {
             unit,
-            adjacency: Adjacency::AddRemove,
             noise_multiplier,
-            delta,
-            releases: BTreeMap::new(),
-            steps: 0,
+            schedule: ReleaseSchedule::new(Adjacency::AddRemove, delta),
         }
     }
 
-    /// The same tally with ε stated under `adjacency` (the counts do not depend on it).
+    /// The releases of `schedule` (all at σ), as records of `unit`.
+    pub fn from_schedule(
+        unit: PrivacyUnit,
+        noise_multiplier: f64,
+        schedule: ReleaseSchedule,
+    ) -> Self {
+        Self {
+            unit,
+            noise_multiplier,
+            schedule,
+        }
+    }
+
+    /// The same tally with ε stated under `adjacency` (the releases do not depend on it).
     pub fn with_adjacency(mut self, adjacency: Adjacency) -> Self {
-        self.adjacency = adjacency;
+        self.schedule = self.schedule.with_adjacency(adjacency);
         self
     }
 
-    /// Counts `count` releases at sampling rate `q` ∈ (0, 1], rounded up to the grid.
+    /// Counts `count` releases at sampling rate `q` ∈ (0, 1], exactly.
     pub fn record(&mut self, q: f64, count: u64) {
-        let q = q.clamp(f64::MIN_POSITIVE, 1.0);
-        let exponent = (-q.ln() / SAMPLE_RATE_GRID.ln()).floor().max(0.0) as u32;
-        *self.releases.entry(exponent).or_insert(0) += count;
-        self.steps += count;
+        self.schedule.record(q, self.noise_multiplier, count);
     }
 
     /// The tally that [`DpSgdDqn`] reaches after `env_steps` environment steps with `config`,
@@ -257,9 +312,7 @@ impl PrivacyTally {
         );
         for t in start.max(1)..=env_steps {
             if t % every == 0 {
-                let n = t.min(config.buffer_capacity as u64).max(1);
-                let q = (config.batch_size as f64 / n as f64).min(1.0);
-                tally.record(q, config.gradient_steps as u64);
+                tally.record(dqn_sample_rate(config, t), config.gradient_steps as u64);
             }
         }
         tally
@@ -267,7 +320,12 @@ impl PrivacyTally {
 
     /// Gradient steps counted so far.
     pub fn steps(&self) -> u64 {
-        self.steps
+        self.schedule.steps()
+    }
+
+    /// The releases, exactly.
+    pub fn schedule(&self) -> &ReleaseSchedule {
+        &self.schedule
     }
 
     /// The record that ε protects.
@@ -277,7 +335,7 @@ impl PrivacyTally {
 
     /// The neighbouring relation ε holds under.
     pub fn adjacency(&self) -> Adjacency {
-        self.adjacency
+        self.schedule.adjacency()
     }
 
     /// σ.
@@ -287,7 +345,7 @@ impl PrivacyTally {
 
     /// δ of the (ε, δ).
     pub fn delta(&self) -> f64 {
-        self.delta
+        self.schedule.delta()
     }
 
     /// What an ε of this tally means, to print beside it: `per episode, add/remove,
@@ -296,79 +354,78 @@ impl PrivacyTally {
         format!(
             "per {}, {}, δ = {}",
             self.unit.name(),
-            self.adjacency.name(),
-            self.delta
+            self.adjacency().name(),
+            self.delta()
         )
     }
 
     /// ε at the tally's δ: RDP of every counted release, composed under the tally's
     /// adjacency (∞ without noise; 0 before any release).
     pub fn epsilon(&self) -> Result<f64, AgentError> {
-        if self.steps == 0 {
+        if self.steps() == 0 {
             return Ok(0.0);
         }
         if self.noise_multiplier <= 0.0 {
             return Ok(f64::INFINITY);
         }
-        let mut accountant = RdpAccountant::new(self.delta)?.with_adjacency(self.adjacency)?;
-        for (&exponent, &count) in &self.releases {
-            let q = SAMPLE_RATE_GRID.powi(-(exponent as i32)).min(1.0);
-            accountant.step(q, self.noise_multiplier, count)?;
-        }
-        Ok(accountant.epsilon(self.delta)?.0)
+        Ok(self.schedule.epsilon()?)
     }
 
     /// ε if one record took part in every counted step at q = 1.
     pub fn epsilon_if_every_step(&self) -> Result<f64, AgentError> {
-        let mut all = self.clone();
-        all.releases.clear();
-        all.steps = 0;
-        all.record(1.0, self.steps);
+        let mut all = Self::new(self.unit, self.noise_multiplier, self.delta())
+            .with_adjacency(self.adjacency());
+        all.record(1.0, self.steps());
         all.epsilon()
     }
 }
 
-/// What a DP-SGD agent saves beside its inner agent's checkpoint: the releases so far and the
-/// noise generator's position, so that a resumed run continues both.
+/// q_t = min(1, |B| / n_t) of DQN's gradient step at environment step t, with
+/// n_t = min(t, capacity) transitions in the replay buffer.
+fn dqn_sample_rate(config: &DqnConfig, t: u64) -> f64 {
+    let n = t.min(config.buffer_capacity as u64).max(1);
+    (config.batch_size as f64 / n as f64).min(1.0)
+}
+
+/// What a DP-SGD agent saves beside its inner agent's checkpoint: its engine's state, so that
+/// a resumed run continues the releases, C and the generator.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct PrivateState {
-    tally: PrivacyTally,
-    noise_rng: Option<MechanismRngState>,
+    engine: EngineState,
 }
 
 /// The file it lives in.
 const PRIVATE_STATE: &str = "dp_sgd.json";
 
 impl PrivateState {
-    fn save(&self, dir: &Path) -> Result<(), AgentError> {
+    fn save(engine: &PrivacyEngine, dir: &Path) -> Result<(), AgentError> {
         let path = dir.join(PRIVATE_STATE);
-        let text = serde_json::to_string(self).map_err(|e| checkpoint_error(&path, e))?;
+        let state = Self {
+            engine: engine.state(),
+        };
+        let text = serde_json::to_string(&state).map_err(|e| checkpoint_error(&path, e))?;
         std::fs::write(&path, text).map_err(|e| checkpoint_error(&path, e))
     }
 
-    /// Reads the state and checks it belongs to a run with `expected`'s unit, σ, δ and
-    /// adjacency: a tally composed at another σ or stated under another relation would be
-    /// continued under the wrong parameters.
-    fn load(dir: &Path, expected: &PrivacyTally) -> Result<Self, AgentError> {
+    /// Reads the state into `engine`, which refuses one of another σ, δ or adjacency: a
+    /// tally composed at another σ or stated under another relation would be continued under
+    /// the wrong parameters.
+    fn load(engine: &mut PrivacyEngine, dir: &Path) -> Result<(), AgentError> {
         let path = dir.join(PRIVATE_STATE);
         let text = std::fs::read_to_string(&path).map_err(|e| checkpoint_error(&path, e))?;
         let state: Self = serde_json::from_str(&text).map_err(|e| checkpoint_error(&path, e))?;
-        let (got, want) = (&state.tally, expected);
-        if (got.unit, got.adjacency, got.noise_multiplier, got.delta)
-            != (want.unit, want.adjacency, want.noise_multiplier, want.delta)
-        {
-            return Err(checkpoint_error(
+        engine.restore(&state.engine).map_err(|e| {
+            checkpoint_error(
                 &path,
                 format!(
-                    "saved by a run with σ = {} ({}), the agent has σ = {} ({})",
-                    got.noise_multiplier,
-                    got.label(),
-                    want.noise_multiplier,
-                    want.label()
+                    "{e}: saved with σ = {}, the agent has σ = {} (per record, {}, δ = {})",
+                    state.engine.noise_multiplier,
+                    engine.noise_multiplier(),
+                    engine.config().adjacency.name(),
+                    engine.config().delta
                 ),
-            ));
-        }
-        Ok(state)
+            )
+        })
     }
 }
 
@@ -390,11 +447,9 @@ impl PrivateState {
 /// REINFORCE, whose episodes must come from the current policy, does not have.)
 pub struct DpSgdReinforce<B: AutodiffBackend> {
     agent: Reinforce<B>,
-    mechanism: Box<dyn GradientMechanism>,
-    noise_rng: MechanismRng,
+    /// Every DP-SGD step: all L episodes of the step (q = 1, N = L).
+    engine: PrivacyEngine,
     episodes_per_step: usize,
-    /// Every DP-SGD step, at q = 1.
-    steps: PrivacyTally,
 }
 
 impl<B: AutodiffBackend> DpSgdReinforce<B> {
@@ -405,19 +460,19 @@ impl<B: AutodiffBackend> DpSgdReinforce<B> {
         config: &DpSgdTrainingConfig,
         noise_seed: u64,
     ) -> Result<Self, AgentError> {
-        let mechanism = config.build(agent.policy().num_params())?;
-        let steps = PrivacyTally::new(
-            PrivacyUnit::Episode,
-            noise_multiplier(mechanism.as_ref()),
-            config.delta,
-        )
-        .with_adjacency(config.adjacency);
+        check_count("episodes_per_step", config.episodes_per_step)?;
+        let episodes = config.episodes_per_step;
+        let engine = config.engine(
+            agent.policy().num_params(),
+            episodes,
+            1.0,
+            episodes as f64,
+            noise_seed,
+        )?;
         Ok(Self {
             agent,
-            mechanism,
-            noise_rng: config.noise_rng.rng(noise_seed)?,
-            episodes_per_step: config.episodes_per_step,
-            steps,
+            engine,
+            episodes_per_step: episodes,
         })
     }
 
@@ -426,9 +481,9 @@ impl<B: AutodiffBackend> DpSgdReinforce<B> {
         &self.agent
     }
 
-    /// The gradient mechanism (DP-SGD, clipping alone, or none).
-    pub fn mechanism(&self) -> &dyn GradientMechanism {
-        self.mechanism.as_ref()
+    /// The engine that clips, noises and accounts every step.
+    pub fn engine(&self) -> &PrivacyEngine {
+        &self.engine
     }
 
     /// Episodes L per DP-SGD step.
@@ -441,23 +496,22 @@ impl<B: AutodiffBackend> DpSgdReinforce<B> {
     pub fn train_step(&mut self) -> Result<f64, AgentError> {
         // The episodes are played on host copies; gradients and step open their own sections.
         let mut per_episode = Vec::with_capacity(self.episodes_per_step);
-        let mut layout = None;
         let mut total_return = 0.0;
+        let layout = autodiff::exclusive(|| ParamLayout::of(self.agent.policy()));
         for _ in 0..self.episodes_per_step {
             let batch = self.agent.collect_episode()?;
             let gradient = self.agent.gradient(&batch)?;
-            per_episode.push(gradient.flatten());
+            per_episode.push(layout_order(&layout, &gradient)?);
             total_return += batch.rewards.iter().map(|&r| f64::from(r)).sum::<f64>();
-            layout = Some(gradient);
         }
-        let layout = layout.expect("episodes_per_step >= 1 is checked when building");
-        let released = self.mechanism.release_batch(
-            &per_episode,
-            self.episodes_per_step as f64,
-            &mut self.noise_rng,
+        // Every episode of the step (q = 1): the batch is the partition's next block.
+        let episodes = self.engine.sample()?;
+        let released = self.engine.private_step(
+            self.agent.policy(),
+            &episodes,
+            &GivenGradients(per_episode),
         )?;
-        self.agent.apply_gradient(&layout.with_flat(&released)?)?;
-        self.steps.record(1.0, 1);
+        self.agent.apply_gradient(&released.gradient)?;
         Ok(total_return / self.episodes_per_step as f64)
     }
 
@@ -470,10 +524,13 @@ impl<B: AutodiffBackend> DpSgdReinforce<B> {
     /// The releases, as the accountant sees them: each episode is a record released once, so
     /// a record's privacy is one release at q = 1 (type docs).
     pub fn tally(&self) -> PrivacyTally {
-        let mut tally = self.steps.clone();
-        tally.releases.clear();
-        tally.steps = 0;
-        if self.steps.steps() > 0 {
+        let mut tally = PrivacyTally::new(
+            PrivacyUnit::Episode,
+            self.engine.noise_multiplier(),
+            self.engine.config().delta,
+        )
+        .with_adjacency(self.engine.config().adjacency);
+        if self.engine.steps() > 0 {
             tally.record(1.0, 1);
         }
         tally
@@ -488,52 +545,72 @@ impl<B: AutodiffBackend> DpSgdReinforce<B> {
     /// L episodes all come from that user, so its sum moves by up to L·C: noise multiplier
     /// σ/L per step (exact for the Gaussian mechanism; L = 1 gives σ).
     pub fn epsilon_if_every_step(&self) -> Result<f64, AgentError> {
-        let mut user = self.steps.clone();
-        user.noise_multiplier /= self.episodes_per_step as f64;
-        user.epsilon_if_every_step()
+        let mut user = PrivacyTally::new(
+            PrivacyUnit::Episode,
+            self.engine.noise_multiplier() / self.episodes_per_step as f64,
+            self.engine.config().delta,
+        )
+        .with_adjacency(self.engine.config().adjacency);
+        user.record(1.0, self.engine.steps());
+        user.epsilon()
     }
 
     /// Every DP-SGD step so far (each at q = 1), as checkpointed.
-    pub fn steps(&self) -> &PrivacyTally {
-        &self.steps
+    pub fn steps(&self) -> PrivacyTally {
+        PrivacyTally::from_schedule(
+            PrivacyUnit::Episode,
+            self.engine.noise_multiplier(),
+            self.engine.schedule().clone(),
+        )
     }
 
-    /// Writes the agent's checkpoint and, beside it, the tally and the noise generator's
-    /// position (`dp_sgd.json`).
+    /// Writes the agent's checkpoint and, beside it, the engine's state (`dp_sgd.json`).
     pub fn save_checkpoint(&self, dir: &Path) -> Result<(), AgentError> {
         self.agent.save_checkpoint(dir)?;
-        PrivateState {
-            tally: self.steps.clone(),
-            noise_rng: self.noise_rng.state(),
-        }
-        .save(dir)
+        PrivateState::save(&self.engine, dir)
     }
 
-    /// Restores what [`DpSgdReinforce::save_checkpoint`] wrote: the tally continues from the
+    /// Restores what [`DpSgdReinforce::save_checkpoint`] wrote: the releases continue from the
     /// checkpoint's, never from zero. Fails if the checkpoint was written with another σ, δ
     /// or adjacency.
     pub fn load_checkpoint(&mut self, dir: &Path) -> Result<(), AgentError> {
-        let state = PrivateState::load(dir, &self.steps)?;
-        self.agent.load_checkpoint(dir)?;
-        self.noise_rng
-            .restore(state.noise_rng.as_ref())
-            .map_err(|e| checkpoint_error(&dir.join(PRIVATE_STATE), e))?;
-        self.steps = state.tally;
-        Ok(())
+        PrivateState::load(&mut self.engine, dir)?;
+        self.agent.load_checkpoint(dir)
     }
+}
+
+/// A gradient record's values in `layout`'s parameter order (what the engine's rows are).
+fn layout_order(layout: &ParamLayout, record: &GradientRecord) -> Result<Vec<f32>, AgentError> {
+    let mut flat = Vec::with_capacity(layout.num_values());
+    for entry in layout.entries() {
+        let param = record.params.iter().find(|p| p.name == entry.name).ok_or(
+            AgentError::ShapeMismatch {
+                what: "gradient record parameters",
+                expected: layout.entries().len(),
+                got: record.params.len(),
+            },
+        )?;
+        if param.values.len() != entry.len() {
+            return Err(AgentError::ShapeMismatch {
+                what: "gradient record parameter",
+                expected: entry.len(),
+                got: param.values.len(),
+            });
+        }
+        flat.extend_from_slice(&param.values);
+    }
+    Ok(flat)
 }
 
 // ---------------------------------------------------------------------------------------------
 // DP-SGD DQN
 // ---------------------------------------------------------------------------------------------
 
-/// DQN whose gradient steps are DP-SGD steps on Poisson-sampled replay transitions
-/// (module docs); acting, replay and target updates are [`Dqn`]'s own.
+/// DQN whose gradient steps are DP-SGD steps of a [`PrivacyEngine`] on Poisson-sampled replay
+/// transitions (module docs); acting, replay and target updates are [`Dqn`]'s own.
 pub struct DpSgdDqn<B: AutodiffBackend> {
     agent: Dqn<B>,
-    mechanism: Box<dyn GradientMechanism>,
-    noise_rng: MechanismRng,
-    tally: PrivacyTally,
+    engine: PrivacyEngine,
 }
 
 impl<B: AutodiffBackend> DpSgdDqn<B> {
@@ -544,19 +621,16 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
         config: &DpSgdTrainingConfig,
         noise_seed: u64,
     ) -> Result<Self, AgentError> {
-        let mechanism = config.build(agent.q_network().num_params())?;
-        let tally = PrivacyTally::new(
-            PrivacyUnit::Transition,
-            noise_multiplier(mechanism.as_ref()),
-            config.delta,
-        )
-        .with_adjacency(config.adjacency);
-        Ok(Self {
-            agent,
-            mechanism,
-            noise_rng: config.noise_rng.rng(noise_seed)?,
-            tally,
-        })
+        let batch = agent.config().batch_size;
+        // N and q are set before every step, from the buffer's size.
+        let engine = config.engine(
+            agent.q_network().num_params(),
+            1,
+            1.0,
+            batch as f64,
+            noise_seed,
+        )?;
+        Ok(Self { agent, engine })
     }
 
     /// The wrapped agent.
@@ -564,19 +638,26 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
         &self.agent
     }
 
-    /// The gradient mechanism (DP-SGD, clipping alone, or none).
-    pub fn mechanism(&self) -> &dyn GradientMechanism {
-        self.mechanism.as_ref()
+    /// The engine that samples, clips, noises and accounts every gradient step.
+    pub fn engine(&self) -> &PrivacyEngine {
+        &self.engine
     }
 
-    /// The releases so far.
-    pub fn tally(&self) -> &PrivacyTally {
-        &self.tally
+    /// The releases so far, per transition.
+    pub fn tally(&self) -> PrivacyTally {
+        PrivacyTally::from_schedule(
+            PrivacyUnit::Transition,
+            self.engine.noise_multiplier(),
+            self.engine.schedule().clone(),
+        )
     }
 
-    /// ε spent so far (module docs).
+    /// ε spent so far, per transition (module docs).
     pub fn epsilon(&self) -> Result<f64, AgentError> {
-        self.tally.epsilon()
+        if self.engine.noise_multiplier() <= 0.0 && self.engine.steps() > 0 {
+            return Ok(f64::INFINITY);
+        }
+        Ok(self.engine.epsilon()?)
     }
 
     /// One environment step of the DQN, whose gradient steps are DP-SGD steps on a
@@ -584,19 +665,27 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
     /// Returns the mean TD loss of the gradient steps, if any ran (NaN for an empty sample).
     pub fn step(&mut self) -> Result<Option<f64>, AgentError> {
         let batch_size = self.agent.config().batch_size as f64;
-        let (mechanism, rng, tally) = (
-            self.mechanism.as_ref(),
-            &mut self.noise_rng,
-            &mut self.tally,
-        );
+        let engine = &mut self.engine;
         let trained = self.agent.step_with(|dqn| {
-            let n = dqn.replay().len();
-            let q = (batch_size / n.max(1) as f64).min(1.0);
-            let batch = dqn.replay().gather(&poisson_sample(n, q, rng)?);
-            let (gradient, loss) = private_td_gradient(dqn, &batch, mechanism, q * n as f64, rng)?;
-            dqn.apply_gradient(&gradient)?;
-            tally.record(q, 1);
-            Ok((loss, f64::NAN))
+            let n = dqn.replay().len().max(1);
+            engine.set_sampling(n, (batch_size / n as f64).min(1.0))?;
+            let batch = engine.sample()?;
+            let transitions = dqn.replay().gather(&batch);
+            // One section for the targets and the private gradient (the nested ones run
+            // inline): each section entered costs a hand-off to its thread.
+            let released = autodiff::exclusive(|| -> Result<_, AgentError> {
+                let loss = TdPerSample::new(dqn, &transitions, batch)?;
+                Ok(engine.private_step(dqn.q_network(), &loss.indices, &loss)?)
+            })?;
+            if !released.mean_loss.is_finite() && released.batch_size > 0 {
+                return Err(AgentError::NonFinite {
+                    what: "TD loss",
+                    value: released.mean_loss,
+                    update: dqn.updates(),
+                });
+            }
+            dqn.apply_gradient(&released.gradient)?;
+            Ok((released.mean_loss, f64::NAN))
         })?;
         Ok(trained.map(|(loss, _)| loss))
     }
@@ -618,66 +707,36 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
     }
 
     /// Writes the agent's checkpoint and, beside it, the replay buffer (whose size sets the
-    /// sampling rate q_t of the steps to come), the tally and the noise generator's position.
+    /// sampling rate q_t of the steps to come) and the engine's state (releases, C, generator).
     pub fn save_checkpoint(&self, dir: &Path) -> Result<(), AgentError> {
         self.agent.save_checkpoint(dir)?;
         self.agent.save_replay(dir)?;
-        PrivateState {
-            tally: self.tally.clone(),
-            noise_rng: self.noise_rng.state(),
-        }
-        .save(dir)
+        PrivateState::save(&self.engine, dir)
     }
 
-    /// Restores what [`DpSgdDqn::save_checkpoint`] wrote: the tally continues from the
+    /// Restores what [`DpSgdDqn::save_checkpoint`] wrote: the releases continue from the
     /// checkpoint's, never from zero, and the replay buffer's size, hence every later q_t, is
     /// the uninterrupted run's. Fails if the checkpoint was written with another σ, δ or
     /// adjacency.
     pub fn load_checkpoint(&mut self, dir: &Path) -> Result<(), AgentError> {
-        let state = PrivateState::load(dir, &self.tally)?;
+        PrivateState::load(&mut self.engine, dir)?;
         self.agent.load_checkpoint(dir)?;
-        self.agent.load_replay(dir)?;
-        self.noise_rng
-            .restore(state.noise_rng.as_ref())
-            .map_err(|e| checkpoint_error(&dir.join(PRIVATE_STATE), e))?;
-        self.tally = state.tally;
-        Ok(())
+        self.agent.load_replay(dir)
     }
 }
 
-/// The DP-SGD gradient of the mean TD loss (1/|B|) Σ_i (Q(s_i, a_i) − y_i)² of `dqn` on
-/// `batch` (Figure 7): per-transition gradients from the analytic per-sample factors, each
-/// clipped to C, summed, noised with N(0, σ²C²I) and divided by `expected_batch_size`. An
-/// empty batch releases pure noise (skipping it would break the accounting). Returns the
-/// gradient and the batch's mean TD loss (NaN if empty).
-pub fn private_td_gradient<B: AutodiffBackend>(
-    dqn: &Dqn<B>,
-    batch: &TransitionBatch,
-    mechanism: &dyn GradientMechanism,
-    expected_batch_size: f64,
-    rng: &mut impl Rng,
-) -> Result<(GradientRecord, f64), AgentError> {
-    let (sum, loss) = if batch.is_empty() {
-        (zero_record(dqn.q_network()), f64::NAN)
-    } else {
-        let clipping = Clipping::Flat {
-            clip: mechanism.record_clip().unwrap_or(f64::INFINITY),
-        };
-        clipped_td_gradient_sum(dqn, batch, &clipping)?
-    };
-    let noisy = mechanism.release_clipped_sum(sum.flatten(), expected_batch_size, rng)?;
-    Ok((sum.with_flat(&noisy)?, loss))
+/// The per-transition TD losses ℓ(Q(s_i, a_i) − y_i) of a gathered batch (ℓ the agent's
+/// [`TdLoss`]), as the engine's [`Traced`] fast path over the Q-network's layers. The records
+/// are the batch's replay indices; the targets y are computed once, without autodiff.
+struct TdPerSample<B: AutodiffBackend> {
+    indices: Vec<usize>,
+    /// Observations, one-hot actions and targets; `None` for an empty batch.
+    data: Option<(Tensor<B, 2>, Tensor<B, 2>, Tensor<B, 1>)>,
+    loss: TdLoss,
 }
 
-/// Σ_i clip(∇ (Q(s_i, a_i) − y_i)²) over the transitions of `batch`, from the analytic
-/// per-sample gradients, and the batch's mean TD loss.
-fn clipped_td_gradient_sum<B: AutodiffBackend>(
-    dqn: &Dqn<B>,
-    batch: &TransitionBatch,
-    clipping: &Clipping,
-) -> Result<(GradientRecord, f64), AgentError> {
-    autodiff::exclusive(|| {
-        let device = dqn.device();
+impl<B: AutodiffBackend> TdPerSample<B> {
+    fn new(dqn: &Dqn<B>, batch: &TransitionBatch, indices: Vec<usize>) -> Result<Self, AgentError> {
         let q_network = dqn.q_network();
         if batch.obs_len != q_network.d_input() {
             return Err(AgentError::ShapeMismatch {
@@ -686,48 +745,105 @@ fn clipped_td_gradient_sum<B: AutodiffBackend>(
                 got: batch.obs_len,
             });
         }
-        let targets = Tensor::<B, 1>::from_inner(dqn.td_targets(batch));
-        let obs = matrix::<B>(&batch.obs, batch.obs_len, device);
-        let actions = one_hot::<B>(&batch.actions, q_network.d_output(), device);
-        let forward = probed_forward(q_network, obs);
-        // Per-sample losses ℓ_i = (Q(s_i, a_i) − y_i)²; the backward of their sum gives the δ
-        // factors of every sample's gradient.
-        let loss = (q_of_actions(forward.output.clone(), actions) - targets.detach())
-            .powi_scalar(2)
-            .sum();
-        let loss_value = f64::from(to_host(loss.clone().detach())[0]) / batch.len() as f64;
-        if !loss_value.is_finite() {
-            return Err(AgentError::NonFinite {
-                what: "TD loss",
-                value: loss_value,
-                update: dqn.updates(),
-            });
-        }
-        let grads = autodiff::backward(&loss);
-        let factors = PerSampleFactors::from_backward(q_network, &forward, &grads);
-        Ok((factors.clipped_sum(clipping)?, loss_value))
-    })
+        let device = dqn.device();
+        let data = (!batch.is_empty()).then(|| {
+            (
+                matrix::<B>(&batch.obs, batch.obs_len, device),
+                one_hot::<B>(&batch.actions, q_network.d_output(), device),
+                autodiff::exclusive(|| Tensor::<B, 1>::from_inner(dqn.td_targets(batch))),
+            )
+        });
+        Ok(Self {
+            indices,
+            data,
+            loss: dqn.config().td_loss,
+        })
+    }
+
+    /// The losses of the records `records` (a subset of the batch's indices).
+    fn losses(&self, mlp: &Mlp<B>, records: &[usize], tape: &mut Tape<B>) -> Tensor<B, 1> {
+        let (obs, actions, targets) = self
+            .data
+            .clone()
+            .expect("the engine asks for no loss of an empty batch");
+        let (obs, actions, targets) = if records == self.indices {
+            (obs, actions, targets)
+        } else {
+            let positions: Vec<usize> = records
+                .iter()
+                .map(|r| {
+                    self.indices
+                        .binary_search(r)
+                        .expect("the engine asks for records of the batch it was given")
+                })
+                .collect();
+            (
+                select_records(&obs, &positions),
+                select_records(&actions, &positions),
+                select_records(&targets, &positions),
+            )
+        };
+        let q = traced_forward(mlp, obs, tape);
+        self.loss
+            .per_sample(q_of_actions(q, actions) - targets.detach())
+    }
 }
 
-/// A zero gradient laid out as [`PerSampleFactors::clipped_sum`] lays out `mlp`'s.
-fn zero_record<B: AutodiffBackend>(mlp: &Mlp<B>) -> GradientRecord {
-    let mut params = Vec::new();
-    for (l, layer) in mlp.layers.iter().enumerate() {
-        let (d_input, d_output) = layer.dims();
-        params.push(NamedGradient {
-            name: format!("layers.{l}.weight"),
-            shape: vec![d_input, d_output],
-            values: vec![0.0; d_input * d_output],
-        });
-        if layer.bias.is_some() {
-            params.push(NamedGradient {
-                name: format!("layers.{l}.bias"),
-                shape: vec![d_output],
-                values: vec![0.0; d_output],
-            });
-        }
+impl<B: AutodiffBackend> PerSampleGradients<B, Mlp<B>> for TdPerSample<B> {
+    fn per_sample_gradients(
+        &self,
+        module: &Mlp<B>,
+        batch: &[usize],
+        layout: &ParamLayout,
+    ) -> Result<Tensor<B::InnerBackend, 2>, EngineError> {
+        Traced(|m: &Mlp<B>, r: &[usize], t: &mut Tape<B>| self.losses(m, r, t))
+            .per_sample_gradients(module, batch, layout)
     }
-    GradientRecord { params }
+
+    fn clipped_sum(
+        &self,
+        module: &Mlp<B>,
+        batch: &[usize],
+        layout: &ParamLayout,
+        clip: f64,
+    ) -> Result<ClippedSum, EngineError> {
+        Traced(|m: &Mlp<B>, r: &[usize], t: &mut Tape<B>| self.losses(m, r, t))
+            .clipped_sum(module, batch, layout, clip)
+    }
+}
+
+/// The DP-SGD gradient of the TD loss (1/|B|) Σ_i ℓ(Q(s_i, a_i) − y_i) of `dqn` on `batch`
+/// (Figure 7) under `mechanism`: per-transition gradients from the engine's traced fast path
+/// (the path [`DpSgdDqn`] takes), each clipped to the mechanism's C, summed, released by the
+/// mechanism (noise N(0, σ²C²I) for DP-SGD) and divided by `expected_batch_size`. An empty
+/// batch releases pure noise. Returns the gradient and the batch's mean TD loss (NaN if
+/// empty). No accounting: [`DpSgdDqn`] and the [`PrivacyEngine`] do that.
+pub fn private_td_gradient<B: AutodiffBackend>(
+    dqn: &Dqn<B>,
+    batch: &TransitionBatch,
+    mechanism: &dyn GradientMechanism,
+    expected_batch_size: f64,
+    rng: &mut impl Rng,
+) -> Result<(GradientRecord, f64), AgentError> {
+    let indices: Vec<usize> = (0..batch.len()).collect();
+    let losses = TdPerSample::new(dqn, batch, indices.clone())?;
+    let layout = autodiff::exclusive(|| ParamLayout::of(dqn.q_network()));
+    let (sum, loss) = if batch.is_empty() {
+        (vec![0.0; layout.num_values()], f64::NAN)
+    } else {
+        let clip = mechanism.record_clip().unwrap_or(f64::INFINITY);
+        let clipped = losses.clipped_sum(dqn.q_network(), &indices, &layout, clip)?;
+        (clipped.sum, clipped.loss / batch.len() as f64)
+    };
+    if batch.len() > 0 && !loss.is_finite() {
+        return Err(AgentError::NonFinite {
+            what: "TD loss",
+            value: loss,
+            update: dqn.updates(),
+        });
+    }
+    let noisy = mechanism.release_clipped_sum(sum, expected_batch_size, rng)?;
+    Ok((layout.record(&noisy)?, loss))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -13,8 +13,9 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Tensor, TensorData};
 use privrl_agents::autodiff;
 use privrl_agents::dp_engine::{
-    clip_per_sample, per_sample_norms, select_records, EngineError, MicroBatches, NoiseCalibration,
-    ParamLayout, PerSampleGradients, PrivacyEngine, PrivacyEngineConfig, Tape, Traced,
+    adaptive_gradient_noise, clip_per_sample, per_sample_norms, select_records, AdaptiveClipping,
+    EngineError, MicroBatches, NoiseCalibration, ParamLayout, PerSampleGradients, PrivacyEngine,
+    PrivacyEngineConfig, ReleaseSchedule, Tape, Traced,
 };
 use privrl_agents::nn::{Dense, DenseConfig};
 use privrl_agents::GradientRecord;
@@ -333,7 +334,11 @@ fn epsilon_is_the_accountants_for_the_recorded_schedule() {
                 .unwrap();
         }
         assert_eq!(engine.steps(), 6);
-        assert_eq!(engine.schedule().len(), 1, "one block of identical steps");
+        assert_eq!(
+            engine.schedule().blocks().len(),
+            1,
+            "one block of identical steps"
+        );
         let expected = dp_sgd_epsilon_under(adjacency, 0.25, 1.1, 6, 1e-6).unwrap();
         assert_eq!(engine.epsilon().unwrap(), expected);
         assert!(
@@ -532,4 +537,206 @@ fn an_mlp_traced_equals_its_analytic_factors() {
         PerSampleFactors::from_backward(&mlp, &forward, &autodiff::backward(&loss)).materialize()
     });
     assert_close(&host(traced), &analytic.concat(), "Mlp: traced vs analytic");
+}
+
+/// The factored clipped sum of the traced path (norms ‖a_i‖‖δ_i‖, sum aᵀ diag(c) δ) equals
+/// clipping the materialised per-sample gradients of the fallback, with a C that clips some
+/// records and not others; the norms it reports are the unclipped ones.
+#[test]
+fn the_factored_clipped_sum_equals_clipping_the_fallbacks_rows() {
+    let net = Mlp::<B>::new(&Default::default());
+    let (x, y) = mlp_data(16);
+    let loss = mlp_loss(&x, &y);
+    let layout = autodiff::exclusive(|| ParamLayout::of(&net));
+    let batch: Vec<usize> = (0..16).collect();
+    let rows = MicroBatches(|m: &Mlp<B>, b: &[usize]| loss(m, b, &mut Tape::off()))
+        .per_sample_gradients(&net, &batch, &layout)
+        .unwrap();
+    let norms = host(per_sample_norms(rows.clone()));
+    let mut sorted = norms.clone();
+    sorted.sort_by(f32::total_cmp);
+    let clip = f64::from(sorted[8]);
+    let reference = host(clip_per_sample(rows, clip).sum_dim(0));
+    let fast = Traced(&loss)
+        .clipped_sum(&net, &batch, &layout, clip)
+        .unwrap();
+    assert_close(&fast.sum, &reference, "clipped sum");
+    assert_close(&fast.norms, &norms, "per-sample norms");
+    assert!(fast.loss.is_finite() && fast.loss > 0.0);
+}
+
+/// σ_Δ = (σ⁻² − (2σ_b)⁻²)^(−1/2), worked by hand: σ = σ_b = 1 gives 1/√0.75; σ = σ_b = 0.5
+/// gives 1/√3; σ = 1, σ_b = 6.4 (a batch of 128 / 20) gives 1/√(1 − 1/163.84). Composed back
+/// with the count's 2σ_b it is σ; σ_b ≤ σ/2 leaves nothing for the gradient and is refused.
+#[test]
+fn adaptive_clipping_noise_split_matches_hand_worked_values() {
+    let cases = [
+        (1.0, 1.0, 1.0 / 0.75f64.sqrt()),
+        (0.5, 0.5, 1.0 / 3.0f64.sqrt()),
+        (1.0, 6.4, 1.0 / (1.0 - 1.0 / 163.84f64).sqrt()),
+    ];
+    for (sigma, sigma_b, expected) in cases {
+        let sigma_delta = adaptive_gradient_noise(sigma, sigma_b).unwrap();
+        assert!(
+            (sigma_delta - expected).abs() < 1e-12,
+            "{sigma_delta} vs {expected}"
+        );
+        let back = (sigma_delta.powi(-2) + (2.0 * sigma_b).powi(-2)).powf(-0.5);
+        assert!((back - sigma).abs() < 1e-12, "{back} vs {sigma}");
+    }
+    assert!((1.1547005383792515 - adaptive_gradient_noise(1.0, 1.0).unwrap()).abs() < 1e-15);
+    assert_eq!(adaptive_gradient_noise(0.0, 0.0).unwrap(), 0.0);
+    for sigma_b in [0.5, 0.2, f64::NAN] {
+        let error = adaptive_gradient_noise(1.0, sigma_b)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("count_noise"), "{error}");
+    }
+}
+
+/// Adaptive clipping moves C geometrically towards the target quantile: without noise and at
+/// q = 1, a batch whose norms are all under C gives b̃ = 1 and C ← C·e^(−η(1 − γ)); all over C
+/// gives b̃ = 0 and C ← C·e^(ηγ). With noise, ε is that of the non-adaptive engine at the same
+/// σ (the count's share is taken from the gradient's noise), and the gradient's noise
+/// multiplier is σ_Δ.
+#[test]
+fn adaptive_clipping_moves_c_to_the_quantile_and_spends_the_same_epsilon() {
+    let net = Mlp::<B>::new(&Default::default());
+    let (x, y) = mlp_data(10);
+    let loss = mlp_loss(&x, &y);
+    let adaptive = AdaptiveClipping::new(0.5, 0.2, 1.0);
+    let config = |clip: f64, sigma: f64| {
+        PrivacyEngineConfig::new(10, 1.0, clip, NoiseCalibration::NoiseMultiplier(sigma))
+            .with_adaptive_clipping(adaptive)
+    };
+    let mut under = PrivacyEngine::new(config(1e6, 0.0), RandomnessSource::Seeded(0)).unwrap();
+    let batch = under.sample().unwrap();
+    under
+        .private_gradient(&net, &batch, &Traced(&loss))
+        .unwrap();
+    assert!((under.clip() - 1e6 * (-0.2f64 * 0.5).exp()).abs() < 1e-6);
+    let mut over = PrivacyEngine::new(config(1e-6, 0.0), RandomnessSource::Seeded(0)).unwrap();
+    over.private_gradient(&net, &batch, &Traced(&loss)).unwrap();
+    assert!((over.clip() - 1e-6 * (0.2f64 * 0.5).exp()).abs() < 1e-15);
+    // Repeated steps bring C between the smallest and the largest norm.
+    let mut moving = PrivacyEngine::new(config(1e3, 0.0), RandomnessSource::Seeded(0)).unwrap();
+    for _ in 0..200 {
+        moving
+            .private_gradient(&net, &batch, &Traced(&loss))
+            .unwrap();
+    }
+    let layout = autodiff::exclusive(|| ParamLayout::of(&net));
+    let norms = Traced(&loss)
+        .clipped_sum(&net, &batch, &layout, 1.0)
+        .unwrap()
+        .norms;
+    let (low, high) = norms.iter().fold((f64::MAX, 0.0f64), |(l, h), &n| {
+        (l.min(n.into()), h.max(n.into()))
+    });
+    assert!(
+        low <= moving.clip() && moving.clip() <= high,
+        "{low} ≤ {} ≤ {high}",
+        moving.clip()
+    );
+
+    let mut noisy = PrivacyEngine::new(
+        PrivacyEngineConfig::new(10, 0.5, 1.0, NoiseCalibration::NoiseMultiplier(1.0))
+            .with_adaptive_clipping(adaptive),
+        RandomnessSource::Seeded(1),
+    )
+    .unwrap();
+    let mut fixed = engine(10, 0.5, 1.0, NoiseCalibration::NoiseMultiplier(1.0), 1);
+    for _ in 0..5 {
+        for engine in [&mut noisy, &mut fixed] {
+            let batch = engine.sample().unwrap();
+            engine
+                .private_gradient(&net, &batch, &Traced(&loss))
+                .unwrap();
+        }
+    }
+    assert_eq!(noisy.epsilon().unwrap(), fixed.epsilon().unwrap());
+    assert!((noisy.gradient_noise_multiplier() - 1.0 / 0.75f64.sqrt()).abs() < 1e-12);
+    assert_ne!(noisy.clip(), 1.0, "C moved");
+    // σ_b ≤ σ/2 is refused when the engine is built.
+    let refused = PrivacyEngine::new(
+        PrivacyEngineConfig::new(10, 0.5, 1.0, NoiseCalibration::NoiseMultiplier(1.0))
+            .with_adaptive_clipping(AdaptiveClipping::new(0.5, 0.2, 0.4)),
+        RandomnessSource::Seeded(1),
+    );
+    assert!(refused.unwrap_err().to_string().contains("count_noise"));
+}
+
+/// The engine's state through JSON: a run of 3 + 4 steps resumed from it equals 7
+/// uninterrupted steps bit for bit (parameters, C under adaptive clipping, releases, ε); ε
+/// continues from the checkpoint's and never restarts; a state of another σ is refused.
+#[test]
+fn a_resumed_engine_equals_an_uninterrupted_one() {
+    let (x, y) = mlp_data(24);
+    let loss = mlp_loss(&x, &y);
+    let start = Mlp::<B>::new(&Default::default());
+    assert_eq!(ParamLayout::of(&start).num_values(), 44);
+    let make = || {
+        PrivacyEngine::new(
+            PrivacyEngineConfig::new(24, 0.3, 0.7, NoiseCalibration::NoiseMultiplier(1.0))
+                .with_adaptive_clipping(AdaptiveClipping::new(0.5, 0.2, 2.0)),
+            RandomnessSource::Seeded(4),
+        )
+        .unwrap()
+    };
+    let run = |engine: &mut PrivacyEngine, mut net: Mlp<B>, steps: usize| {
+        // Plain SGD keeps no state of its own, so the engine's is the whole run's.
+        let mut optimizer = SgdConfig::new().init();
+        for _ in 0..steps {
+            net = engine
+                .step(net, &mut optimizer, 0.1, &Traced(&loss))
+                .unwrap();
+        }
+        net
+    };
+    let bits = |net: &Mlp<B>| {
+        host(net.out.weight.val())
+            .into_iter()
+            .chain(host(net.hidden.weight.val()))
+            .map(f32::to_bits)
+            .collect::<Vec<_>>()
+    };
+    let mut straight = make();
+    let straight_net = run(&mut straight, start.clone(), 7);
+    let mut first = make();
+    let first_net = run(&mut first, start.clone(), 3);
+    let saved = serde_json::to_string(&first.state()).unwrap();
+    let mut resumed = make();
+    resumed
+        .restore(&serde_json::from_str(&saved).unwrap())
+        .unwrap();
+    assert_eq!(resumed.epsilon().unwrap(), first.epsilon().unwrap());
+    let resumed_net = run(&mut resumed, first_net, 4);
+    assert_eq!(bits(&resumed_net), bits(&straight_net));
+    assert_eq!(resumed.state(), straight.state());
+    assert_eq!(resumed.clip().to_bits(), straight.clip().to_bits());
+    assert_eq!(resumed.steps(), 7);
+    assert!(resumed.epsilon().unwrap() > first.epsilon().unwrap());
+    let mut other = PrivacyEngine::new(
+        PrivacyEngineConfig::new(24, 0.3, 0.7, NoiseCalibration::NoiseMultiplier(2.0)),
+        RandomnessSource::Seeded(4),
+    )
+    .unwrap();
+    assert!(other.restore(&first.state()).is_err());
+}
+
+/// The schedule's cached RDP (kept between calls to ε) gives the accountant's ε for a
+/// schedule of many distinct rates, asked for after every record.
+#[test]
+fn the_schedules_cached_epsilon_equals_a_fresh_accountant() {
+    let mut schedule = ReleaseSchedule::new(Adjacency::AddRemove, 1e-5);
+    let mut last = 0.0;
+    for t in 1..=30u64 {
+        schedule.record(0.5 / t as f64, 1.2, 1 + t % 3);
+        let eps = schedule.epsilon().unwrap();
+        let fresh = schedule.accountant().unwrap().epsilon(1e-5).unwrap().0;
+        assert!((eps - fresh).abs() < 1e-9 * fresh, "{eps} vs {fresh}");
+        assert!(eps > last);
+        last = eps;
+    }
+    assert_eq!(schedule.blocks().len(), 30);
 }

@@ -198,9 +198,9 @@ pub fn env_throughput_table(report: &mut Report, rows: &[EnvThroughput], num_env
 
 /// Median wall time of one environment step of the DP-SGD suite's DQN on CartPole-v1 with a
 /// gradient step at every environment step: the plain [`Dqn::step`] (|B| = 128 sampled with
-/// replacement, the mean TD loss, backward, Adam) against the real [`DpSgdDqn::step`] (a
-/// Poisson sample at q = 128/n, analytic per-transition gradients, flat clipping, Gaussian
-/// noise, Adam, and the privacy tally).
+/// replacement, the mean TD loss, backward, Adam) against the real [`DpSgdDqn::step`] (its
+/// PrivacyEngine's Poisson sample at q = 128/n, the traced per-transition gradients in
+/// factored form, flat clipping, Gaussian noise, Adam, and the release schedule).
 #[derive(Debug, Serialize)]
 pub struct DpSgdTimes {
     /// Backend name.

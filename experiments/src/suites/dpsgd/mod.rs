@@ -6,6 +6,7 @@
 //! it spent (δ = 1e-5 unless set; the unit of privacy is documented in
 //! `privrl_agents::private_training`).
 
+mod controls;
 mod headline;
 mod plan;
 mod report;
@@ -42,8 +43,12 @@ fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len() as f64
 }
 
-/// Runs the suite and writes `runs/dpsgd/report.md`; returns the report's path.
+/// Runs the suite and writes `runs/dpsgd/report.md` (with `--dqn-controls`, the controls
+/// protocol into `results/dpsgd/`); returns the report's path.
 pub fn run(args: DpsgdArgs) -> Result<SuiteOutcome> {
+    if args.dqn_controls {
+        return controls::run(&args);
+    }
     suite_dir("dpsgd")?;
     run_in(&runs_root(), args)
 }
