@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use burn::backend::{Autodiff, NdArray};
 use privrl_agents::pgc::{
-    first_success_time, flatten_parameters, initial_parameters, run_pgc, AggregatorState,
+    first_success_time, flatten_parameters, initial_parameters, run_pgc, AggregatorState, Delivery,
+    SubmissionOrder,
 };
 use privrl_agents::{
     A3c, A3cConfig, Aggregator, Exploration, ExplorationClock, ExplorationTime, GreedyAction,
@@ -358,6 +359,102 @@ fn threaded_run_applies_what_the_agents_send() {
     // CartPole-v0 scores lie in [1, 200].
     assert!(scores.iter().all(|&(_, s)| (1.0..=200.0).contains(&s)));
     assert!(transport.is_closed().unwrap());
+}
+
+/// The in-process transport with one agent's submissions held back by `delay` each, and the
+/// others by a little jitter: thread timing unlike an undisturbed run's.
+struct Perturbed {
+    inner: InProcess,
+    slow: &'static str,
+    delay: Duration,
+}
+
+impl Transport for Perturbed {
+    fn publish(&self, p: &Parameters) -> Result<(), privrl_agents::PgcError> {
+        self.inner.publish(p)
+    }
+    fn parameters(&self) -> Result<Option<Parameters>, privrl_agents::PgcError> {
+        self.inner.parameters()
+    }
+    fn submit(&self, s: &Submission) -> Result<(), privrl_agents::PgcError> {
+        if s.source == self.slow {
+            std::thread::sleep(self.delay);
+        } else if s.seq % 3 == 0 {
+            std::thread::sleep(Duration::from_micros(300));
+        }
+        self.inner.submit(s)
+    }
+    fn receive(
+        &self,
+        max: usize,
+        wait: Duration,
+    ) -> Result<Vec<Delivery>, privrl_agents::PgcError> {
+        self.inner.receive(max, wait)
+    }
+    fn acknowledge(&self, tags: &[String]) -> Result<(), privrl_agents::PgcError> {
+        self.inner.acknowledge(tags)
+    }
+    fn close(&self) -> Result<(), privrl_agents::PgcError> {
+        self.inner.close()
+    }
+    fn is_closed(&self) -> Result<bool, privrl_agents::PgcError> {
+        self.inner.is_closed()
+    }
+}
+
+/// Round-robin order: the same seed gives the same θ, bit for bit, and the same applied
+/// sequence when one agent is slowed down; agent i's k-th submission is the ((k−1)·W + i)-th
+/// applied and was computed exactly W − 1 submissions stale (|B| = 1: version n − W). The
+/// asynchronous order stays available and applies what it is asked to.
+#[test]
+fn round_robin_order_fixes_the_run_whatever_the_thread_timing() {
+    const W: u64 = 3;
+    for buffer in [1usize, 2] {
+        let config = PgcConfig::paper(laplace_at(Some(5.0)))
+            .with_max_submissions(48)
+            .with_stop_at_success(false)
+            .with_a3c(
+                A3cConfig::pgc_paper()
+                    .with_workers(W as usize)
+                    .with_buffer_size(buffer),
+            );
+        assert_eq!(config.order, SubmissionOrder::RoundRobin);
+        let run = |transport: &dyn Transport| {
+            let mut log = Vec::new();
+            let outcome = run_pgc::<B>(&config, transport, 11, &Default::default(), |a| {
+                log.push((a.n, a.score, a.version, a.computed_at))
+            })
+            .unwrap();
+            (outcome, log)
+        };
+        let (plain, plain_log) = run(&InProcess::new());
+        let (slowed, slowed_log) = run(&Perturbed {
+            inner: InProcess::new(),
+            slow: "agent-1",
+            delay: Duration::from_millis(4),
+        });
+        assert_eq!(plain.applied, 48);
+        let bytes = |t: &[f32]| t.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>();
+        assert_eq!(bytes(&plain.theta), bytes(&slowed.theta), "|B| = {buffer}");
+        assert_eq!(plain_log, slowed_log, "|B| = {buffer}");
+        assert!(plain.theta.len() == D && plain.theta.iter().all(|v| v.is_finite()));
+        if buffer == 1 {
+            for &(n, _, version, computed_at) in &plain_log {
+                assert_eq!(version, n);
+                assert_eq!(computed_at, n.saturating_sub(W), "submission {n}");
+            }
+        }
+    }
+    // The asynchronous order is still there (its θ depends on the timing, so only what it
+    // applied is checked).
+    let config = PgcConfig::paper(laplace_at(Some(5.0)))
+        .with_max_submissions(30)
+        .with_stop_at_success(false)
+        .with_order(SubmissionOrder::Arrival)
+        .with_a3c(A3cConfig::pgc_paper().with_workers(W as usize));
+    let outcome =
+        run_pgc::<B>(&config, &InProcess::new(), 11, &Default::default(), |_| {}).unwrap();
+    assert_eq!((outcome.applied, outcome.updates), (30, 30));
 }
 
 // ---------------------------------------------------------------------------------------------

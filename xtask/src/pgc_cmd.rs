@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
 use clap::{Args, Subcommand};
-use privrl_agents::pgc::{initial_parameters, run_agent, run_pgc};
+use privrl_agents::pgc::{initial_parameters, run_agent, run_pgc, SubmissionOrder};
 use privrl_agents::{
     A3cConfig, Aggregator, InProcess, PgcAgent, PgcConfig, PgcError, RedisTransport, Submission,
     Transport,
@@ -526,7 +526,9 @@ impl BackendTask for PgcBenchArgs {
         ))
         .with_a3c(A3cConfig::pgc_paper().with_workers(self.workers))
         .with_max_submissions(self.submissions)
-        .with_stop_at_success(false);
+        .with_stop_at_success(false)
+        // The asynchronous system is what is measured (round robin publishes θ per submission).
+        .with_order(SubmissionOrder::Arrival);
         let mut rows = Vec::new();
         let mut measure = |name: &'static str, transport: &dyn Transport| -> Result<()> {
             let seconds = transport_only(transport, self.submissions)?;

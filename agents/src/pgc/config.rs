@@ -4,7 +4,7 @@ use burn::config::Config;
 use privrl_envs::{CartPoleConfig, Env};
 use privrl_privacy::{GradientMechanismConfig, NoiseMode};
 
-use super::PgcError;
+use super::{PgcError, SubmissionOrder};
 use crate::a3c::A3cConfig;
 use crate::env::discrete_env_dims;
 use crate::error::AgentError;
@@ -51,6 +51,10 @@ pub struct PgcConfig {
     /// seed, or the operating system's CSPRNG ([`NoiseMode`]).
     #[config(default = "NoiseMode::Seeded")]
     pub noise_rng: NoiseMode,
+    /// The order in which [`super::run_pgc`] applies submissions: round robin over the
+    /// agents (deterministic given the seed) or as they arrive (asynchronous, load-dependent).
+    #[config(default = "SubmissionOrder::RoundRobin")]
+    pub order: SubmissionOrder,
 }
 
 impl PgcConfig {

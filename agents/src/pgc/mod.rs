@@ -21,6 +21,10 @@
 //! twice; the restarted one fences the old one off (an epoch checked on every write), and
 //! entries that are not submissions of the run go to a dead-letter stream.
 //!
+//! In one process, [`run_pgc`] applies the submissions in a fixed round-robin order by default
+//! ([`SubmissionOrder`]), so that a seed fixes the whole run whatever the machine's load; the
+//! asynchronous order of arrival is an option.
+//!
 //! The metrics of Section 4 are here too: μ_n (eq. 25), the first success time (eq. 26), the
 //! success ratio (eq. 27) and the relative area under its curve (Table 3).
 //!
@@ -32,6 +36,7 @@ mod config;
 mod error;
 mod messages;
 mod metrics;
+mod ordered;
 mod params;
 mod redis;
 mod run;
@@ -46,6 +51,7 @@ pub use self::metrics::{
     average_scores, first_success_time, median_first_success, relative_area, success_ratio,
     success_ratio_area,
 };
+pub use self::ordered::{RoundRobin, SubmissionOrder};
 pub use self::params::{flatten_parameters, initial_parameters, load_flat_parameters};
 pub use self::redis::{RedisTransport, DEFAULT_RECONNECT_TIMEOUT};
 pub use self::run::{run_pgc, PgcOutcome};

@@ -8,9 +8,10 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
+use super::ordered::{run_agent_in_order, RoundRobin};
 use super::{
     initial_parameters, run_agent, Aggregator, AppliedSubmission, PgcAgent, PgcConfig, PgcError,
-    Transport,
+    SubmissionOrder, Transport,
 };
 
 /// The result of [`run_pgc`].
@@ -26,6 +27,10 @@ pub struct PgcOutcome {
     pub updates: u64,
     /// Wall-clock seconds.
     pub wall_s: f64,
+    /// θ at the end, flattened (with [`SubmissionOrder::RoundRobin`] a function of the
+    /// config and the seed only).
+    #[serde(skip)]
+    pub theta: Vec<f32>,
 }
 
 /// A whole PGC-A3C run in one process: `config.a3c.workers` agent threads submit through
@@ -33,6 +38,12 @@ pub struct PgcOutcome {
 /// or `max_submissions` submissions are applied, or the first success with `stop_at_success`.
 /// The aggregator never receives more than the cutoff can apply, so a success counts only if
 /// its window completes within the cutoff. `on_applied` sees every applied submission in order.
+///
+/// `config.order` says in which order submissions are applied: [`SubmissionOrder::RoundRobin`]
+/// (the default: the run, θ included, is a function of the config and the seed) or
+/// [`SubmissionOrder::Arrival`] (asynchronous, so it also depends on thread scheduling).
+/// Only `sent` (how far the agents got ahead before the stop) varies between repeats in
+/// round-robin order.
 pub fn run_pgc<B: AutodiffBackend>(
     config: &PgcConfig,
     transport: &dyn Transport,
@@ -45,17 +56,30 @@ pub fn run_pgc<B: AutodiffBackend>(
     let mut seeds = ChaCha8Rng::seed_from_u64(seed);
     let theta = initial_parameters::<B>(config, seeds.random(), device)?;
     let mut aggregator = Aggregator::new(config, theta)?;
-    transport.publish(&aggregator.parameters())?;
     let mut agents = (0..config.a3c.workers)
         .map(|i| PgcAgent::<B>::new(config, format!("agent-{i}"), seeds.random(), device))
         .collect::<Result<Vec<_>, _>>()?;
+    let sources: Vec<String> = agents.iter().map(|a| a.source().to_string()).collect();
+    let round_robin = RoundRobin::new(transport, &sources);
+    let (transport, ordered): (&dyn Transport, _) = match config.order {
+        SubmissionOrder::RoundRobin => (&round_robin, true),
+        SubmissionOrder::Arrival => (transport, false),
+    };
+    transport.publish(&aggregator.parameters())?;
     let stop = AtomicBool::new(false);
     let (result, sent) = std::thread::scope(|scope| {
         let handles: Vec<_> = agents
             .iter_mut()
-            .map(|agent| {
-                let stop = &stop;
-                scope.spawn(move || run_agent(agent, transport, None, stop))
+            .enumerate()
+            .map(|(i, agent)| {
+                let (stop, round_robin) = (&stop, &round_robin);
+                scope.spawn(move || {
+                    if ordered {
+                        run_agent_in_order(agent, i as u64, round_robin, stop)
+                    } else {
+                        run_agent(agent, transport, None, stop)
+                    }
+                })
             })
             .collect();
         let result = (|| -> Result<(), PgcError> {
@@ -67,7 +91,9 @@ pub fn run_pgc<B: AutodiffBackend>(
                 {
                     return Ok(());
                 }
-                if handles.iter().all(|h| h.is_finished()) {
+                // In round-robin order one agent that stopped (on an error) stalls the rest.
+                let finished = |h: &std::thread::ScopedJoinHandle<_>| h.is_finished();
+                if handles.iter().all(finished) || (ordered && handles.iter().any(finished)) {
                     return Ok(());
                 }
                 // What the remaining updates can take, less what is already buffered.
@@ -104,5 +130,6 @@ pub fn run_pgc<B: AutodiffBackend>(
         sent,
         updates: state.version,
         wall_s: start.elapsed().as_secs_f64(),
+        theta: state.theta.clone(),
     })
 }

@@ -20,7 +20,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
-use privrl_agents::pgc::{median_first_success, run_pgc, AppliedSubmission};
+use privrl_agents::pgc::{median_first_success, run_pgc, AppliedSubmission, SubmissionOrder};
 use privrl_agents::{A3cConfig, InProcess, PgcConfig};
 use privrl_privacy::{Epsilon, MechanismKind};
 use serde::{Deserialize, Serialize};
@@ -42,10 +42,10 @@ pub(super) const LEARNS_AT: f64 = 0.8;
 /// Share of trials at or below which a setting fails.
 pub(super) const FAILS_AT: f64 = 0.2;
 
-/// One departure from the paper's setting.
+/// One departure from the paper's setting (`--factors` spells it by its slug).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub(super) enum Factor {
+pub enum Factor {
     /// `--reward sparse`.
     SparseReward,
     /// `--loss mean`.
@@ -81,6 +81,11 @@ impl Factor {
         }
     }
 
+    /// The factor whose slug is `text`.
+    pub(super) fn from_slug(text: &str) -> Option<Factor> {
+        Factor::ALL.into_iter().find(|f| f.slug() == text)
+    }
+
     fn label(self) -> &'static str {
         match self {
             Factor::SparseReward => "reward 0 / −1 on failing / +1 at the cap",
@@ -93,27 +98,96 @@ impl Factor {
     }
 }
 
-/// One setting: a mechanism at ε = ∞ with some factors changed from the paper's setting.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// `--factors MECHANISM=FACTOR+FACTOR…` (or `MECHANISM=paper`): the learner of one mechanism
+/// as an ablation setting, e.g. `laplace=sampled-actions+adam`, `prs=sparse-reward`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MechanismFactors {
+    /// The mechanism.
+    pub mechanism: MechanismKind,
+    /// Its factors changed from the paper's setting.
+    pub factors: Vec<Factor>,
+}
+
+impl std::str::FromStr for MechanismFactors {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let (mechanism, list) = text
+            .split_once('=')
+            .ok_or_else(|| format!("expected MECHANISM=FACTOR+…, got {text:?}"))?;
+        let mechanism = mechanism
+            .trim()
+            .parse::<MechanismKind>()
+            .ok()
+            .filter(|m| [MechanismKind::Laplace, MechanismKind::Prs].contains(m))
+            .ok_or_else(|| format!("unknown mechanism {mechanism:?} (expected laplace or prs)"))?;
+        let list = list.trim();
+        let factors = if list == "paper" || list.is_empty() {
+            Vec::new()
+        } else {
+            list.split('+')
+                .map(|slug| {
+                    Factor::from_slug(slug.trim()).ok_or_else(|| {
+                        let known: Vec<&str> = Factor::ALL.iter().map(|f| f.slug()).collect();
+                        format!(
+                            "unknown factor {slug:?} (expected paper or a +-list of {})",
+                            known.join(", ")
+                        )
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?
+        };
+        Ok(Self { mechanism, factors })
+    }
+}
+
+/// One setting: a mechanism at ε (∞ in the ablation, the tables' grid otherwise) with some
+/// factors changed from the paper's setting.
+#[derive(Clone, Debug, PartialEq)]
 pub(super) struct Setting {
     pub(super) mechanism: MechanismKind,
     pub(super) factors: Vec<Factor>,
+    pub(super) epsilon: Epsilon,
 }
 
 impl Setting {
-    fn new(mechanism: MechanismKind, factors: &[Factor]) -> Self {
+    pub(super) fn new(mechanism: MechanismKind, factors: &[Factor]) -> Self {
         let mut factors = factors.to_vec();
         factors.sort();
-        Self { mechanism, factors }
+        factors.dedup();
+        Self {
+            mechanism,
+            factors,
+            epsilon: Epsilon::INFINITE,
+        }
     }
 
-    /// `laplace-paper`, `laplace+adam+bias`, …
-    pub(super) fn name(&self) -> String {
+    /// The same setting at `epsilon`.
+    pub(super) fn at(mut self, epsilon: Epsilon) -> Self {
+        self.epsilon = epsilon;
+        self
+    }
+
+    /// The factors' slugs joined by `+` (`paper` for none): what `--factors` takes.
+    pub(super) fn factor_slugs(&self) -> String {
         if self.factors.is_empty() {
-            format!("{}-paper", self.mechanism.name())
+            "paper".into()
         } else {
             let slugs: Vec<&str> = self.factors.iter().map(|f| f.slug()).collect();
-            format!("{}+{}", self.mechanism.name(), slugs.join("+"))
+            slugs.join("+")
+        }
+    }
+
+    /// `laplace-paper`, `laplace+adam+bias`, … at ε = ∞; `prs+sparse-reward@eps2` at ε = 2.
+    pub(super) fn name(&self) -> String {
+        let base = if self.factors.is_empty() {
+            format!("{}-paper", self.mechanism.name())
+        } else {
+            format!("{}+{}", self.mechanism.name(), self.factor_slugs())
+        };
+        match self.epsilon.get() {
+            None => base,
+            Some(_) => format!("{base}@eps{}", self.epsilon.slug()),
         }
     }
 
@@ -152,13 +226,19 @@ impl Setting {
         }
     }
 
-    /// The run configuration: Section 4's setting for the mechanism at ε = ∞ (its C and |B|),
-    /// with this setting's factors.
-    pub(super) fn config(&self, workers: usize, max_updates: u64) -> PgcConfig {
+    /// The run configuration: Section 4's setting for the mechanism at ε (its C and |B|),
+    /// with this setting's factors, submissions applied in `order`.
+    pub(super) fn config(
+        &self,
+        workers: usize,
+        max_updates: u64,
+        order: SubmissionOrder,
+    ) -> PgcConfig {
         let optimizer = self.optimizer();
-        let mut config = PgcConfig::paper(self.mechanism.paper_default(Epsilon::INFINITE))
+        let mut config = PgcConfig::paper(self.mechanism.paper_default(self.epsilon))
             .with_max_updates(max_updates)
-            .with_stop_at_success(true);
+            .with_stop_at_success(true)
+            .with_order(order);
         config.a3c = self
             .learner()
             .apply(A3cConfig::pgc_paper())
@@ -172,10 +252,11 @@ impl Setting {
     /// The `suite pgc` flags that run this setting's cell by hand.
     fn flags(&self) -> String {
         format!(
-            "--mechanisms {} --epsilons inf --optimizer {}{}",
+            "--mechanisms {} --epsilons {} --factors {}={}",
             self.mechanism.name(),
-            self.optimizer(),
-            self.learner().flags()
+            self.epsilon.slug(),
+            self.mechanism.name(),
+            self.factor_slugs()
         )
     }
 }
@@ -210,9 +291,17 @@ pub(super) struct Unit {
     pub(super) factors: Vec<Factor>,
     pub(super) workers: usize,
     pub(super) max_updates: u64,
+    /// The order the aggregator applied submissions in (units written before the round-robin
+    /// order existed ran in order of arrival).
+    #[serde(default = "arrival")]
+    pub(super) order: SubmissionOrder,
     /// The highest mean of a full window of m scores (eq. 25) the trial reached.
     pub(super) best_mean_score: Option<f64>,
     pub(super) summary: TrialSummary,
+}
+
+fn arrival() -> SubmissionOrder {
+    SubmissionOrder::Arrival
 }
 
 /// The verdict on a setting's trials, by the criterion of the module's documentation.
@@ -260,9 +349,17 @@ pub(super) fn verdict(successes: usize, finished: usize, planned: usize) -> Verd
     }
 }
 
-/// Where the units live.
-fn ablation_dir(args: &PgcSuiteArgs) -> PathBuf {
-    args.results_dir.join("ablation")
+/// Where the units of `kind` (`ablation`, `tables`) run in `order` live: one directory per
+/// order, since a run in order of arrival depends on the machine's load and one in round-robin
+/// order does not. (The first ablation ran in order of arrival, in `ablation/`.)
+pub(super) fn units_dir(args: &PgcSuiteArgs, kind: &str, order: SubmissionOrder) -> PathBuf {
+    let name = match (kind, order) {
+        ("ablation", SubmissionOrder::Arrival) => "ablation".to_string(),
+        ("tables", SubmissionOrder::RoundRobin) => "tables".to_string(),
+        (kind, SubmissionOrder::Arrival) => format!("{kind}-arrival"),
+        (kind, SubmissionOrder::RoundRobin) => format!("{kind}-round-robin"),
+    };
+    args.results_dir.join(name)
 }
 
 fn unit_path(dir: &Path, setting: &Setting, seed: u64) -> PathBuf {
@@ -275,13 +372,16 @@ struct UnitJob {
     seed: u64,
     workers: usize,
     max_updates: u64,
+    order: SubmissionOrder,
 }
 
 impl BackendTask for UnitJob {
     type Output = Unit;
 
     fn run<B: Backend>(self, device: B::Device) -> Result<Unit> {
-        let config = self.setting.config(self.workers, self.max_updates);
+        let config = self
+            .setting
+            .config(self.workers, self.max_updates, self.order);
         let window = config.score_window as u64;
         let mut best: Option<f64> = None;
         let outcome = run_pgc::<Autodiff<B>>(
@@ -300,10 +400,11 @@ impl BackendTask for UnitJob {
             factors: self.setting.factors.clone(),
             workers: self.workers,
             max_updates: self.max_updates,
+            order: self.order,
             best_mean_score: best,
             summary: TrialSummary {
                 mechanism: self.setting.mechanism,
-                epsilon: Epsilon::INFINITE,
+                epsilon: self.setting.epsilon,
                 buffer_size: config.a3c.buffer_size,
                 seed: self.seed,
                 fig2: false,
@@ -340,55 +441,69 @@ fn selected(args: &PgcSuiteArgs) -> Result<Vec<Setting>> {
         .collect()
 }
 
-/// Runs the missing units of the selected settings one at a time (each runs its agent
-/// threads), trial k of every setting before trial k + 1 of any, regenerating the report after
-/// each; returns the report.
-pub(super) fn run(args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
+/// Runs the missing units of `settings` in `dir` one at a time (each runs its agent threads),
+/// trial k of every setting before trial k + 1 of any (so that every cell has a few trials
+/// before any has many), calling `report` after each; the ablation's and the tables' runner.
+pub(super) fn run_units(
+    args: &PgcSuiteArgs,
+    dir: &Path,
+    settings: &[Setting],
+    mut report: impl FnMut() -> Result<()>,
+) -> Result<()> {
     let plan = args.plan();
     anyhow::ensure!(plan.trials >= 1, "--trials must be >= 1");
     anyhow::ensure!(plan.workers >= 1, "--workers must be >= 1");
-    let dir = ablation_dir(args);
-    let chosen = selected(args)?;
-    if !args.report_only {
-        for k in 0..plan.trials {
-            let seed = plan.seed + k as u64;
-            for setting in &chosen {
-                let path = unit_path(&dir, setting, seed);
-                if path.exists() {
-                    continue;
-                }
-                let start = Instant::now();
-                let unit = dispatch(
-                    plan.backend,
-                    UnitJob {
-                        setting: setting.clone(),
-                        seed,
-                        workers: plan.workers,
-                        max_updates: plan.max_updates,
-                    },
-                )?;
-                if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent)?;
-                }
-                write_json(&path, &unit)?;
-                println!(
-                    "{} seed {seed}: FST {} after {} updates ({:.0} s)",
-                    setting.name(),
-                    unit.summary
-                        .first_success
-                        .map_or("∞".to_string(), |f| f.to_string()),
-                    unit.summary.updates,
-                    start.elapsed().as_secs_f64()
-                );
-                write_report(&dir, args)?;
+    if args.report_only {
+        return Ok(());
+    }
+    for k in 0..plan.trials {
+        let seed = plan.seed + k as u64;
+        for setting in settings {
+            let path = unit_path(dir, setting, seed);
+            if path.exists() {
+                continue;
             }
+            let start = Instant::now();
+            let unit = dispatch(
+                plan.backend,
+                UnitJob {
+                    setting: setting.clone(),
+                    seed,
+                    workers: plan.workers,
+                    max_updates: plan.max_updates,
+                    order: plan.order,
+                },
+            )?;
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            write_json(&path, &unit)?;
+            println!(
+                "{} seed {seed}: FST {} after {} updates ({:.1} s)",
+                setting.name(),
+                unit.summary
+                    .first_success
+                    .map_or("∞".to_string(), |f| f.to_string()),
+                unit.summary.updates,
+                start.elapsed().as_secs_f64()
+            );
+            report()?;
         }
     }
+    Ok(())
+}
+
+/// Runs the missing units of the selected settings, regenerating the report after each;
+/// returns the report.
+pub(super) fn run(args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
+    let dir = units_dir(args, "ablation", args.plan().order);
+    let chosen = selected(args)?;
+    run_units(args, &dir, &chosen, || write_report(&dir, args).map(|_| ()))?;
     write_report(&dir, args)
 }
 
 /// Every unit on disk under `dir`, by setting name.
-fn read_units(dir: &Path) -> Result<Vec<Unit>> {
+pub(super) fn read_units(dir: &Path) -> Result<Vec<Unit>> {
     let mut units = Vec::new();
     if !dir.exists() {
         return Ok(units);
@@ -510,7 +625,23 @@ fn smallest_learner(rows: &[Row], mechanism: MechanismKind) -> String {
     }
 }
 
-fn fst_text(value: Option<f64>) -> String {
+/// What the order of a set of units means for reading them.
+pub(super) fn order_sentence(order: SubmissionOrder) -> &'static str {
+    match order {
+        SubmissionOrder::Arrival => {
+            "Submissions were applied in order of arrival (asynchronous): a seed fixes the \
+             agents' episodes and noise but not the order in which their submissions arrive \
+             nor how stale they are, so a trial depends on the machine's load."
+        }
+        SubmissionOrder::RoundRobin => {
+            "Submissions were applied in round-robin order over the agents, each gradient W − 1 \
+             submissions stale (W agents; `--order round-robin`, docs/pgc.md): a seed fixes \
+             the whole trial, whatever the machine's load."
+        }
+    }
+}
+
+pub(super) fn fst_text(value: Option<f64>) -> String {
     match value {
         None => "-".into(),
         Some(v) if v.is_finite() => format!("{v:.1}"),
@@ -518,18 +649,8 @@ fn fst_text(value: Option<f64>) -> String {
     }
 }
 
-/// Writes `report.md`, `ablation.csv` (one row per setting) and `units.csv` (one per trial)
-/// in `dir` from the units there.
-fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
-    let plan = args.plan();
-    let units = read_units(dir)?;
-    let rows = rows(&units, plan.trials);
-    std::fs::create_dir_all(dir)?;
-    let mut csv = csv::Writer::from_path(dir.join("ablation.csv"))?;
-    for row in &rows {
-        csv.serialize(row)?;
-    }
-    csv.flush()?;
+/// `units.csv` in `dir`: one row per unit (trial).
+pub(super) fn write_units_csv(dir: &Path, units: &[Unit]) -> Result<()> {
     let mut csv = csv::Writer::from_path(dir.join("units.csv"))?;
     csv.write_record([
         "setting",
@@ -541,7 +662,7 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
         "best_mean_score",
         "wall_s",
     ])?;
-    for u in &units {
+    for u in units {
         csv.write_record([
             u.setting.clone(),
             u.summary.mechanism.name().to_string(),
@@ -557,6 +678,22 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
         ])?;
     }
     csv.flush()?;
+    Ok(())
+}
+
+/// Writes `report.md`, `ablation.csv` (one row per setting) and `units.csv` (one per trial)
+/// in `dir` from the units there.
+fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
+    let plan = args.plan();
+    let units = read_units(dir)?;
+    let rows = rows(&units, plan.trials);
+    std::fs::create_dir_all(dir)?;
+    let mut csv = csv::Writer::from_path(dir.join("ablation.csv"))?;
+    for row in &rows {
+        csv.serialize(row)?;
+    }
+    csv.flush()?;
+    write_units_csv(dir, &units)?;
 
     let mut report = Report::new(
         dir,
@@ -575,10 +712,9 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
         "{} trials per setting planned; a trial stops at its first success (FST, eq. 26: the \
          first n with μ_n ≥ 195, μ_n the mean score of submissions n … n + 9, eq. 25) or at \
          its cutoff in model updates (FST = ∞; the paper's cutoff is 90,000 updates, which \
-         for PRS's |B| = 100 is 9,000,000 submissions). With several agent threads a run is \
-         asynchronous, so a seed fixes the agents' episodes and noise but not the order in \
-         which their submissions arrive.",
+         for PRS's |B| = 100 is 9,000,000 submissions). {}",
         plan.trials,
+        order_sentence(plan.order),
     ));
     report.paragraph(&format!(
         "**Criterion (fixed in `experiments/src/suites/pgc/ablation.rs` before the runs):** a \
@@ -679,9 +815,13 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
     };
     headline.add_to(&mut report);
     // One command per group of units run alike (cutoff, threads), from the units themselves.
-    let mut groups: BTreeMap<(u64, usize), (Vec<String>, Vec<u64>)> = BTreeMap::new();
+    let mut groups: BTreeMap<(u64, usize, &str), (Vec<String>, Vec<u64>)> = BTreeMap::new();
     for u in &units {
-        let (names, seeds) = groups.entry((u.max_updates, u.workers)).or_default();
+        let order = match u.order {
+            SubmissionOrder::Arrival => " --order arrival",
+            SubmissionOrder::RoundRobin => "",
+        };
+        let (names, seeds) = groups.entry((u.max_updates, u.workers, order)).or_default();
         if !names.contains(&u.setting) {
             names.push(u.setting.clone());
         }
@@ -689,14 +829,14 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
     }
     let mut commands: Vec<String> = groups
         .iter()
-        .map(|((max_updates, workers), (names, seeds))| {
+        .map(|((max_updates, workers, order), (names, seeds))| {
             let (low, high) = (
                 seeds.iter().min().copied().unwrap_or(0),
                 seeds.iter().max().copied().unwrap_or(0),
             );
             format!(
                 "cargo xtask suite pgc --ablation --results-dir {} --max-updates {max_updates} \\\n    \
-                 --workers {workers} --seed {low} --trials {} --settings {}",
+                 --workers {workers} --seed {low} --trials {} --settings {}{order}",
                 args.results_dir.display(),
                 high - low + 1,
                 names.join(",")
@@ -745,7 +885,7 @@ mod tests {
         let all = settings();
         let paper = &all[0];
         assert_eq!(paper.name(), "laplace-paper");
-        let base = paper.config(9, 90_000);
+        let base = paper.config(9, 90_000, SubmissionOrder::RoundRobin);
         assert_eq!(base.a3c.optimizer, OptimizerKind::Sgd);
         assert_eq!(base.a3c.lr, 0.5);
         assert_eq!(base.a3c.buffer_size, 1);
@@ -757,7 +897,7 @@ mod tests {
         // Stage 1: each factor alone changes its own field only.
         for (setting, &factor) in all[1..7].iter().zip(&Factor::ALL) {
             assert_eq!(setting.factors, vec![factor]);
-            let a3c = setting.config(9, 90_000).a3c;
+            let a3c = setting.config(9, 90_000, SubmissionOrder::RoundRobin).a3c;
             let mut expected = A3cConfig::pgc_paper().with_workers(9);
             match factor {
                 Factor::SparseReward => expected.reward = RewardScheme::Sparse,
@@ -790,10 +930,28 @@ mod tests {
             .filter(|s| s.mechanism == MechanismKind::Prs)
             .collect();
         assert_eq!(prs.len(), 7);
-        assert_eq!(prs[0].config(9, 10).a3c.optimizer, OptimizerKind::Sgd);
-        assert_eq!(prs[0].config(9, 10).a3c.buffer_size, 100);
+        assert_eq!(
+            prs[0]
+                .config(9, 10, SubmissionOrder::RoundRobin)
+                .a3c
+                .optimizer,
+            OptimizerKind::Sgd
+        );
+        assert_eq!(
+            prs[0]
+                .config(9, 10, SubmissionOrder::RoundRobin)
+                .a3c
+                .buffer_size,
+            100
+        );
         assert_eq!(prs[6].name(), "prs+adam");
-        assert_eq!(prs[6].config(9, 10).a3c.optimizer, OptimizerKind::Adam);
+        assert_eq!(
+            prs[6]
+                .config(9, 10, SubmissionOrder::RoundRobin)
+                .a3c
+                .optimizer,
+            OptimizerKind::Adam
+        );
         // Names are unique (they are directories).
         let mut names: Vec<String> = all.iter().map(Setting::name).collect();
         names.sort();

@@ -8,6 +8,7 @@ mod headline;
 mod learner;
 mod plan;
 mod report;
+mod tables;
 mod trial;
 
 use anyhow::Result;
@@ -20,11 +21,12 @@ use crate::run::{suite_dir, RunName};
 use crate::summary::SuiteOutcome;
 use crate::sweep::{run_parallel, Job};
 
+pub use self::ablation::{Factor, MechanismFactors};
 pub use self::learner::{
     for_mechanism, ActionsArg, ClockArg, LearnerArgs, LossArg, OptimizerChoice, PerMechanism,
     RewardArg,
 };
-pub use self::plan::{PgcSuiteArgs, TransportChoice};
+pub use self::plan::{OrderArg, PgcSuiteArgs, TransportChoice};
 pub use self::trial::TrialSummary;
 
 const SUITE: &str = "pgc";
@@ -36,12 +38,17 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<SuiteOutcome> {
             .ok()
             .filter(|u| !u.is_empty());
     }
+    args.check_factors()?;
     if args.ablation {
         return ablation::run(&args);
     }
+    anyhow::ensure!(args.settings.is_empty(), "--settings goes with --ablation");
+    if args.tables {
+        return tables::run(&args);
+    }
     anyhow::ensure!(
-        args.settings.is_empty() && !args.report_only,
-        "--settings and --report-only go with --ablation"
+        !args.report_only,
+        "--report-only goes with --ablation or --tables"
     );
     let plan = args.plan();
     anyhow::ensure!(plan.trials >= 1, "--trials must be >= 1");

@@ -2,9 +2,11 @@
 //! resolve to (what `config.json` records).
 
 use clap::{Args, ValueEnum};
+use privrl_agents::pgc::SubmissionOrder;
 use privrl_privacy::{Epsilon, MechanismKind};
 use serde::Serialize;
 
+use super::ablation::{MechanismFactors, Setting};
 use super::learner::{for_mechanism, LearnerArgs, OptimizerChoice, PerMechanism};
 use crate::backend::BackendChoice;
 use crate::mechanism_arg::{MechanismParser, PGC_MECHANISMS};
@@ -19,6 +21,27 @@ pub enum TransportChoice {
     /// Redis Streams (agents and aggregator still in this process, on separate connections);
     /// needs --redis.
     Redis,
+}
+
+/// `--order`: in which order the aggregator applies the submissions of an in-process run.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OrderArg {
+    /// Round robin over the agents, each gradient W − 1 submissions stale: a seed fixes the
+    /// whole run whatever the machine's load (the default).
+    RoundRobin,
+    /// As they arrive (asynchronous A3C): results depend on thread scheduling, hence on load.
+    Arrival,
+}
+
+impl OrderArg {
+    /// The library's order.
+    pub fn mode(self) -> SubmissionOrder {
+        match self {
+            Self::RoundRobin => SubmissionOrder::RoundRobin,
+            Self::Arrival => SubmissionOrder::Arrival,
+        }
+    }
 }
 
 /// Arguments of `suite pgc`.
@@ -55,9 +78,24 @@ pub struct PgcSuiteArgs {
     /// otherwise (Tables 1–3).
     #[arg(long, value_delimiter = ',')]
     pub epsilons: Option<Vec<Epsilon>>,
-    /// The learner's factors (the paper's setting by default).
+    /// The learner's factors (the paper's setting by default), for every mechanism.
     #[command(flatten)]
     pub learner: LearnerArgs,
+    /// A mechanism's own learner, as factors changed from the paper's setting (the
+    /// ablation's names): `MECHANISM=FACTOR+FACTOR…` or `MECHANISM=paper`, comma-separated,
+    /// e.g. `laplace=sampled-actions+adam,prs=sparse-reward` (the smallest combinations that
+    /// learn at ε = ∞, results/pgc/ablation-round-robin). Factors: sparse-reward, mean-loss,
+    /// env-step-clock, sampled-actions, bias, adam (lr 0.005). A mechanism named here takes
+    /// its reward, loss, clock, actions, biases and optimiser from this flag only, so it
+    /// cannot be combined with --reward/--loss/--exploration-clock/--actions/--bias/
+    /// --optimizer/--lr.
+    #[arg(long, value_delimiter = ',')]
+    pub factors: Vec<MechanismFactors>,
+    /// In which order the aggregator applies submissions: `round-robin` (deterministic given
+    /// the seed) or `arrival` (asynchronous, so results depend on machine load; the order of
+    /// the first ablation, results/pgc/ablation).
+    #[arg(long, value_enum, default_value_t = OrderArg::RoundRobin)]
+    pub order: OrderArg,
     /// How the aggregator steps θ with the mean of its buffer, for all mechanisms (`sgd`,
     /// `adam`) or per mechanism (`laplace=adam,prs=sgd`; later entries win). `sgd` is eq. 22;
     /// `adam` takes an Adam step on the same noisy mean (post-processing, so it spends no
@@ -102,11 +140,19 @@ pub struct PgcSuiteArgs {
     /// Where --ablation keeps its units and writes report.md, ablation.csv and units.csv.
     #[arg(long, default_value = "results/pgc")]
     pub results_dir: std::path::PathBuf,
+    /// Run Tables 1–3 as resumable units instead of one-off runs: each cell (mechanism × ε)
+    /// × seed is `<results-dir>/tables/<setting>/seed<k>.json` (`tables-arrival/` with
+    /// --order arrival), skipped once written, trial k of every cell before trial k + 1 of
+    /// any; `report.md`, `tables.csv` and `units.csv` there are regenerated from whatever
+    /// units exist, with each cell beside the paper's value and a verdict per table.
+    #[arg(long, conflicts_with = "ablation")]
+    pub tables: bool,
     /// With --ablation: run only these settings (comma-separated names, e.g.
     /// laplace-paper,laplace+adam; the report lists them all).
     #[arg(long, value_delimiter = ',')]
     pub settings: Vec<String>,
-    /// With --ablation: regenerate the report from the units on disk, run nothing.
+    /// With --ablation or --tables: regenerate the report from the units on disk, run
+    /// nothing.
     #[arg(long)]
     pub report_only: bool,
 }
@@ -124,6 +170,8 @@ impl PgcSuiteArgs {
             workers: 9,
             epsilons: None,
             learner: LearnerArgs::default(),
+            factors: Vec::new(),
+            order: OrderArg::RoundRobin,
             optimizer: Vec::new(),
             lr: Vec::new(),
             mechanisms: vec![MechanismKind::Laplace, MechanismKind::Prs],
@@ -132,6 +180,7 @@ impl PgcSuiteArgs {
             threads,
             noise_rng: NoiseRng::Seeded,
             ablation: false,
+            tables: false,
             results_dir: "results/pgc".into(),
             settings: Vec::new(),
             report_only: false,
@@ -164,6 +213,9 @@ pub(super) struct Plan {
     pub(super) seed: u64,
     pub(super) backend: BackendChoice,
     pub(super) noise_rng: NoiseRng,
+    pub(super) order: SubmissionOrder,
+    /// Mechanisms with their own learner (`--factors`).
+    pub(super) factors: Vec<MechanismFactors>,
 }
 
 impl PgcSuiteArgs {
@@ -204,7 +256,25 @@ impl PgcSuiteArgs {
             seed: self.seed,
             backend: self.backend,
             noise_rng: self.noise_rng,
+            order: self.order.mode(),
+            factors: self.factors.clone(),
         }
+    }
+
+    /// Refuses `--factors` together with the shared learner flags (which would leave it
+    /// unclear which wins).
+    pub(super) fn check_factors(&self) -> anyhow::Result<()> {
+        if !self.factors.is_empty()
+            && (self.learner != LearnerArgs::default()
+                || !self.optimizer.is_empty()
+                || !self.lr.is_empty())
+        {
+            anyhow::bail!(
+                "--factors sets each named mechanism's learner; drop --reward/--loss/\
+                 --exploration-clock/--actions/--bias/--optimizer/--lr, or spell them as factors"
+            );
+        }
+        Ok(())
     }
 }
 
@@ -217,8 +287,26 @@ pub(super) struct MechanismOptimizer {
 }
 
 impl Plan {
+    /// `mechanism`'s learner as an ablation setting at ε = ∞: from `--factors` if it names
+    /// the mechanism (the last entry wins), else `None`.
+    pub(super) fn setting(&self, mechanism: MechanismKind) -> Option<Setting> {
+        self.factors
+            .iter()
+            .rev()
+            .find(|f| f.mechanism == mechanism)
+            .map(|f| Setting::new(mechanism, &f.factors))
+    }
+
     /// The rule and η of `mechanism` (SGD at the paper's η if it is not in the plan).
     pub(super) fn optimizer(&self, mechanism: MechanismKind) -> MechanismOptimizer {
+        if let Some(setting) = self.setting(mechanism) {
+            let optimizer = setting.optimizer();
+            return MechanismOptimizer {
+                mechanism,
+                optimizer,
+                lr: optimizer.default_lr(),
+            };
+        }
         self.optimizers
             .iter()
             .find(|o| o.mechanism == mechanism)

@@ -16,7 +16,7 @@ use crate::report::plot::{Line, LineChart};
 use crate::report::{Cell, Report};
 use crate::summary::SuiteOutcome;
 
-fn paper_values(
+pub(super) fn paper_values(
     mech: MechanismKind,
     epsilon: Epsilon,
 ) -> (&'static str, &'static str, &'static str) {

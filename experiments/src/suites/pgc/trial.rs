@@ -75,11 +75,14 @@ impl Trial {
         let mut config = PgcConfig::paper(self.mech.paper_default(self.epsilon))
             .with_max_updates(self.max_updates)
             .with_max_submissions(self.max_submissions)
-            .with_stop_at_success(self.stop_at_success);
+            .with_stop_at_success(self.stop_at_success)
+            .with_order(self.plan.order);
         let optimizer = self.plan.optimizer(self.mech);
-        config.a3c = self
+        let learner = self
             .plan
-            .learner
+            .setting(self.mech)
+            .map_or_else(|| self.plan.learner.clone(), |s| s.learner());
+        config.a3c = learner
             .apply(A3cConfig::pgc_paper())
             .with_workers(self.plan.workers)
             .with_optimizer(optimizer.optimizer.kind())
