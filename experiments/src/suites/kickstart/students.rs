@@ -23,7 +23,7 @@ use super::SUITE;
 use crate::backend::BackendTask;
 use crate::report::format_number;
 use crate::report::plot::LearningCurves;
-use crate::run::{read_json, RunDir};
+use crate::run::{read_json, MetricsWriter, RunDir};
 use crate::sweep::{run_parallel, Job, JobProgress};
 
 /// `summary.json` of one (setting, seed) run.
@@ -61,9 +61,70 @@ pub(super) struct UnitProgress {
     pub(super) exhausted_at_epoch: Option<usize>,
 }
 
-/// Whether a run should stop now: its `deadline` (from `--time-limit`) has passed.
-pub(super) fn past(deadline: Option<Instant>) -> bool {
-    deadline.is_some_and(|d| Instant::now() >= d)
+/// One run of `epochs` PPO epochs done in sittings (`--checkpoint-every`, `--time-limit`): it
+/// resumes from a partial checkpoint of the same configuration, checkpoints every `every`
+/// epochs and when `deadline` has passed, and then stops. `every` = 0: no checkpoints (a run
+/// without seeded epoch resets cannot be restored).
+pub(super) struct Sitting<'a> {
+    pub(super) run: &'a RunDir,
+    pub(super) config: serde_json::Value,
+    pub(super) epochs: usize,
+    pub(super) every: usize,
+    pub(super) deadline: Option<Instant>,
+}
+
+impl Sitting<'_> {
+    /// The metrics file and the progress to continue from: the last checkpoint's, with the
+    /// agent loaded from it, or a fresh start (no epochs done) after `write_config`.
+    pub(super) fn start(
+        &self,
+        agent: &mut dyn Agent,
+        write_config: impl FnOnce() -> Result<()>,
+    ) -> Result<(MetricsWriter, UnitProgress)> {
+        let resumed = match self.every {
+            0 => None,
+            _ => self
+                .run
+                .load_partial::<UnitProgress>()?
+                .filter(|(_, p)| p.config == self.config && p.epoch < self.epochs),
+        };
+        match resumed {
+            Some((dir, progress)) => {
+                agent.load_checkpoint(&dir)?;
+                tracing::info!(
+                    "resuming {} after epoch {}",
+                    self.run.path().display(),
+                    progress.epoch
+                );
+                Ok((self.run.resume_metrics(progress.epoch)?, progress))
+            }
+            None => {
+                self.run.clear_partial()?;
+                write_config()?;
+                let progress = UnitProgress {
+                    config: self.config.clone(),
+                    epoch: 0,
+                    curve: Vec::new(),
+                    exhausted_at_epoch: None,
+                };
+                Ok((self.run.metrics()?, progress))
+            }
+        }
+    }
+
+    /// After epoch `progress.epoch`: checkpoints if one is due or the deadline has passed, and
+    /// says whether the run must stop now (checkpointed, before its last epoch).
+    pub(super) fn end_epoch(&self, progress: &UnitProgress, agent: &dyn Agent) -> Result<bool> {
+        if self.every == 0 || progress.epoch >= self.epochs {
+            return Ok(false);
+        }
+        let stop = self.deadline.is_some_and(|d| Instant::now() >= d);
+        if stop || progress.epoch % self.every == 0 {
+            self.run
+                .save_partial(progress, |dir| Ok(agent.save_checkpoint(dir)?))?;
+        }
+        Ok(stop)
+    }
 }
 
 pub(super) struct StudentJob {
@@ -213,38 +274,18 @@ fn train_student<B: Backend>(
     }
     let bar = progress.map(|p| p.bar(plan.epochs as u64));
     // Seeded epoch resets make every epoch boundary restorable (`--checkpoint-every`).
-    let checkpoints = ppo_config.reseed_at_epoch_end;
-    let resumed = match checkpoints {
-        true => run
-            .load_partial::<UnitProgress>()?
-            .filter(|(_, p)| p.config == config && p.epoch < plan.epochs),
-        false => None,
+    let sitting = Sitting {
+        run: &run,
+        config: config.clone(),
+        epochs: plan.epochs,
+        every: plan.checkpoint_every * usize::from(ppo_config.reseed_at_epoch_end),
+        deadline,
     };
-    let (mut metrics, mut curve, mut exhausted_at_epoch, first_epoch) = match resumed {
-        Some((dir, progress)) => {
-            ppo.load_checkpoint(&dir)?;
-            tracing::info!(
-                "resuming {} after epoch {}",
-                run.path().display(),
-                progress.epoch
-            );
-            if let Some(bar) = &bar {
-                bar.inc(progress.epoch as u64);
-            }
-            (
-                run.resume_metrics(progress.epoch)?,
-                progress.curve,
-                progress.exhausted_at_epoch,
-                progress.epoch + 1,
-            )
-        }
-        None => {
-            run.clear_partial()?;
-            run.write_config(&config)?;
-            (run.metrics()?, Vec::new(), None, 1)
-        }
-    };
-    for epoch in first_epoch..=plan.epochs {
+    let (mut metrics, mut progress) = sitting.start(&mut ppo, || run.write_config(&config))?;
+    if let Some(bar) = &bar {
+        bar.inc(progress.epoch as u64);
+    }
+    for epoch in progress.epoch + 1..=plan.epochs {
         let stats = ppo.train_epoch()?;
         let mut row = stats.row();
         if let Some(private) = &shared {
@@ -256,36 +297,32 @@ fn train_student<B: Backend>(
                 ("delta_basic", spent.delta),
                 ("releases", teacher.ledger().len() as f64),
             ]);
-            if teacher.is_exhausted() && exhausted_at_epoch.is_none() {
-                exhausted_at_epoch = Some(epoch);
+            if teacher.is_exhausted() && progress.exhausted_at_epoch.is_none() {
+                progress.exhausted_at_epoch = Some(epoch);
             }
         }
         metrics.write_row(&row)?;
-        let previous = curve.last().map_or(f64::NAN, |p| p.1);
+        let previous = progress.curve.last().map_or(f64::NAN, |p| p.1);
         let y = if stats.epoch_return.is_finite() {
             stats.epoch_return
         } else {
             previous
         };
-        curve.push((epoch as f64, y));
+        progress.curve.push((epoch as f64, y));
+        progress.epoch = epoch;
         if let Some(bar) = &bar {
             bar.inc(1);
             bar.set_message(format!("return {}", format_number(y)));
         }
-        let stop = past(deadline);
-        if checkpoints && epoch < plan.epochs && (stop || epoch % plan.checkpoint_every == 0) {
-            let progress = UnitProgress {
-                config: config.clone(),
-                epoch,
-                curve: curve.clone(),
-                exhausted_at_epoch,
-            };
-            run.save_partial(&progress, |dir| Ok(ppo.save_checkpoint(dir)?))?;
-            if stop {
-                return Ok(None);
-            }
+        if sitting.end_epoch(&progress, &ppo)? {
+            return Ok(None);
         }
     }
+    let UnitProgress {
+        curve,
+        exhausted_at_epoch,
+        ..
+    } = progress;
     let tail: Vec<f64> = curve
         .iter()
         .rev()

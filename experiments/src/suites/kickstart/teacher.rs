@@ -13,7 +13,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::plan::{KickstartError, KickstartPlan};
-use super::students::{past, suite_dir_name, UnitProgress};
+use super::students::{suite_dir_name, Sitting};
 use crate::report::format_number;
 use crate::report::plot::LearningCurves;
 use crate::run::{read_json, RunDir};
@@ -106,10 +106,8 @@ pub(super) fn teacher<B: Backend>(
     // holds no checkpoints), so a missing checkpoint retrains the teacher: same seed, same bytes.
     let reuse = run.is_complete()
         && checkpoint.exists()
-        && read_json::<serde_json::Value>(&run.file("config.json"))
-            .ok()
-            .as_ref()
-            == Some(&config_json);
+        && read_json::<serde_json::Value>(&run.file("config.json")).ok()
+            == Some(config_json.clone());
     if reuse {
         ppo.load_checkpoint(&checkpoint)?;
         let summary: TeacherSummary = read_json(&run.file("summary.json"))?;
@@ -117,57 +115,35 @@ pub(super) fn teacher<B: Backend>(
         return Ok((Teacher::from_actor(ppo.actor())?, summary));
     }
     let bar = crate::sweep::progress_bar(plan.teacher_epochs as u64, "teacher");
-    // As the students do (`students::train_student`): resume from a partial checkpoint of the
-    // same configuration, checkpoint every `checkpoint_every` epochs and at the time limit.
-    let checkpoints = plan.ppo(&plan.teacher_hidden).reseed_at_epoch_end;
-    let resumed = match checkpoints {
-        true => run
-            .load_partial::<UnitProgress>()?
-            .filter(|(_, p)| p.config == config_json && p.epoch < plan.teacher_epochs),
-        false => None,
+    let sitting = Sitting {
+        run: &run,
+        config: config_json,
+        epochs: plan.teacher_epochs,
+        every: plan.checkpoint_every * usize::from(ppo.config().reseed_at_epoch_end),
+        deadline,
     };
-    let (mut metrics, mut curve, first_epoch) = match resumed {
-        Some((dir, progress)) => {
-            ppo.load_checkpoint(&dir)?;
-            bar.inc(progress.epoch as u64);
-            let metrics = run.resume_metrics(progress.epoch)?;
-            (metrics, progress.curve, progress.epoch + 1)
-        }
-        None => {
-            run.clear_partial()?;
-            run.write_config(&config)?;
-            (run.metrics()?, Vec::new(), 1)
-        }
-    };
-    for epoch in first_epoch..=plan.teacher_epochs {
+    let (mut metrics, mut progress) = sitting.start(&mut ppo, || run.write_config(&config))?;
+    bar.inc(progress.epoch as u64);
+    for epoch in progress.epoch + 1..=plan.teacher_epochs {
         let stats = ppo.train_epoch()?;
         metrics.write_row(&stats.row())?;
-        curve.push((stats.epoch as f64, stats.epoch_return));
+        progress
+            .curve
+            .push((stats.epoch as f64, stats.epoch_return));
+        progress.epoch = epoch;
         bar.inc(1);
         bar.set_message(format!("return {}", format_number(stats.epoch_return)));
-        let stop = past(deadline);
-        if checkpoints
-            && epoch < plan.teacher_epochs
-            && (stop || epoch % plan.checkpoint_every == 0)
-        {
-            let progress = UnitProgress {
-                config: config_json.clone(),
+        if sitting.end_epoch(&progress, &ppo)? {
+            bar.finish_and_clear();
+            return Err(KickstartError::TimeLimit {
+                run: "the teacher".into(),
                 epoch,
-                curve: curve.clone(),
-                exhausted_at_epoch: None,
-            };
-            run.save_partial(&progress, |dir| Ok(ppo.save_checkpoint(dir)?))?;
-            if stop {
-                bar.finish_and_clear();
-                return Err(KickstartError::TimeLimit {
-                    run: "the teacher".into(),
-                    epoch,
-                    epochs: plan.teacher_epochs,
-                }
-                .into());
+                epochs: plan.teacher_epochs,
             }
+            .into());
         }
     }
+    let curve = progress.curve;
     bar.finish_and_clear();
     ppo.save_checkpoint(&checkpoint)?;
     run.clear_partial()?;
