@@ -1,7 +1,7 @@
 //! What every agent shares: how it acts ([`ActMode`]), its episode log, its per-epoch stats,
 //! checkpoint files, and the small [`Agent`] trait that `cargo xtask train` drives.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use burn::module::Module;
 use burn::record::{
@@ -9,6 +9,7 @@ use burn::record::{
 };
 use burn::tensor::backend::Backend;
 use rand_chacha::ChaCha8Rng;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::error::AgentError;
@@ -301,20 +302,27 @@ impl AgentState {
 
     /// Writes `dir/state.json`.
     pub(crate) fn save(&self, dir: &Path) -> Result<(), AgentError> {
-        std::fs::create_dir_all(dir).map_err(|e| checkpoint_error(dir, e))?;
-        let path = state_path(dir);
-        let text = serde_json::to_string(self).map_err(|e| checkpoint_error(&path, e))?;
-        std::fs::write(&path, text).map_err(|e| checkpoint_error(&path, e))
+        save_json(dir, "state.json", self)
     }
 
     /// Reads `dir/state.json`.
     pub(crate) fn load(dir: &Path) -> Result<Self, AgentError> {
-        let path = state_path(dir);
-        let text = std::fs::read_to_string(&path).map_err(|e| checkpoint_error(&path, e))?;
-        serde_json::from_str(&text).map_err(|e| checkpoint_error(&path, e))
+        load_json(dir, "state.json")
     }
 }
 
-fn state_path(dir: &Path) -> PathBuf {
-    dir.join("state.json")
+/// Writes `value` as JSON to `dir/file`, creating `dir`: the small state files of a checkpoint
+/// (generator and counters, a DP engine's releases, a private teacher, a replay buffer).
+pub(crate) fn save_json(dir: &Path, file: &str, value: &impl Serialize) -> Result<(), AgentError> {
+    std::fs::create_dir_all(dir).map_err(|e| checkpoint_error(dir, e))?;
+    let path = dir.join(file);
+    let text = serde_json::to_string(value).map_err(|e| checkpoint_error(&path, e))?;
+    std::fs::write(&path, text).map_err(|e| checkpoint_error(&path, e))
+}
+
+/// Reads `dir/file` as [`save_json`] wrote it.
+pub(crate) fn load_json<T: DeserializeOwned>(dir: &Path, file: &str) -> Result<T, AgentError> {
+    let path = dir.join(file);
+    let text = std::fs::read_to_string(&path).map_err(|e| checkpoint_error(&path, e))?;
+    serde_json::from_str(&text).map_err(|e| checkpoint_error(&path, e))
 }

@@ -1668,7 +1668,7 @@ impl PrivacyEngine {
             )));
         }
         check_sampling(state.dataset_size, state.sample_rate)?;
-        if !(state.clip > 0.0) {
+        if state.clip.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
             return Err(out_of_range("clip", state.clip, "> 0"));
         }
         self.rng.restore(state.rng.as_ref())?;

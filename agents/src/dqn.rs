@@ -17,7 +17,8 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use crate::agent::{
-    checkpoint_error, load_module, save_module, ActMode, Agent, AgentState, EpisodeLog, EpochStats,
+    checkpoint_error, load_json, load_module, save_json, save_module, ActMode, Agent, AgentState,
+    EpisodeLog, EpochStats,
 };
 use crate::autodiff;
 use crate::buffer::{ReplayBuffer, TransitionBatch};
@@ -460,18 +461,14 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Dqn<B, N> {
     /// Writes the replay buffer to `dir/replay.json` (the agent's checkpoint leaves it out:
     /// it is large, and plain DQN refills it).
     pub fn save_replay(&self, dir: &Path) -> Result<(), AgentError> {
-        let path = dir.join(REPLAY_FILE);
-        let text = serde_json::to_string(&self.replay).map_err(|e| checkpoint_error(&path, e))?;
-        std::fs::write(&path, text).map_err(|e| checkpoint_error(&path, e))
+        save_json(dir, REPLAY_FILE, &self.replay)
     }
 
     /// Restores the replay buffer that [`Dqn::save_replay`] wrote; it must have this agent's
     /// observation width and capacity.
     pub fn load_replay(&mut self, dir: &Path) -> Result<(), AgentError> {
         let path = dir.join(REPLAY_FILE);
-        let text = std::fs::read_to_string(&path).map_err(|e| checkpoint_error(&path, e))?;
-        let replay: ReplayBuffer =
-            serde_json::from_str(&text).map_err(|e| checkpoint_error(&path, e))?;
+        let replay: ReplayBuffer = load_json(dir, REPLAY_FILE)?;
         if !replay.same_shape(&self.replay) {
             return Err(checkpoint_error(
                 &path,

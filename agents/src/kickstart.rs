@@ -45,7 +45,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::agent::checkpoint_error;
+use crate::agent::{load_json, save_json};
 use crate::error::{check_count, check_non_negative, check_positive, AgentError};
 use crate::heads::host_softmax;
 use crate::network::HostMlp;
@@ -788,16 +788,11 @@ impl<B: AutodiffBackend> AuxiliaryPolicyLoss<B> for PrivacyAwareKickstarting {
     /// the next epoch reads: its demonstrations were consumed by the update.
     fn save_state(&self, dir: &Path) -> Result<(), AgentError> {
         let state = lock(&self.teacher).state();
-        let path = dir.join(TEACHER_STATE_FILE);
-        std::fs::create_dir_all(dir).map_err(|e| checkpoint_error(dir, e))?;
-        let text = serde_json::to_string(&state).map_err(|e| checkpoint_error(&path, e))?;
-        std::fs::write(&path, text).map_err(|e| checkpoint_error(&path, e))
+        save_json(dir, TEACHER_STATE_FILE, &state)
     }
 
     fn load_state(&mut self, dir: &Path) -> Result<(), AgentError> {
-        let path = dir.join(TEACHER_STATE_FILE);
-        let text = std::fs::read_to_string(&path).map_err(|e| checkpoint_error(&path, e))?;
-        let state = serde_json::from_str(&text).map_err(|e| checkpoint_error(&path, e))?;
+        let state = load_json(dir, TEACHER_STATE_FILE)?;
         self.pending = DemonstrationRows::default();
         self.batch = DemonstrationRows::default();
         lock(&self.teacher).restore(state)

@@ -78,7 +78,7 @@ use privrl_privacy::{
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::agent::{checkpoint_error, Agent};
+use crate::agent::{checkpoint_error, load_json, save_json, Agent};
 use crate::autodiff;
 use crate::buffer::TransitionBatch;
 use crate::dp_engine::{
@@ -399,12 +399,10 @@ const PRIVATE_STATE: &str = "dp_sgd.json";
 
 impl PrivateState {
     fn save(engine: &PrivacyEngine, dir: &Path) -> Result<(), AgentError> {
-        let path = dir.join(PRIVATE_STATE);
         let state = Self {
             engine: engine.state(),
         };
-        let text = serde_json::to_string(&state).map_err(|e| checkpoint_error(&path, e))?;
-        std::fs::write(&path, text).map_err(|e| checkpoint_error(&path, e))
+        save_json(dir, PRIVATE_STATE, &state)
     }
 
     /// Reads the state into `engine`, which refuses one of another σ, δ or adjacency: a
@@ -412,8 +410,7 @@ impl PrivateState {
     /// the wrong parameters.
     fn load(engine: &mut PrivacyEngine, dir: &Path) -> Result<(), AgentError> {
         let path = dir.join(PRIVATE_STATE);
-        let text = std::fs::read_to_string(&path).map_err(|e| checkpoint_error(&path, e))?;
-        let state: Self = serde_json::from_str(&text).map_err(|e| checkpoint_error(&path, e))?;
+        let state: Self = load_json(dir, PRIVATE_STATE)?;
         engine.restore(&state.engine).map_err(|e| {
             checkpoint_error(
                 &path,
@@ -835,7 +832,7 @@ pub fn private_td_gradient<B: AutodiffBackend>(
         let clipped = losses.clipped_sum(dqn.q_network(), &indices, &layout, clip)?;
         (clipped.sum, clipped.loss / batch.len() as f64)
     };
-    if batch.len() > 0 && !loss.is_finite() {
+    if !batch.is_empty() && !loss.is_finite() {
         return Err(AgentError::NonFinite {
             what: "TD loss",
             value: loss,

@@ -379,7 +379,7 @@ impl Transport for Perturbed {
     fn submit(&self, s: &Submission) -> Result<(), privrl_agents::PgcError> {
         if s.source == self.slow {
             std::thread::sleep(self.delay);
-        } else if s.seq % 3 == 0 {
+        } else if s.seq.is_multiple_of(3) {
             std::thread::sleep(Duration::from_micros(300));
         }
         self.inner.submit(s)

@@ -119,7 +119,7 @@ impl Sitting<'_> {
             return Ok(false);
         }
         let stop = self.deadline.is_some_and(|d| Instant::now() >= d);
-        if stop || progress.epoch % self.every == 0 {
+        if stop || progress.epoch.is_multiple_of(self.every) {
             self.run
                 .save_partial(progress, |dir| Ok(agent.save_checkpoint(dir)?))?;
         }

@@ -815,7 +815,8 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
     };
     headline.add_to(&mut report);
     // One command per group of units run alike (cutoff, threads), from the units themselves.
-    let mut groups: BTreeMap<(u64, usize, &str), (Vec<String>, Vec<u64>)> = BTreeMap::new();
+    type Groups<'a> = BTreeMap<(u64, usize, &'a str), (Vec<String>, Vec<u64>)>;
+    let mut groups: Groups = BTreeMap::new();
     for u in &units {
         let order = match u.order {
             SubmissionOrder::Arrival => " --order arrival",

@@ -396,8 +396,9 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
     };
     headline.add_to(&mut report);
     // One command per group of units run alike.
-    let mut groups: BTreeMap<(String, u64, usize), (Vec<String>, Vec<String>, Vec<u64>)> =
-        BTreeMap::new();
+    // One reproduce command per group of units that share its flags.
+    type Groups = BTreeMap<(String, u64, usize), (Vec<String>, Vec<String>, Vec<u64>)>;
+    let mut groups: Groups = BTreeMap::new();
     for u in &units {
         let setting = Setting::new(u.summary.mechanism, &u.factors);
         let (mechs, eps, seeds) = groups
