@@ -27,8 +27,9 @@
 //! Gaussian mechanism with sensitivity C and noise σC; later releases are computed from other
 //! records and from earlier (already private) outputs, so by adaptive composition over
 //! disjoint records the whole run is as private, per episode, as one release: ε of the
-//! subsampled Gaussian with q = 1 and one step, from [`RdpAccountant`]. This protects one
-//! episode (e.g. one user's trajectory), not a user who contributes many episodes: such a user
+//! subsampled Gaussian with q = 1 and one step, from
+//! [`RdpAccountant`](privrl_privacy::RdpAccountant). This protects one episode (e.g. one
+//! user's trajectory), not a user who contributes many episodes: such a user
 //! composes over their episodes. [`DpSgdReinforce::epsilon_if_every_step`] gives that worst
 //! case (every step at q = 1, the sum of a step's L episodes moving by up to L·C).
 //!

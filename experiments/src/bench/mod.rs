@@ -62,7 +62,7 @@ pub struct BenchArgs {
     pub backend: BackendChoice,
     /// Run only privrl against its like-for-like PyTorch peers
     /// (`bench/pytorch/ppo_cartpole.py`, `bench/pytorch/qgi_factored.py`): PPO on CartPole-v1 and the QGI
-    /// attack, the peers first in every repeat, and write <results-dir>/<UTC date>.md with both
+    /// attack, the peers first in every repeat, and write `<results-dir>/<UTC date>.md` with both
     /// figures, the ratios and the machine. Without torch the peers are skipped with a message.
     #[arg(long)]
     pub compare_pytorch: bool,
