@@ -45,7 +45,7 @@ use burn::nn::{Linear, PaddingConfig2d};
 use burn::optim::Optimizer;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::module::unfold4d;
-use burn::tensor::ops::{PadMode, UnfoldOptions};
+use burn::tensor::ops::UnfoldOptions;
 use burn::tensor::{Int, Tensor, TensorData};
 use privrl_privacy::{
     compute_rdp_under, default_orders, noise_multiplier_for_under, poisson_sample, rdp_to_dp,
@@ -55,6 +55,7 @@ use privrl_privacy::{
 use serde::{Deserialize, Serialize};
 
 use crate::autodiff;
+use crate::dtype::{float_options, zero_pad};
 use crate::error::{AgentError, RecordError};
 use crate::nn::Dense;
 use crate::per_sample::{
@@ -332,10 +333,11 @@ where
             values.extend_from_slice(row);
         }
         let device = module.devices().into_iter().next().unwrap_or_default();
-        Ok(
-            Tensor::<B, 2>::from_data(TensorData::new(values, [batch.len(), width]), &device)
-                .inner(),
+        Ok(Tensor::<B, 2>::from_data(
+            TensorData::new(values, [batch.len(), width]),
+            float_options::<B>(&device),
         )
+        .inner())
     }
 }
 
@@ -388,7 +390,7 @@ fn flat_gradient<B: AutodiffBackend, M: Module<B>>(
                 Some(g) => g.flatten(0, D - 1),
                 None => {
                     let len: usize = value.dims().iter().product();
-                    Tensor::zeros([len], &value.device())
+                    Tensor::zeros([len], float_options::<B::InnerBackend>(&value.device()))
                 }
             };
             self.parts.push(part);
@@ -722,7 +724,8 @@ impl<B: AutodiffBackend> Tape<B> {
         }
         let activations = x.clone().inner();
         let output = layer.clone().no_grad().forward_layer(x);
-        let probe = Tensor::<B, D>::zeros(output.dims(), &output.device()).require_grad();
+        let probe = Tensor::<B, D>::zeros(output.dims(), float_options::<B>(&output.device()))
+            .require_grad();
         self.entries.push(Box::new(Probe {
             layer: layer.clone(),
             activations,
@@ -745,10 +748,12 @@ struct Probe<B: AutodiffBackend, L, const D: usize> {
 impl<B: AutodiffBackend, L: GradSampleLayer<B, D>, const D: usize> TapeEntry<B> for Probe<B, L, D> {
     fn part(&self, grads: &B::Gradients) -> Result<Part<B>, EngineError> {
         // No path from this layer to the loss: its backprops are zero.
-        let backprops = self
-            .probe
-            .grad(grads)
-            .unwrap_or_else(|| Tensor::zeros(self.probe.dims(), &self.activations.device()));
+        let backprops = self.probe.grad(grads).unwrap_or_else(|| {
+            Tensor::zeros(
+                self.probe.dims(),
+                float_options::<B::InnerBackend>(&self.activations.device()),
+            )
+        });
         match self.layer.linear_ids() {
             Some((weight, bias)) if D == 2 => {
                 let [batch, d_in] = [self.activations.dims()[0], self.activations.dims()[1]];
@@ -893,7 +898,7 @@ impl<B: AutodiffBackend> GradSampleLayer<B, 4> for Conv2d<B> {
         let padded = if pads == [(0, 0), (0, 0)] {
             activations
         } else {
-            activations.pad(pads, PadMode::Constant(0.0))
+            zero_pad(activations, pads)
         };
         let unfolded = unfold4d(
             padded,

@@ -12,6 +12,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
 use rand::Rng;
 
+use crate::dtype::float_options;
 use crate::network::{HostMlp, Network};
 use crate::nn::{Activation, Dense, DenseConfig, Mlp};
 
@@ -27,7 +28,7 @@ pub fn one_hot<B: Backend>(
     }
     Tensor::from_data(
         TensorData::new(values, [actions.len(), num_actions]).convert::<B::FloatElem>(),
-        device,
+        float_options::<B>(device),
     )
 }
 
@@ -36,7 +37,7 @@ pub fn matrix<B: Backend>(values: &[f32], cols: usize, device: &B::Device) -> Te
     let rows = values.len().checked_div(cols).unwrap_or(0);
     Tensor::from_data(
         TensorData::new(values.to_vec(), [rows, cols]).convert::<B::FloatElem>(),
-        device,
+        float_options::<B>(device),
     )
 }
 
@@ -44,7 +45,7 @@ pub fn matrix<B: Backend>(values: &[f32], cols: usize, device: &B::Device) -> Te
 pub fn vector<B: Backend>(values: &[f32], device: &B::Device) -> Tensor<B, 1> {
     Tensor::from_data(
         TensorData::new(values.to_vec(), [values.len()]).convert::<B::FloatElem>(),
-        device,
+        float_options::<B>(device),
     )
 }
 

@@ -46,6 +46,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::agent::{load_json, save_json};
+use crate::dtype::{float_of_mask, float_options};
 use crate::error::{check_count, check_non_negative, check_positive, AgentError};
 use crate::heads::host_softmax;
 use crate::network::HostMlp;
@@ -674,7 +675,7 @@ pub fn privacy_aware_penalty<B: Backend>(
         .clamp_min(1e-12)
         .sqrt();
     // 1{‖·‖ > α_λ}
-    let outside = norm.clone().detach().greater(radius).float();
+    let outside = float_of_mask(norm.clone().detach().greater(radius));
     (norm * outside * weights).mean()
 }
 
@@ -819,12 +820,12 @@ impl<B: AutodiffBackend> AuxiliaryPolicyLoss<B> for PrivacyAwareKickstarting {
         let teacher = Tensor::<B, 2>::from_data(
             TensorData::new(self.batch.policies.clone(), [rows, self.actions])
                 .convert::<B::FloatElem>(),
-            &device,
+            float_options::<B>(&device),
         );
         let vector = |v: &[f32]| {
             Tensor::<B, 1>::from_data(
                 TensorData::new(v.to_vec(), [v.len()]).convert::<B::FloatElem>(),
-                &device,
+                float_options::<B>(&device),
             )
         };
         // eq. 17: J̃ = J − E[φ_λ]; PPO minimises −J, so the penalty is added.

@@ -66,6 +66,7 @@ pub mod autodiff;
 mod buffer;
 pub mod dp_engine;
 pub mod dqn;
+pub mod dtype;
 mod env;
 mod error;
 mod gradient;

@@ -15,6 +15,7 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Tensor, TensorData};
 use rand::Rng;
 
+use crate::dtype::float_options;
 use crate::nn::{Activation, Mlp, MultimodalNet};
 
 /// A network that maps flat observations to one output row per observation (logits,
@@ -265,7 +266,7 @@ pub(crate) fn forward_one<B: Backend, N: Network<B>>(
     }
     let x = Tensor::<B, 2>::from_data(
         TensorData::new(obs.to_vec(), [1, obs.len()]).convert::<B::FloatElem>(),
-        device,
+        float_options::<B>(device),
     );
     let y = if masks.is_empty() {
         net.forward_flat(x)
@@ -275,7 +276,7 @@ pub(crate) fn forward_one<B: Backend, N: Network<B>>(
             .map(|m| {
                 Tensor::from_data(
                     TensorData::new(m.clone(), [1, m.len()]).convert::<B::FloatElem>(),
-                    device,
+                    float_options::<B>(device),
                 )
             })
             .collect();

@@ -20,6 +20,7 @@ use rand::Rng;
 
 use crate::autodiff;
 use crate::dp_engine::Tape;
+use crate::dtype::float_options;
 use crate::error::AgentError;
 use crate::nn::Mlp;
 use crate::record::{GradientRecord, NamedGradient};
@@ -48,7 +49,8 @@ pub fn probed_forward<B: AutodiffBackend>(mlp: &Mlp<B>, x: Tensor<B, 2>) -> Prob
     let mut h = x;
     for (i, layer) in mlp.layers.iter().enumerate() {
         let (_, d_output) = layer.dims();
-        let probe = Tensor::<B, 2>::zeros([batch, d_output], &device).require_grad();
+        let probe =
+            Tensor::<B, 2>::zeros([batch, d_output], float_options::<B>(&device)).require_grad();
         layer_inputs.push(h.clone());
         h = layer.forward(h) + probe.clone();
         probes.push(probe);
@@ -112,7 +114,10 @@ impl<B: Backend> PerSampleFactors<B> {
             .map(|((layer, input), probe)| {
                 let errors = probe.grad(grads).unwrap_or_else(|| {
                     // No path from this layer to the loss: its gradients are zero.
-                    Tensor::<B, 2>::zeros(probe.dims(), &input.clone().inner().device())
+                    Tensor::<B, 2>::zeros(
+                        probe.dims(),
+                        float_options::<B>(&input.clone().inner().device()),
+                    )
                 });
                 LayerFactors {
                     inputs: input.clone().inner(),

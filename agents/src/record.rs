@@ -32,6 +32,7 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
+use crate::dtype::float_options;
 use crate::error::RecordError;
 use crate::gradient::param_gradients;
 
@@ -311,7 +312,10 @@ impl<B: AutodiffBackend> ModuleVisitor<B> for ParamsConverter<'_, B> {
         self.used[index] = true;
         let data =
             TensorData::new(entry.values.clone(), entry.shape.clone()).convert::<B::FloatElem>();
-        let gradient = Tensor::<B::InnerBackend, D>::from_data(data, &tensor.device());
+        let gradient = Tensor::<B::InnerBackend, D>::from_data(
+            data,
+            float_options::<B::InnerBackend>(&tensor.device()),
+        );
         self.out.register::<B::InnerBackend, D>(param.id, gradient);
     }
 }

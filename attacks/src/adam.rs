@@ -6,6 +6,7 @@
 use burn::config::Config;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
+use privrl_agents::dtype::float_options;
 
 use crate::error::{check_positive, check_unit_interval_open, AttackError};
 
@@ -41,8 +42,8 @@ impl TensorAdamConfig {
             beta1: self.beta1,
             beta2: self.beta2,
             epsilon: self.epsilon,
-            first_moment: Tensor::zeros([len], device),
-            second_moment: Tensor::zeros([len], device),
+            first_moment: Tensor::zeros([len], float_options::<B>(device)),
+            second_moment: Tensor::zeros([len], float_options::<B>(device)),
             steps: 0,
         }
     }

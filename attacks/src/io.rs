@@ -18,6 +18,7 @@ use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::tensor::backend::Backend;
 use burn::tensor::{DType, Tensor, TensorData};
 use burn_store::{ModuleSnapshot, ModuleStore, SafetensorsStore};
+use privrl_agents::dtype::float_options;
 use privrl_agents::{GradientRecord, NamedGradient};
 
 use crate::error::AttackError;
@@ -165,7 +166,7 @@ impl<BB: Backend> ModuleMapper<BB> for GradientSetter<'_> {
             return param;
         }
         let data = TensorData::new(entry.values.clone(), shape).convert::<BB::FloatElem>();
-        param.map(|t| Tensor::from_data(data, &t.device()))
+        param.map(|t| Tensor::from_data(data, float_options::<BB>(&t.device())))
     }
 }
 

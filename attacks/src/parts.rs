@@ -6,6 +6,7 @@
 use burn::config::Config;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
+use privrl_agents::dtype::float_options;
 use privrl_agents::nn::matmul_by_row_blocks;
 use rand::Rng;
 
@@ -156,7 +157,7 @@ impl GradientMatchingLoss {
         }
         let dot = total(dot);
         let target = match target.is_empty() {
-            true => Tensor::zeros([1], &dot.device()),
+            true => dot.zeros_like(),
             false => total(target),
         };
         // eq. 5; the ε inside the square roots keeps the derivative finite at g_rec = 0.
@@ -268,7 +269,7 @@ impl ImagePrior {
 pub fn total_variation<BB: Backend>(images: Tensor<BB, 4>) -> Tensor<BB, 1> {
     let [_, _, h, w] = images.dims();
     let device = images.device();
-    let mut tv = Tensor::<BB, 1>::zeros([1], &device);
+    let mut tv = Tensor::<BB, 1>::zeros([1], float_options::<BB>(&device));
     if h > 1 {
         let dy = images.clone().narrow(2, 1, h - 1) - images.clone().narrow(2, 0, h - 1);
         tv = tv + dy.abs().mean();

@@ -5,14 +5,14 @@
 use burn::tensor::activation::softmax;
 use burn::tensor::backend::Backend;
 use privrl_agents::autodiff;
-use privrl_agents::heads::one_hot;
+use privrl_agents::heads::{matrix, one_hot, vector};
 use privrl_agents::{param_gradients, GradientRecord};
 use serde::{Deserialize, Serialize};
 
 use crate::error::AttackError;
 use crate::model::InvertibleModel;
 use crate::parts::ActionRecovery;
-use crate::victim::{host, tensor1, Inner, LinearPartInput, Outer, Victim, VictimKind};
+use crate::victim::{host, Inner, LinearPartInput, Outer, Victim, VictimKind};
 use burn::tensor::Tensor;
 
 /// Eq. 7: the action is the index of the non-zero entry of ∇_{b_last}; with rounding, the
@@ -98,11 +98,11 @@ pub fn policy_gradient_recovery<B: Backend>(
                 for _ in 0..rows {
                     repeated.extend_from_slice(logits);
                 }
-                let z = crate::victim::tensor2::<Inner<B>>(&repeated, n, device).require_grad();
+                let z = matrix::<Inner<B>>(&repeated, n, device).require_grad();
                 let loss = kind.objective(
                     z.clone(),
                     one_hot::<Inner<B>>(actions, n, device),
-                    tensor1::<Inner<B>>(returns, device),
+                    vector::<Inner<B>>(returns, device),
                 );
                 let grads = autodiff::backward(&loss);
                 host(z.grad(&grads).expect("the logits are tracked"))
@@ -155,7 +155,7 @@ pub fn policy_gradient_recovery<B: Backend>(
                 .unwrap_or(0),
         };
         let (alignment, reward) = scored(action);
-        let probabilities = host(softmax(crate::victim::tensor2::<B>(logits, n, device), 1));
+        let probabilities = host(softmax(matrix::<B>(logits, n, device), 1));
         Ok(PolicyGradientRecovery {
             action,
             reward,
@@ -243,7 +243,7 @@ pub(crate) fn q_value_rule<B: Backend, M: InvertibleModel<Outer<B>>>(
         let loss = VictimKind::Dqn.objective(
             output,
             one_hot::<Outer<B>>(&[action], victim.num_actions(), device),
-            tensor1::<Outer<B>>(&[surrogate_target as f32], device),
+            vector::<Outer<B>>(&[surrogate_target as f32], device),
         );
         let gradients = param_gradients(victim.net(), &autodiff::backward(&loss));
         let (mut shared_sq, mut rec_sq) = (0.0f64, 0.0f64);

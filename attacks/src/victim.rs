@@ -20,7 +20,8 @@ use burn::tensor::ElementConversion;
 use burn::tensor::{Tensor, TensorData};
 use privrl_agents::autodiff;
 use privrl_agents::dqn::td_loss;
-use privrl_agents::heads::one_hot;
+use privrl_agents::dtype::float_options;
+use privrl_agents::heads::{self, matrix, one_hot};
 use privrl_agents::optim::ADAM_EPSILON;
 use privrl_agents::reinforce::reinforce_loss;
 use privrl_agents::{GradientRecord, MultimodalNet, MultimodalNetConfig};
@@ -271,7 +272,7 @@ impl<B: Backend, M: InvertibleModel<Outer<B>>> Victim<B, M> {
         Ok(self.kind.objective(
             output,
             one_hot::<Outer<B>>(&actions, self.num_actions(), &self.device),
-            tensor1::<Outer<B>>(&signals, &self.device),
+            heads::vector::<Outer<B>>(&signals, &self.device),
         ))
     }
 
@@ -330,7 +331,7 @@ impl<B: Backend, M: InvertibleModel<Outer<B>>> Victim<B, M> {
             }
             let (rgb, depth, vector) = self.state_tensors::<Outer<B>>(samples)?;
             let output = self.net.forward_parts(rgb, depth, vector);
-            let direction = tensor2::<Outer<B>>(direction, direction.len(), &self.device);
+            let direction = matrix::<Outer<B>>(direction, direction.len(), &self.device);
             let surrogate = (output * direction).sum();
             Ok(GradientRecord::from_grads(
                 &self.net,
@@ -494,7 +495,7 @@ impl<B: Backend, M: InvertibleModel<Outer<B>>> Victim<B, M> {
                 Tensor::from_data(
                     TensorData::new(values, [batch, s.channels, s.size, s.size])
                         .convert::<BB::FloatElem>(),
-                    &self.device,
+                    float_options::<BB>(&self.device),
                 )
             }))
         };
@@ -518,7 +519,7 @@ impl<B: Backend, M: InvertibleModel<Outer<B>>> Victim<B, M> {
             }
             vector.extend_from_slice(&sample.vector);
         }
-        let vector = (parts.vector > 0).then(|| tensor2::<BB>(&vector, parts.vector, &self.device));
+        let vector = (parts.vector > 0).then(|| matrix::<BB>(&vector, parts.vector, &self.device));
         Ok((rgb, depth, vector))
     }
 
@@ -541,7 +542,7 @@ impl<B: Backend, M: InvertibleModel<Outer<B>>> Victim<B, M> {
                         values: Option<&Vec<f32>>|
          -> Result<Option<Tensor<BB, 2>>, AttackError> {
             match (width, values) {
-                (Some(w), Some(v)) if v.len() == w => Ok(Some(tensor2::<BB>(v, w, &self.device))),
+                (Some(w), Some(v)) if v.len() == w => Ok(Some(matrix::<BB>(v, w, &self.device))),
                 (None, None) => Ok(None),
                 (w, v) => Err(AttackError::ShapeMismatch {
                     what,
@@ -560,7 +561,7 @@ impl<B: Backend, M: InvertibleModel<Outer<B>>> Victim<B, M> {
                 got: input.vector.len(),
             });
         }
-        let vector = (d_vector > 0).then(|| tensor2::<BB>(&input.vector, d_vector, &self.device));
+        let vector = (d_vector > 0).then(|| matrix::<BB>(&input.vector, d_vector, &self.device));
         Ok((rgb, depth, vector))
     }
 }
@@ -577,25 +578,6 @@ pub(crate) fn linear_part_forward<BB: Backend>(
     let (output, mut inputs) = split.head().forward_with_layer_inputs(features);
     let last_input = inputs.pop().expect("the head has at least one layer");
     (output, last_input)
-}
-
-pub(crate) fn tensor1<BB: Backend>(values: &[f32], device: &BB::Device) -> Tensor<BB, 1> {
-    Tensor::from_data(
-        TensorData::new(values.to_vec(), [values.len()]).convert::<BB::FloatElem>(),
-        device,
-    )
-}
-
-pub(crate) fn tensor2<BB: Backend>(
-    values: &[f32],
-    cols: usize,
-    device: &BB::Device,
-) -> Tensor<BB, 2> {
-    let rows = values.len().checked_div(cols).unwrap_or(0);
-    Tensor::from_data(
-        TensorData::new(values.to_vec(), [rows, cols]).convert::<BB::FloatElem>(),
-        device,
-    )
 }
 
 /// Copies a tensor's values to the host.
@@ -648,6 +630,12 @@ impl<B2: Backend> ModuleMapper<B2> for ParamCopier<B2::Device> {
             });
             return param;
         }
-        param.map(|_| Tensor::from_data(data.convert::<B2::FloatElem>(), &device).require_grad())
+        param.map(|_| {
+            Tensor::from_data(
+                data.convert::<B2::FloatElem>(),
+                float_options::<B2>(&device),
+            )
+            .require_grad()
+        })
     }
 }

@@ -6,6 +6,7 @@ use anyhow::{ensure, Result};
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Distribution, ElementConversion, Tensor};
+use privrl_agents::dtype::float_options;
 use privrl_agents::{autodiff, param_gradients, MlpConfig};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -55,8 +56,12 @@ impl BackendTask for Doctor {
         let mut rng = ChaCha8Rng::seed_from_u64(0);
         let mlp =
             MlpConfig::new(16, vec![64, 64], 4).init::<Autodiff<Autodiff<B>>>(&device, &mut rng);
-        let x = Tensor::<Autodiff<B>, 2>::random([32, 16], Distribution::Normal(0.0, 1.0), &device)
-            .require_grad();
+        let x = Tensor::<Autodiff<B>, 2>::random(
+            [32, 16],
+            Distribution::Normal(0.0, 1.0),
+            float_options::<Autodiff<B>>(&device),
+        )
+        .require_grad();
 
         // One section for both orders: the second backward differentiates the first's graph.
         let (first_order_ms, second_order_ms, dx) = autodiff::exclusive(|| {

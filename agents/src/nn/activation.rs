@@ -5,6 +5,8 @@ use burn::tensor::activation;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 
+use crate::dtype::float_of_mask;
+
 /// Element-wise non-linearity between layers.
 #[derive(Config, Debug, Copy, PartialEq, Eq)]
 pub enum Activation {
@@ -42,7 +44,7 @@ impl Activation {
     ) -> Tensor<B, D> {
         match self {
             Activation::Tanh => output.clone() * output * -1.0 + 1.0,
-            Activation::Relu => output.greater_elem(0.0).float(),
+            Activation::Relu => float_of_mask(output.greater_elem(0.0)),
         }
     }
 

@@ -3,12 +3,12 @@
 use burn::config::Config;
 use burn::module::{Module, Param};
 use burn::tensor::backend::Backend;
-use burn::tensor::ops::PadMode;
 use burn::tensor::{Slice, Tensor};
 use rand::Rng;
 
 use super::params::{param_from_values, uniform_values, with_unique_param_ids};
 use super::Activation;
+use crate::dtype::zero_pad;
 
 /// Configuration of a [`Conv2dLayer`].
 #[derive(Config, Debug)]
@@ -112,10 +112,7 @@ pub fn conv2d_im2col<B: Backend>(
     let h_out = conv_output_size(h, kernel, stride, padding);
     let w_out = conv_output_size(w, kernel, stride, padding);
     let x = if padding > 0 {
-        x.pad(
-            [(padding, padding), (padding, padding)],
-            PadMode::Constant(0.0),
-        )
+        zero_pad(x, [(padding, padding), (padding, padding)])
     } else {
         x
     };

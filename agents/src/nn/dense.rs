@@ -7,6 +7,7 @@ use burn::tensor::Tensor;
 use rand::Rng;
 
 use super::params::{param_from_values, uniform_values};
+use crate::dtype::float_options;
 
 /// Configuration of a [`Dense`] layer.
 #[derive(Config, Debug)]
@@ -90,7 +91,7 @@ impl<B: Backend> Dense<B> {
         match &self.bias {
             Some(bias) => {
                 let [rows, _] = y.dims();
-                let ones = Tensor::<B, 2>::ones([rows, 1], &y.device());
+                let ones = Tensor::<B, 2>::ones([rows, 1], float_options::<B>(&y.device()));
                 y + ones.matmul(bias.val().unsqueeze_dim(0))
             }
             None => y,

@@ -5,12 +5,12 @@ use burn::config::Config;
 use burn::module::Module;
 use burn::optim::GradientsParams;
 use burn::tensor::backend::Backend;
-use burn::tensor::ops::PadMode;
 use burn::tensor::Tensor;
 use rand::Rng;
 
 use super::params::with_unique_param_ids;
 use super::{Activation, Dense, DenseConfig};
+use crate::dtype::float_options;
 
 /// Configuration of a [`Mlp`].
 #[derive(Config, Debug)]
@@ -149,9 +149,12 @@ impl<B: Backend> Mlp<B> {
         // δ_L over all outputs: only the first one is in the loss.
         let mut delta = error * (2.0 / rows as f64);
         if outputs > 1 {
-            delta = delta.pad((0, outputs - 1, 0, 0), PadMode::Constant(0.0));
+            // Zeros in B's own dtype: Burn 0.21's `pad` creates its fill in the device's default
+            // dtype (see [`crate::dtype`]).
+            let zeros = Tensor::zeros([rows, outputs - 1], float_options::<B>(&device));
+            delta = Tensor::cat(vec![delta, zeros], 1);
         }
-        let ones = Tensor::<B, 2>::ones([1, rows], &device);
+        let ones = Tensor::<B, 2>::ones([1, rows], float_options::<B>(&device));
         let mut grads = GradientsParams::new();
         for (l, layer) in self.layers.iter().enumerate().rev() {
             let input = &inputs[l];

@@ -6,6 +6,8 @@ use burn::tensor::{Tensor, TensorData};
 use rand::Rng;
 use std::hash::{Hash, Hasher};
 
+use crate::dtype::float_options;
+
 /// Draws `len` values from U(−bound, bound), PyTorch's default for `nn.Linear` and `nn.Conv2d`
 /// (Kaiming-uniform with a = √5 gives bound = 1/√fan_in for weights and biases alike).
 pub(super) fn uniform_values(rng: &mut impl Rng, len: usize, bound: f32) -> Vec<f32> {
@@ -20,7 +22,7 @@ pub(super) fn param_from_values<B: Backend, const D: usize>(
     let id = ParamId::from(digest(&values, &shape));
     let tensor = Tensor::from_data(
         TensorData::new(values, shape).convert::<B::FloatElem>(),
-        device,
+        float_options::<B>(device),
     );
     Param::initialized(id, tensor.require_grad())
 }

@@ -7,6 +7,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::{PgcConfig, PgcError};
+use crate::dtype::float_options;
 use crate::error::RecordError;
 use crate::heads::ActorCritic;
 
@@ -61,7 +62,8 @@ pub fn load_flat_parameters<B: Backend, M: Module<B>>(
                     shape.clone(),
                 );
                 // A no-op on a backend without autodiff.
-                Tensor::from_data(data.convert::<B::FloatElem>(), &device).require_grad()
+                Tensor::from_data(data.convert::<B::FloatElem>(), float_options::<B>(&device))
+                    .require_grad()
             })
         }
     }

@@ -6,6 +6,7 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::Tensor;
 
 use super::AuxiliaryPolicyLoss;
+use crate::dtype::{float_of_mask, float_options};
 use crate::heads::{to_host, Categorical};
 use crate::network::Network;
 
@@ -43,11 +44,7 @@ pub fn clipped_surrogate<B: Backend>(
         loss: surrogate.mean().neg(),
         approx_kl: (log_probs_old - logp).detach().mean(),
         entropy: pi.entropy().detach().mean(),
-        clip_frac: (ratio.detach() - 1.0)
-            .abs()
-            .greater_elem(clip_ratio)
-            .float()
-            .mean(),
+        clip_frac: float_of_mask((ratio.detach() - 1.0).abs().greater_elem(clip_ratio)).mean(),
     }
 }
 
@@ -90,7 +87,7 @@ pub(super) fn policy_loss<B: AutodiffBackend, N: Network<B>>(
         clip_ratio,
     );
     let mut loss = terms.loss;
-    let mut aux = Tensor::<B, 1>::zeros([1], &batch.obs.device());
+    let mut aux = Tensor::<B, 1>::zeros([1], float_options::<B>(&batch.obs.device()));
     if let Some(auxiliary) = auxiliary {
         aux = auxiliary.loss(&batch.obs, softmax(logits, 1));
         loss = loss + aux.clone();

@@ -2,6 +2,7 @@
 //! actions read off ∇_{b_last} J to the samples goes through stage 1, the best one on.
 
 use burn::tensor::backend::Backend;
+use privrl_agents::heads::matrix;
 use rand_chacha::ChaCha8Rng;
 
 use super::problem::Problem;
@@ -90,11 +91,7 @@ impl<B: Backend, M: InvertibleModel<Outer<B>>> Problem<'_, B, M> {
         for assignment in batch_action_assignments(bias_gradient, self.batch) {
             let directions = batch_error_directions(bias_gradient, &assignment);
             let problem = Problem {
-                error_direction: Some(crate::victim::tensor2::<Outer<B>>(
-                    &directions,
-                    actions,
-                    victim.device(),
-                )),
+                error_direction: Some(matrix::<Outer<B>>(&directions, actions, victim.device())),
                 ..self.clone()
             };
             let mut history = Vec::new();

@@ -1,6 +1,7 @@
 //! Stage 2: the images from all gradients, with s_c fixed at stage 1's result.
 
 use burn::tensor::backend::Backend;
+use privrl_agents::heads::matrix;
 use rand_chacha::ChaCha8Rng;
 
 use super::problem::Problem;
@@ -23,9 +24,9 @@ impl<B: Backend, M: InvertibleModel<Outer<B>>> Problem<'_, B, M> {
         if parts.rgb.is_none() && parts.depth.is_none() {
             return (None, None);
         }
-        let vector = linear.read(Block::Vector).map(|vector| {
-            crate::victim::tensor2::<Inner<B>>(&vector, parts.vector, self.victim.device())
-        });
+        let vector = linear
+            .read(Block::Vector)
+            .map(|vector| matrix::<Inner<B>>(&vector, parts.vector, self.victim.device()));
         let layout = self.image_layout(false);
         let (_, theta) =
             self.run_restarts(Stage::Images, layout, supervision, vector, rng, history);

@@ -113,6 +113,7 @@ impl<B: Backend, M: InvertibleModel<Outer<B>>> Problem<'_, B, M> {
 mod tests {
     use burn::backend::NdArray;
     use burn::tensor::TensorData;
+    use privrl_agents::dtype::float_options;
     use privrl_agents::{ConvEncoderConfig, MultimodalNetConfig};
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
@@ -136,8 +137,10 @@ mod tests {
     ) -> (f64, Vec<f64>) {
         let device = Default::default();
         autodiff::exclusive(|| {
-            let theta =
-                Tensor::<B, 1>::from_data(TensorData::new(theta.to_vec(), [theta.len()]), &device);
+            let theta = Tensor::<B, 1>::from_data(
+                TensorData::new(theta.to_vec(), [theta.len()]),
+                float_options::<B>(&device),
+            );
             let tracked = Tensor::<Inner<B>, 1>::from_inner(theta).require_grad();
             let loss = problem.loss(Stage::LinearPart, problem.split(layout, &tracked), None);
             let value = loss.clone().inner().into_data().to_vec::<f64>().unwrap()[0];

@@ -4,6 +4,7 @@
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use privrl_agents::autodiff;
+use privrl_agents::heads::vector;
 use rand_chacha::ChaCha8Rng;
 
 use super::problem::Problem;
@@ -12,7 +13,7 @@ use super::supervision::FreeSupervision;
 use super::variables::{Layout, Values};
 use crate::model::InvertibleModel;
 use crate::parts::gaussian_noise;
-use crate::victim::{host, tensor1, Inner, Outer};
+use crate::victim::{host, Inner, Outer};
 
 impl<B: Backend, M: InvertibleModel<Outer<B>>> Problem<'_, B, M> {
     /// Runs a stage `restarts` times, each from fresh Gaussian values for the blocks of
@@ -65,7 +66,7 @@ impl<B: Backend, M: InvertibleModel<Outer<B>>> Problem<'_, B, M> {
     ) -> (f64, Vec<f32>) {
         let device = self.victim.device();
         let iterations = self.config.iterations_per_stage;
-        let mut theta = tensor1::<B>(&theta, device);
+        let mut theta = vector::<B>(&theta, device);
         let mut adam = self.config.optimizer.init::<B>(layout.len, device);
         for iteration in 0..=iterations {
             let tracked = Tensor::<Inner<B>, 1>::from_inner(theta.clone()).require_grad();

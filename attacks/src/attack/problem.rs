@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use burn::module::{ModuleVisitor, Param};
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
-use privrl_agents::heads::one_hot;
+use privrl_agents::heads::{matrix, one_hot, vector};
 use privrl_agents::GradientRecord;
 
 use super::config::AttackConfig;
@@ -14,7 +14,7 @@ use crate::error::AttackError;
 use crate::model::InvertibleModel;
 use crate::parts::{ActionRule, GradientSource, StateOptimisation};
 use crate::recovery::action_before_reconstruction;
-use crate::victim::{tensor1, Inner, Outer, Victim, VictimKind};
+use crate::victim::{Inner, Outer, Victim, VictimKind};
 
 /// Everything an iteration needs that does not change between iterations.
 #[derive(Clone)]
@@ -79,7 +79,7 @@ impl<'a, B: Backend, M: InvertibleModel<Outer<B>>> Problem<'a, B, M> {
             let norm_sq = entry.values.iter().map(|v| f64::from(*v).powi(2)).sum();
             targets.insert(
                 entry.name.clone(),
-                (tensor1::<Inner<B>>(&entry.values, device), norm_sq),
+                (vector::<Inner<B>>(&entry.values, device), norm_sq),
             );
         }
         let bias_gradient = match victim.last_bias_name() {
@@ -98,7 +98,7 @@ impl<'a, B: Backend, M: InvertibleModel<Outer<B>>> Problem<'a, B, M> {
                 let g = bias_gradient
                     .as_ref()
                     .ok_or_else(|| needs_bias("the error-direction surrogate (eq. 6)"))?;
-                Some(crate::victim::tensor2::<Outer<B>>(g, g.len(), device))
+                Some(matrix::<Outer<B>>(g, g.len(), device))
             }
             GradientSource::Objective { .. } => None,
         };

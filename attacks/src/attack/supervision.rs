@@ -3,6 +3,7 @@
 
 use burn::tensor::activation::softmax;
 use burn::tensor::backend::Backend;
+use privrl_agents::heads::matrix;
 use privrl_agents::GradientRecord;
 use rand_chacha::ChaCha8Rng;
 
@@ -106,11 +107,7 @@ impl<B: Backend, M: InvertibleModel<Outer<B>>> Problem<'_, B, M> {
             }
             VictimKind::Reinforce { entropy_weight } => match supervision.signal() {
                 Some(signal) => {
-                    let logits = crate::victim::tensor2::<B>(
-                        &output,
-                        supervision.num_actions,
-                        victim.device(),
-                    );
+                    let logits = matrix::<B>(&output, supervision.num_actions, victim.device());
                     Ok(Supervision {
                         action: action.unwrap_or(0),
                         signal,
