@@ -5,9 +5,11 @@ use std::path::Path;
 
 use burn::module::Module;
 use burn::record::{
-    FullPrecisionSettings, NamedMpkBytesRecorder, NamedMpkFileRecorder, Record, Recorder,
+    DoublePrecisionSettings, FullPrecisionSettings, NamedMpkBytesRecorder, NamedMpkFileRecorder,
+    Record, Recorder,
 };
 use burn::tensor::backend::Backend;
+use burn::tensor::{DType, Element};
 use rand_chacha::ChaCha8Rng;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -161,8 +163,16 @@ pub trait Agent {
     fn load_checkpoint(&mut self, dir: &Path) -> Result<(), AgentError>;
 }
 
-/// The recorder for every checkpoint file: named MessagePack at full precision.
+/// The recorder for checkpoint files of f32 (and lower-precision) backends: named MessagePack
+/// at full precision. An f64 backend's checkpoints use [`DoublePrecisionSettings`] instead
+/// ([`save_record`], [`load_record`], [`load_module`] choose by `B::FloatElem`): stored as f32,
+/// an f64 run resumed from its checkpoint would not continue bit for bit.
 pub type CheckpointRecorder = NamedMpkFileRecorder<FullPrecisionSettings>;
+
+/// Whether `B` computes in f64, so that its checkpoints must keep f64.
+fn stores_f64<B: Backend>() -> bool {
+    <B::FloatElem as Element>::dtype() == DType::F64
+}
 
 pub(crate) fn checkpoint_error(path: &Path, error: impl std::fmt::Display) -> AgentError {
     AgentError::Checkpoint {
@@ -188,9 +198,16 @@ pub fn load_module<B: Backend, M: Module<B>>(
     device: &B::Device,
 ) -> Result<M, AgentError> {
     let path = dir.join(name);
-    module
-        .load_file(path.clone(), &CheckpointRecorder::new(), device)
-        .map_err(|e| checkpoint_error(&path, e))
+    if stores_f64::<B>() {
+        module.load_file(
+            path.clone(),
+            &NamedMpkFileRecorder::<DoublePrecisionSettings>::new(),
+            device,
+        )
+    } else {
+        module.load_file(path.clone(), &CheckpointRecorder::new(), device)
+    }
+    .map_err(|e| checkpoint_error(&path, e))
 }
 
 /// Saves any Burn record (a module or an optimizer state) to `dir/name.mpk`, as the
@@ -205,11 +222,19 @@ pub fn save_record<B: Backend, R: Record<B>>(
 ) -> Result<(), AgentError> {
     std::fs::create_dir_all(dir).map_err(|e| checkpoint_error(dir, e))?;
     let path = dir.join(format!("{name}.mpk"));
-    let bytes = Recorder::<B>::record(
-        &NamedMpkBytesRecorder::<FullPrecisionSettings>::new(),
-        record,
-        (),
-    )
+    let bytes = if stores_f64::<B>() {
+        Recorder::<B>::record(
+            &NamedMpkBytesRecorder::<DoublePrecisionSettings>::new(),
+            record,
+            (),
+        )
+    } else {
+        Recorder::<B>::record(
+            &NamedMpkBytesRecorder::<FullPrecisionSettings>::new(),
+            record,
+            (),
+        )
+    }
     .map_err(|e| checkpoint_error(&path, e))?;
     let mut value =
         rmpv::decode::read_value(&mut bytes.as_slice()).map_err(|e| checkpoint_error(&path, e))?;
@@ -245,8 +270,16 @@ pub fn load_record<B: Backend, R: Record<B>>(
     device: &B::Device,
 ) -> Result<R, AgentError> {
     let path = dir.join(name);
-    Recorder::<B>::load(&CheckpointRecorder::new(), path.clone(), device)
-        .map_err(|e| checkpoint_error(&path, e))
+    if stores_f64::<B>() {
+        Recorder::<B>::load(
+            &NamedMpkFileRecorder::<DoublePrecisionSettings>::new(),
+            path.clone(),
+            device,
+        )
+    } else {
+        Recorder::<B>::load(&CheckpointRecorder::new(), path.clone(), device)
+    }
+    .map_err(|e| checkpoint_error(&path, e))
 }
 
 /// The state of an agent besides its networks: generator position, counters, episode log.

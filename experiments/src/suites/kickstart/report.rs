@@ -371,7 +371,8 @@ pub(super) fn write_report(
         "Gohari et al., *Privacy-Preserving Kickstarting Deep Reinforcement Learning with \
          Privacy-Aware Learners*. Environment `{}`, {} environment steps per epoch, {} epochs per \
          student, {} seeds per setting. Teacher: (64, 64) PPO trained {} epochs; its stochastic \
-         policy returns {} over {} episodes (a random policy: {}); certified Lipschitz bound of \
+         policy returns {} over {} episodes cut after {} steps, as training episodes are (a random \
+         policy: {}); certified Lipschitz bound of \
          softmax ∘ MLP L = {}. Students: (32, 32) PPO. The threshold is 90% of the way from the \
          random return to the teacher's: {}. An epoch's return is the mean return of the \
          episodes that ended in it (carried forward when none did); \"final return\" is the mean \
@@ -383,6 +384,7 @@ pub(super) fn write_report(
         plan.teacher_epochs,
         format_number(t.final_return),
         t.evaluation_episodes,
+        t.episode_cap.map_or("–".into(), |c| c.to_string()),
         format_number(t.random_return),
         format_number(t.lipschitz),
         format_number(results.threshold),

@@ -10,7 +10,7 @@ use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
 use privrl_agents::kickstart::lock;
 use privrl_agents::{
-    Agent, Ppo, PrivacyAwareConfig, PrivacyAwareKickstarting, PrivateTeacher, Teacher,
+    Agent, Ppo, PpoConfig, PrivacyAwareConfig, PrivacyAwareKickstarting, PrivateTeacher, Teacher,
     TeacherPrivacySummary,
 };
 use privrl_privacy::PrivacyCost;
@@ -73,6 +73,12 @@ pub(super) struct Sitting<'a> {
     pub(super) deadline: Option<Instant>,
 }
 
+/// Epochs between checkpoints of a run with `ppo`: `--checkpoint-every`, or 0 (none) without
+/// seeded epoch resets, since only those make an epoch boundary restorable.
+pub(super) fn checkpoint_interval(plan: &KickstartPlan, ppo: &PpoConfig) -> usize {
+    plan.checkpoint_every * usize::from(ppo.reseed_at_epoch_end)
+}
+
 impl Sitting<'_> {
     /// The metrics file and the progress to continue from: the last checkpoint's, with the
     /// agent loaded from it, or a fresh start (no epochs done) after `write_config`.
@@ -83,10 +89,9 @@ impl Sitting<'_> {
     ) -> Result<(MetricsWriter, UnitProgress)> {
         let resumed = match self.every {
             0 => None,
-            _ => self
-                .run
-                .load_partial::<UnitProgress>()?
-                .filter(|(_, p)| p.config == self.config && p.epoch < self.epochs),
+            _ => self.run.load_partial::<UnitProgress>()?.filter(|(_, p)| {
+                without_threshold(p.config.clone()) == self.config && p.epoch < self.epochs
+            }),
         };
         match resumed {
             Some((dir, progress)) => {
@@ -130,6 +135,25 @@ impl Sitting<'_> {
 pub(super) struct StudentJob {
     pub(super) setting: Setting,
     pub(super) seed: u64,
+}
+
+impl StudentSummary {
+    /// This run's speed against `threshold`: the threshold is the teacher's, measured after
+    /// the run, so a summary written against another one is measured again from its curve.
+    fn measured_against(mut self, threshold: f64) -> Self {
+        self.epochs_to_threshold = first_at_least(&self.curve, threshold);
+        self.threshold = threshold;
+        self
+    }
+}
+
+/// A unit's configuration without the `threshold` that configurations written before the
+/// teacher's episode cap held: the threshold does not change how a run trains.
+fn without_threshold(mut config: serde_json::Value) -> serde_json::Value {
+    if let Some(map) = config.as_object_mut() {
+        map.remove("threshold");
+    }
+    config
 }
 
 fn first_at_least(curve: &[(f64, f64)], threshold: f64) -> Option<usize> {
@@ -258,7 +282,6 @@ fn train_student<B: Backend>(
         "seed": job.seed,
         "env": plan.env,
         "epochs": plan.epochs,
-        "threshold": threshold,
         "ppo": ppo_config,
         "teacher": teacher_config,
         "student": student_config,
@@ -266,11 +289,16 @@ fn train_student<B: Backend>(
     });
     // Through text and back, as the file on disk is, so that the comparison is exact.
     let config: serde_json::Value = serde_json::from_str(&config.to_string())?;
-    // A finished run with the same configuration is read back instead of retrained.
+    // A finished run with the same configuration is read back instead of retrained, and
+    // measured against the current threshold.
     if run.is_complete()
-        && read_json::<serde_json::Value>(&run.file("config.json")).ok() == Some(config.clone())
+        && read_json::<serde_json::Value>(&run.file("config.json"))
+            .ok()
+            .map(without_threshold)
+            == Some(config.clone())
     {
-        return read_json(&run.file("summary.json")).map(Some);
+        return read_json::<StudentSummary>(&run.file("summary.json"))
+            .map(|summary| Some(summary.measured_against(threshold)));
     }
     let bar = progress.map(|p| p.bar(plan.epochs as u64));
     // Seeded epoch resets make every epoch boundary restorable (`--checkpoint-every`).
@@ -278,7 +306,7 @@ fn train_student<B: Backend>(
         run: &run,
         config: config.clone(),
         epochs: plan.epochs,
-        every: plan.checkpoint_every * usize::from(ppo_config.reseed_at_epoch_end),
+        every: checkpoint_interval(plan, &ppo_config),
         deadline,
     };
     let (mut metrics, mut progress) = sitting.start(&mut ppo, || run.write_config(&config))?;
@@ -428,9 +456,10 @@ impl BackendTask for SuiteTask {
             jobs.into_iter()
                 .filter_map(|job| {
                     let unit = dir.join(&job.name);
-                    unit.join("summary.json")
-                        .is_file()
-                        .then(|| read_json::<StudentSummary>(&unit.join("summary.json")).map(Some))
+                    unit.join("summary.json").is_file().then(|| {
+                        read_json::<StudentSummary>(&unit.join("summary.json"))
+                            .map(|summary| Some(summary.measured_against(threshold)))
+                    })
                 })
                 .collect::<Result<Vec<_>>>()?
         } else {
@@ -462,5 +491,48 @@ impl BackendTask for SuiteTask {
             stopped,
             release_at_k0,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(threshold: f64) -> StudentSummary {
+        let curve = vec![(1.0, 10.0), (2.0, 40.0), (3.0, 80.0), (4.0, 75.0)];
+        StudentSummary {
+            setting: "ppo-32".into(),
+            seed: 0,
+            final_return: 80.0,
+            epochs_to_threshold: first_at_least(&curve, threshold),
+            epochs_to_plateau: None,
+            threshold,
+            privacy: None,
+            exhausted_at_epoch: None,
+            curve,
+        }
+    }
+
+    #[test]
+    fn a_finished_unit_is_measured_again_against_the_current_threshold() {
+        // Written against an unreachable threshold (an uncut teacher evaluation): never.
+        let old = summary(4_000.0);
+        assert_eq!(old.epochs_to_threshold, None);
+        let now = old.measured_against(30.0);
+        assert_eq!((now.epochs_to_threshold, now.threshold), (Some(2), 30.0));
+        assert_eq!(now.measured_against(81.0).epochs_to_threshold, None);
+    }
+
+    #[test]
+    fn a_unit_configuration_matches_with_or_without_the_old_threshold_key() {
+        let current = serde_json::json!({"setting": "ppo-32", "seed": 3, "epochs": 10});
+        let mut written = current.clone();
+        written["threshold"] = serde_json::json!(4164.75);
+        assert_ne!(written, current);
+        assert_eq!(without_threshold(written), current);
+        // Any other difference still makes it another run.
+        let mut other = current.clone();
+        other["seed"] = serde_json::json!(4);
+        assert_ne!(without_threshold(other), current);
     }
 }

@@ -13,7 +13,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::plan::{KickstartError, KickstartPlan};
-use super::students::{suite_dir_name, Sitting};
+use super::students::{checkpoint_interval, suite_dir_name, Sitting};
 use crate::report::format_number;
 use crate::report::plot::LearningCurves;
 use crate::run::{read_json, RunDir};
@@ -21,9 +21,16 @@ use crate::run::{read_json, RunDir};
 /// `summary.json` of the teacher run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct TeacherSummary {
-    /// Mean return of `evaluation_episodes` episodes of its stochastic policy.
+    /// Mean return of `evaluation_episodes` episodes of its stochastic policy, each cut after
+    /// `episode_cap` steps.
     pub(super) final_return: f64,
     pub(super) evaluation_episodes: usize,
+    /// Steps after which an evaluation episode (teacher's and random policy's) is cut: the
+    /// students' `max_ep_len`, so that the threshold is on the scale of the curves it is
+    /// compared with. `None` in summaries written before the cap (uncut episodes: on
+    /// AirRaid-ram 4,572 against training returns near 2,000), which are re-evaluated.
+    #[serde(default)]
+    pub(super) episode_cap: Option<usize>,
     /// Mean return of a uniformly random policy (the 0% level of the threshold).
     pub(super) random_return: f64,
     /// Certified Lipschitz bound of softmax ∘ MLP.
@@ -32,8 +39,22 @@ pub(super) struct TeacherSummary {
     curve: Vec<(f64, f64)>,
 }
 
-/// Mean return of `episodes` episodes of a uniformly random policy.
-fn random_return(env: &str, episodes: usize, seed: u64) -> Result<f64> {
+impl TeacherSummary {
+    /// The teacher's and a random policy's returns (the 100% and 0% levels of the threshold),
+    /// on 20 and 100 episodes cut after `cap` steps.
+    fn score(&mut self, ppo: &mut dyn Agent, plan: &KickstartPlan, cap: usize) -> Result<()> {
+        let episodes = 20;
+        self.final_return = evaluate(ppo, &plan.env, episodes, cap, plan.seed + 20_000)?;
+        self.evaluation_episodes = episodes;
+        self.random_return = random_return(&plan.env, 100, cap, plan.seed + 30_000)?;
+        self.episode_cap = Some(cap);
+        Ok(())
+    }
+}
+
+/// Mean return of `episodes` episodes of a uniformly random policy, each cut after `cap` steps
+/// as a training episode is.
+fn random_return(env: &str, episodes: usize, cap: usize, seed: u64) -> Result<f64> {
     let mut env = privrl_envs::make(env)?;
     let n = env
         .action_space()
@@ -43,7 +64,7 @@ fn random_return(env: &str, episodes: usize, seed: u64) -> Result<f64> {
     let mut total = 0.0;
     env.reset(Some(seed));
     for _ in 0..episodes {
-        loop {
+        for _ in 0..cap {
             let step = env.step(rng.random_range(0..n))?;
             total += step.reward;
             if step.done() {
@@ -61,13 +82,20 @@ fn flat(obs: &privrl_envs::Obs) -> Result<Vec<f32>> {
     Ok(out)
 }
 
-/// Mean return of `episodes` episodes of `agent`'s stochastic policy on a fresh environment.
-fn evaluate(agent: &mut dyn Agent, env: &str, episodes: usize, seed: u64) -> Result<f64> {
+/// Mean return of `episodes` episodes of `agent`'s stochastic policy on a fresh environment,
+/// each cut after `cap` steps as a training episode is.
+fn evaluate(
+    agent: &mut dyn Agent,
+    env: &str,
+    episodes: usize,
+    cap: usize,
+    seed: u64,
+) -> Result<f64> {
     let mut env = privrl_envs::make(env)?;
     let mut total = 0.0;
     let mut obs = flat(&env.reset(Some(seed)))?;
     for _ in 0..episodes {
-        for _ in 0..100_000 {
+        for _ in 0..cap {
             let step = env.step(agent.act(&obs, ActMode::Stochastic))?;
             total += step.reward;
             if step.done() {
@@ -108,10 +136,17 @@ pub(super) fn teacher<B: Backend>(
         && checkpoint.exists()
         && read_json::<serde_json::Value>(&run.file("config.json")).ok()
             == Some(config_json.clone());
+    let cap = plan.ppo(&plan.student_hidden).max_ep_len;
     if reuse {
         ppo.load_checkpoint(&checkpoint)?;
-        let summary: TeacherSummary = read_json(&run.file("summary.json"))?;
+        let mut summary: TeacherSummary = read_json(&run.file("summary.json"))?;
         tracing::info!("reusing the teacher in {}", run.path().display());
+        if summary.episode_cap != Some(cap) {
+            // Scored before the episode cap: score the checkpoint again, as a new teacher is.
+            tracing::info!("re-evaluating the teacher with episodes cut after {cap} steps");
+            summary.score(&mut ppo, plan, cap)?;
+            run.write_summary(&summary)?;
+        }
         return Ok((Teacher::from_actor(ppo.actor())?, summary));
     }
     let bar = crate::sweep::progress_bar(plan.teacher_epochs as u64, "teacher");
@@ -119,7 +154,7 @@ pub(super) fn teacher<B: Backend>(
         run: &run,
         config: config_json,
         epochs: plan.teacher_epochs,
-        every: plan.checkpoint_every * usize::from(ppo.config().reseed_at_epoch_end),
+        every: checkpoint_interval(plan, ppo.config()),
         deadline,
     };
     let (mut metrics, mut progress) = sitting.start(&mut ppo, || run.write_config(&config))?;
@@ -148,14 +183,15 @@ pub(super) fn teacher<B: Backend>(
     ppo.save_checkpoint(&checkpoint)?;
     run.clear_partial()?;
     let teacher = Teacher::from_actor(ppo.actor())?;
-    let episodes = 20;
-    let summary = TeacherSummary {
-        final_return: evaluate(&mut ppo, &plan.env, episodes, plan.seed + 20_000)?,
-        evaluation_episodes: episodes,
-        random_return: random_return(&plan.env, 100, plan.seed + 30_000)?,
+    let mut summary = TeacherSummary {
+        final_return: f64::NAN,
+        evaluation_episodes: 0,
+        episode_cap: None,
+        random_return: f64::NAN,
         lipschitz: teacher.lipschitz().upper_bound,
         curve,
     };
+    summary.score(&mut ppo, plan, cap)?;
     LearningCurves::new(format!("teacher (64, 64) PPO on {}", plan.env))
         .x_label("epoch")
         .y_label("epoch return")
