@@ -1110,13 +1110,20 @@ impl ReleaseSchedule {
     /// ε at δ of every release, composed exactly (each block at its own q) by the schedule's
     /// accountant: 0 before any release, ∞ if one had no noise.
     pub fn epsilon(&self) -> Result<f64, PrivacyError> {
+        self.epsilon_by(self.accountant)
+    }
+
+    /// [`ReleaseSchedule::epsilon`] by `accountant`, whichever the schedule's own is, with the
+    /// same caches: e.g. the cheap RDP ε after every episode of a run that reports PLD at the
+    /// end.
+    pub fn epsilon_by(&self, accountant: AccountantKind) -> Result<f64, PrivacyError> {
         let Some(last) = self.blocks.last() else {
             return Ok(0.0);
         };
         if self.blocks.iter().any(|b| b.noise_multiplier <= 0.0) {
             return Ok(f64::INFINITY);
         }
-        match self.accountant {
+        match accountant {
             AccountantKind::Rdp => self.rdp_epsilon(last),
             AccountantKind::Pld => self.pld_epsilon(),
         }

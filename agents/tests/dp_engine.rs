@@ -799,6 +799,14 @@ fn the_pld_accountant_gives_the_pld_epsilon_of_the_logged_schedule() {
         pld_eps > 0.5 * rdp_eps,
         "PLD {pld_eps} against RDP {rdp_eps}"
     );
+    // The same schedule by the other accountant, on request.
+    assert_eq!(
+        pld_engine
+            .schedule()
+            .epsilon_by(AccountantKind::Rdp)
+            .unwrap(),
+        rdp_eps
+    );
     assert!(pld_engine.label().ends_with("PLD accountant"));
     assert!(rdp_engine.label().ends_with("RDP accountant"));
 

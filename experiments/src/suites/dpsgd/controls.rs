@@ -373,8 +373,9 @@ impl<B: burn::tensor::backend::AutodiffBackend> UnitAgent<B> {
     fn epsilon_by(&self, accountant: AccountantKind) -> Result<f64> {
         Ok(match self {
             UnitAgent::Plain(_) => f64::INFINITY,
-            UnitAgent::Private(p) if p.engine().config().accountant == accountant => p.epsilon()?,
-            UnitAgent::Private(p) => p.tally().with_accountant(accountant).epsilon()?,
+            // The engine's own schedule, so that the RDP ε after every episode of a PLD run
+            // reuses its cached prefix (as the engine's own ε does under RDP).
+            UnitAgent::Private(p) => p.engine().schedule().epsilon_by(accountant)?,
         })
     }
 }
