@@ -429,16 +429,16 @@ fn adjacency_and_unit_reach_every_epsilon() {
         private.tally().label(),
         "per episode, substitution, δ = 0.00001, RDP accountant"
     );
-    // The PLD accountant, chosen in the config, gives the agent's ε: within its grid's slack
-    // (1e-3) above the exact ε of the Gaussian mechanism at distance 2, 9.9973 (Balle & Wang
-    // 2018), below RDP's 10.7255.
+    // The PLD accountant, chosen in the config, gives the agent's ε: never below the exact ε
+    // of the Gaussian mechanism at distance 2, 9.9972561 (Balle & Wang 2018, by bisection on
+    // their δ(ε)), within its grid's slack (1e-3) above it, and below RDP's 10.7255.
     let reinforce =
         Reinforce::<B>::new(ReinforceConfig::new(), cartpole(), &Default::default(), 0).unwrap();
     let pld = substitution.clone().with_accountant(AccountantKind::Pld);
     let mut private = DpSgdReinforce::new(reinforce, &pld, 0).unwrap();
     private.train_episode().unwrap();
     let eps = private.epsilon().unwrap();
-    assert!((9.9973..9.9983).contains(&eps), "{eps}");
+    assert!((9.997256..9.998256).contains(&eps), "{eps}");
     assert_eq!(
         private.tally().label(),
         "per episode, substitution, δ = 0.00001, PLD accountant"
