@@ -9,11 +9,13 @@
 //!    size qN (the drawn size depends on the data; Opacus divides by qN too);
 //! 4. hands the result to any Burn [`Optimizer`];
 //! 5. records the release (q, σ) so that [`PrivacyEngine::epsilon`] composes every step with
-//!    the RDP accountant of [`privrl_privacy`] (Mironov, Talwar & Zhang 2019) under the chosen
-//!    [`Adjacency`] (add/remove by default, as Opacus).
+//!    the chosen accountant of [`privrl_privacy`] ([`AccountantKind`]): RDP (Mironov, Talwar &
+//!    Zhang 2019; the default, as Opacus) or the tighter PLD ([`privrl_privacy::pld`]), under
+//!    the chosen [`Adjacency`] (add/remove by default, as Opacus).
 //!
 //! σ is given, or calibrated from a target (ε, δ) and a number of steps
-//! ([`NoiseCalibration::TargetEpsilon`]), as Opacus' `make_private_with_epsilon`.
+//! ([`NoiseCalibration::TargetEpsilon`]), as Opacus' `make_private_with_epsilon`, always under
+//! RDP (see there).
 //!
 //! # Per-sample gradients
 //!
@@ -48,9 +50,10 @@ use burn::tensor::module::unfold4d;
 use burn::tensor::ops::UnfoldOptions;
 use burn::tensor::{Int, Tensor, TensorData};
 use privrl_privacy::{
-    compute_rdp_under, default_orders, noise_multiplier_for_under, poisson_sample, rdp_to_dp,
-    Adjacency, GradientMechanism, GradientMechanismConfig, MechanismRng, MechanismRngState,
-    PrivacyError, RandomnessSource, RdpAccountant, SubsampledGaussianSteps,
+    compute_rdp_under, default_orders, noise_multiplier_for_under, pld, poisson_sample, rdp_to_dp,
+    AccountantKind, Adjacency, GradientMechanism, GradientMechanismConfig, MechanismRng,
+    MechanismRngState, PldConfig, PrivacyError, RandomnessSource, RdpAccountant,
+    SubsampledGaussianSteps,
 };
 use serde::{Deserialize, Serialize};
 
@@ -958,24 +961,53 @@ pub fn select_records<B: Backend, const D: usize>(
 
 /// The releases of a DP-SGD run, in order, as run-length blocks of identical steps (q, σ,
 /// count), each q exactly as used (a replay buffer that grows gives every step its own q),
-/// and the ε they add up to under the RDP accountant (Mironov, Talwar & Zhang 2019) at δ,
-/// under an [`Adjacency`]. The one accounting of the [`PrivacyEngine`] and of the DP agents
-/// built on it; plain data, so a checkpoint holds it exactly.
+/// and the ε they add up to at δ, under an [`Adjacency`], by an [`AccountantKind`]: the RDP
+/// accountant (Mironov, Talwar & Zhang 2019; the default) or the PLD accountant
+/// ([`privrl_privacy::pld`], tighter). The one accounting of the [`PrivacyEngine`] and of the
+/// DP agents built on it; plain data, so a checkpoint holds it exactly (a schedule saved
+/// before the accountant was recorded reads as RDP, the only one then).
 ///
-/// [`ReleaseSchedule::epsilon`] keeps the RDP of the blocks before the last one, so that
-/// asking for ε after every episode costs one block's RDP, not the whole run's.
+/// [`ReleaseSchedule::epsilon`] keeps, under RDP, the RDP of the blocks before the last one,
+/// so that asking for ε after every episode costs one block's RDP, not the whole run's; under
+/// PLD, the last ε and the schedule it was computed for, so that asking again without new
+/// releases costs nothing (each new ε composes the whole schedule: up to seconds).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ReleaseSchedule {
     adjacency: Adjacency,
     delta: f64,
     blocks: Vec<SubsampledGaussianSteps>,
+    #[serde(default)]
+    accountant: AccountantKind,
     #[serde(skip)]
     cache: RdpCache,
+    #[serde(skip)]
+    pld_cache: PldCache,
 }
 
 impl PartialEq for ReleaseSchedule {
     fn eq(&self, other: &Self) -> bool {
-        (self.adjacency, self.delta, &self.blocks) == (other.adjacency, other.delta, &other.blocks)
+        (self.adjacency, self.delta, &self.blocks, self.accountant)
+            == (
+                other.adjacency,
+                other.delta,
+                &other.blocks,
+                other.accountant,
+            )
+    }
+}
+
+/// The PLD ε last computed and what it was computed for (adjacency, δ, blocks).
+#[derive(Debug, Default)]
+struct PldCache(std::sync::Mutex<Option<PldKey>>);
+
+/// (adjacency, δ, blocks, ε).
+type PldKey = (Adjacency, f64, Vec<SubsampledGaussianSteps>, f64);
+
+impl Clone for PldCache {
+    fn clone(&self) -> Self {
+        Self(std::sync::Mutex::new(
+            self.0.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        ))
     }
 }
 
@@ -997,14 +1029,28 @@ impl RdpCache {
 }
 
 impl ReleaseSchedule {
-    /// No release yet; ε at `delta`, under `adjacency`.
+    /// No release yet; ε at `delta`, under `adjacency`, by the RDP accountant
+    /// ([`ReleaseSchedule::with_accountant`] for PLD).
     pub fn new(adjacency: Adjacency, delta: f64) -> Self {
         Self {
             adjacency,
             delta,
             blocks: Vec::new(),
+            accountant: AccountantKind::Rdp,
             cache: RdpCache::default(),
+            pld_cache: PldCache::default(),
         }
+    }
+
+    /// The same schedule with ε by `accountant` (the releases do not depend on it).
+    pub fn with_accountant(mut self, accountant: AccountantKind) -> Self {
+        self.accountant = accountant;
+        self
+    }
+
+    /// Which accountant gives ε.
+    pub fn accountant_kind(&self) -> AccountantKind {
+        self.accountant
     }
 
     /// Counts `count` releases at sampling rate q and noise multiplier σ (σ = 0: no noise,
@@ -1066,15 +1112,51 @@ impl ReleaseSchedule {
         )
     }
 
-    /// ε at δ of every release, composed exactly (each block at its own q): 0 before any
-    /// release, ∞ if one had no noise.
+    /// ε at δ of every release, composed exactly (each block at its own q) by the schedule's
+    /// accountant: 0 before any release, ∞ if one had no noise.
     pub fn epsilon(&self) -> Result<f64, PrivacyError> {
+        self.epsilon_by(self.accountant)
+    }
+
+    /// [`ReleaseSchedule::epsilon`] by `accountant`, whichever the schedule's own is, with the
+    /// same caches: e.g. the cheap RDP ε after every episode of a run that reports PLD at the
+    /// end.
+    pub fn epsilon_by(&self, accountant: AccountantKind) -> Result<f64, PrivacyError> {
         let Some(last) = self.blocks.last() else {
             return Ok(0.0);
         };
         if self.blocks.iter().any(|b| b.noise_multiplier <= 0.0) {
             return Ok(f64::INFINITY);
         }
+        match accountant {
+            AccountantKind::Rdp => self.rdp_epsilon(last),
+            AccountantKind::Pld => self.pld_epsilon(),
+        }
+    }
+
+    /// ε by the PLD accountant at its default discretisation, recomputed only when the
+    /// schedule (or its adjacency or δ) changed since the last call.
+    fn pld_epsilon(&self) -> Result<f64, PrivacyError> {
+        let mut cache = self.pld_cache.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((adjacency, delta, blocks, epsilon)) = cache.as_ref() {
+            if (*adjacency, *delta, blocks.as_slice())
+                == (self.adjacency, self.delta, self.blocks.as_slice())
+            {
+                return Ok(*epsilon);
+            }
+        }
+        let epsilon = pld::schedule_epsilon(
+            &self.blocks,
+            self.adjacency,
+            self.delta,
+            &PldConfig::default(),
+        )?;
+        *cache = Some((self.adjacency, self.delta, self.blocks.clone(), epsilon));
+        Ok(epsilon)
+    }
+
+    /// ε by the RDP accountant, the closed blocks' RDP cached.
+    fn rdp_epsilon(&self, last: &SubsampledGaussianSteps) -> Result<f64, PrivacyError> {
         let closed = self.blocks.len() - 1;
         let mut cache = self.cache.lock();
         let (mut done, mut rdp) = match cache.take() {
@@ -1096,7 +1178,8 @@ impl ReleaseSchedule {
         Ok(rdp_to_dp(&default_orders(), &total, self.delta)?.0)
     }
 
-    /// The RDP accountant holding every release, under the schedule's adjacency.
+    /// The RDP accountant holding every release, under the schedule's adjacency (whatever
+    /// [`ReleaseSchedule::accountant_kind`] is).
     pub fn accountant(&self) -> Result<RdpAccountant, PrivacyError> {
         let mut accountant = RdpAccountant::new(self.delta)?.with_adjacency(self.adjacency)?;
         for block in &self.blocks {
@@ -1189,7 +1272,11 @@ pub enum NoiseCalibration {
     /// A given noise multiplier σ ≥ 0 (σ = 0: clipping without noise, ε = ∞).
     NoiseMultiplier(f64),
     /// The smallest σ whose ε after `steps` steps at the engine's q, δ and adjacency is at
-    /// most `epsilon` (Opacus' `make_private_with_epsilon`).
+    /// most `epsilon` (Opacus' `make_private_with_epsilon`), **by the RDP accountant** whatever
+    /// the engine's [`AccountantKind`]: RDP's ε is an upper bound, so the run meets the target
+    /// by either account (under PLD its reported ε is typically below the target, the
+    /// calibration conservative by the gap between the two). Calibrating under PLD would cost
+    /// a PLD composition per bisection step (tens of them, each up to seconds).
     TargetEpsilon {
         /// Target ε > 0.
         epsilon: f64,
@@ -1215,6 +1302,8 @@ pub struct PrivacyEngineConfig {
     pub adjacency: Adjacency,
     /// Quantile-based adaptive clipping starting from `clip`; `None` (default): C fixed.
     pub adaptive_clipping: Option<AdaptiveClipping>,
+    /// Which accountant gives the spent ε; default RDP, as Opacus.
+    pub accountant: AccountantKind,
 }
 
 impl PrivacyEngineConfig {
@@ -1229,6 +1318,7 @@ impl PrivacyEngineConfig {
             delta: 1e-5,
             adjacency: Adjacency::AddRemove,
             adaptive_clipping: None,
+            accountant: AccountantKind::Rdp,
         }
     }
 
@@ -1241,6 +1331,12 @@ impl PrivacyEngineConfig {
     /// The same under `adjacency`.
     pub fn with_adjacency(mut self, adjacency: Adjacency) -> Self {
         self.adjacency = adjacency;
+        self
+    }
+
+    /// The same with ε by `accountant`.
+    pub fn with_accountant(mut self, accountant: AccountantKind) -> Self {
+        self.accountant = accountant;
         self
     }
 
@@ -1343,7 +1439,7 @@ fn out_of_range(name: &'static str, value: f64, expected: &'static str) -> Engin
 
 /// What a [`PrivacyEngine`] must carry over a checkpoint so that a resumed run continues
 /// where it stopped: every release so far (ε continues, never restarts), the current N, q
-/// and C (C moves under adaptive clipping), σ, δ, the adjacency, and the position of the
+/// and C (C moves under adaptive clipping), σ, δ, the adjacency, the accountant, and the position of the
 /// sampling-and-noise generator (`None` for the operating system's, which has none).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EngineState {
@@ -1355,7 +1451,7 @@ pub struct EngineState {
     pub clip: f64,
     /// σ (the accounted one; with adaptive clipping the gradient's is σ_Δ).
     pub noise_multiplier: f64,
-    /// Every release so far, with δ and the adjacency.
+    /// Every release so far, with δ, the adjacency and the accountant.
     pub schedule: ReleaseSchedule,
     /// The generator's position.
     pub rng: Option<MechanismRngState>,
@@ -1423,7 +1519,8 @@ impl PrivacyEngine {
             None => noise_multiplier,
         };
         Ok(Self {
-            schedule: ReleaseSchedule::new(config.adjacency, config.delta),
+            schedule: ReleaseSchedule::new(config.adjacency, config.delta)
+                .with_accountant(config.accountant),
             config,
             noise_multiplier,
             gradient_noise,
@@ -1631,19 +1728,22 @@ impl PrivacyEngine {
         Ok(self.schedule.accountant()?)
     }
 
-    /// ε spent so far at the configured δ, per record, under the configured adjacency: 0
-    /// before any step, ∞ for σ = 0.
+    /// ε spent so far at the configured δ, per record, under the configured adjacency, by the
+    /// configured accountant: 0 before any step, ∞ for σ = 0. Under PLD a new value costs a
+    /// composition of the whole schedule (up to seconds); asking again before the next step
+    /// is free.
     pub fn epsilon(&self) -> Result<f64, EngineError> {
         Ok(self.schedule.epsilon()?)
     }
 
     /// What an ε of this engine means, to print beside it: `per record, add/remove,
-    /// δ = 1e-5`.
+    /// δ = 1e-5, RDP accountant`.
     pub fn label(&self) -> String {
         format!(
-            "per record, {}, δ = {}",
+            "per record, {}, δ = {}, {}",
             self.config.adjacency.name(),
-            self.config.delta
+            self.config.delta,
+            self.config.accountant.name()
         )
     }
 
@@ -1660,16 +1760,18 @@ impl PrivacyEngine {
     }
 
     /// Continues from `state`: the releases (so ε continues), N, q, C and the generator's
-    /// position. Refused if `state` was written by an engine with another σ, δ or adjacency:
-    /// its ε would be continued under the wrong parameters.
+    /// position. Refused if `state` was written by an engine with another σ, δ, adjacency or
+    /// accountant: its ε would be continued under the wrong parameters (or, for the
+    /// accountant, printed as another accountant's).
     pub fn restore(&mut self, state: &EngineState) -> Result<(), EngineError> {
         let (got, want) = (&state.schedule, &self.schedule);
         if state.noise_multiplier != self.noise_multiplier
             || got.adjacency() != want.adjacency()
             || got.delta() != want.delta()
+            || got.accountant_kind() != want.accountant_kind()
         {
             return Err(EngineError::Privacy(PrivacyError::Inconsistent(
-                "an engine state saved with another noise multiplier, δ or adjacency",
+                "an engine state saved with another noise multiplier, δ, adjacency or accountant",
             )));
         }
         check_sampling(state.dataset_size, state.sample_rate)?;

@@ -73,7 +73,7 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Tensor;
 use privrl_envs::{Env, EnvError, Obs, Space, Step, StepInfo};
 use privrl_privacy::{
-    Adjacency, GradientMechanism, GradientMechanismConfig, MechanismRng, NoiseMode,
+    AccountantKind, Adjacency, GradientMechanism, GradientMechanismConfig, MechanismRng, NoiseMode,
     ObservationNoise, RandomnessSource,
 };
 use rand::Rng;
@@ -137,6 +137,10 @@ pub struct DpSgdTrainingConfig {
     /// / 20, as Andrew et al. suggest.
     #[config(default = "None")]
     pub adaptive_clip_count_noise: Option<f64>,
+    /// Which accountant gives the reported ε ([`AccountantKind`]): RDP (default, as Opacus)
+    /// or the tighter PLD. Training does not depend on it.
+    #[config(default = "AccountantKind::Rdp")]
+    pub accountant: AccountantKind,
 }
 
 impl DpSgdTrainingConfig {
@@ -213,7 +217,8 @@ impl DpSgdTrainingConfig {
             NoiseCalibration::NoiseMultiplier(self.noise_multiplier),
         )
         .with_delta(self.delta)
-        .with_adjacency(self.adjacency);
+        .with_adjacency(self.adjacency)
+        .with_accountant(self.accountant);
         if let Some(adaptive) = self.adaptive_clipping(expected_batch_size) {
             config = config.with_adaptive_clipping(adaptive);
         }
@@ -287,6 +292,17 @@ impl PrivacyTally {
         self
     }
 
+    /// The same tally with ε by `accountant` (the releases do not depend on it).
+    pub fn with_accountant(mut self, accountant: AccountantKind) -> Self {
+        self.schedule = self.schedule.with_accountant(accountant);
+        self
+    }
+
+    /// Which accountant gives ε.
+    pub fn accountant(&self) -> AccountantKind {
+        self.schedule.accountant_kind()
+    }
+
     /// Counts `count` releases at sampling rate `q` ∈ (0, 1], exactly.
     pub fn record(&mut self, q: f64, count: u64) {
         self.schedule.record(q, self.noise_multiplier, count);
@@ -350,18 +366,19 @@ impl PrivacyTally {
     }
 
     /// What an ε of this tally means, to print beside it: `per episode, add/remove,
-    /// δ = 1e-5`.
+    /// δ = 1e-5, RDP accountant`.
     pub fn label(&self) -> String {
         format!(
-            "per {}, {}, δ = {}",
+            "per {}, {}, δ = {}, {}",
             self.unit.name(),
             self.adjacency().name(),
-            self.delta()
+            self.delta(),
+            self.accountant().name()
         )
     }
 
-    /// ε at the tally's δ: RDP of every counted release, composed under the tally's
-    /// adjacency (∞ without noise; 0 before any release).
+    /// ε at the tally's δ: every counted release, composed under the tally's adjacency by its
+    /// accountant (∞ without noise; 0 before any release).
     pub fn epsilon(&self) -> Result<f64, AgentError> {
         if self.steps() == 0 {
             return Ok(0.0);
@@ -375,7 +392,8 @@ impl PrivacyTally {
     /// ε if one record took part in every counted step at q = 1.
     pub fn epsilon_if_every_step(&self) -> Result<f64, AgentError> {
         let mut all = Self::new(self.unit, self.noise_multiplier, self.delta())
-            .with_adjacency(self.adjacency());
+            .with_adjacency(self.adjacency())
+            .with_accountant(self.accountant());
         all.record(1.0, self.steps());
         all.epsilon()
     }
@@ -406,7 +424,8 @@ impl PrivateState {
         save_json(dir, PRIVATE_STATE, &state)
     }
 
-    /// Reads the state into `engine`, which refuses one of another σ, δ or adjacency: a
+    /// Reads the state into `engine`, which refuses one of another σ, δ, adjacency or
+    /// accountant: a
     /// tally composed at another σ or stated under another relation would be continued under
     /// the wrong parameters.
     fn load(engine: &mut PrivacyEngine, dir: &Path) -> Result<(), AgentError> {
@@ -416,11 +435,13 @@ impl PrivateState {
             checkpoint_error(
                 &path,
                 format!(
-                    "{e}: saved with σ = {}, the agent has σ = {} (per record, {}, δ = {})",
+                    "{e}: saved with σ = {} ({}, δ = {}, {}), the agent has σ = {} ({})",
                     state.engine.noise_multiplier,
+                    state.engine.schedule.adjacency().name(),
+                    state.engine.schedule.delta(),
+                    state.engine.schedule.accountant_kind().name(),
                     engine.noise_multiplier(),
-                    engine.config().adjacency.name(),
-                    engine.config().delta
+                    engine.label()
                 ),
             )
         })
@@ -527,7 +548,8 @@ impl<B: AutodiffBackend> DpSgdReinforce<B> {
             self.engine.noise_multiplier(),
             self.engine.config().delta,
         )
-        .with_adjacency(self.engine.config().adjacency);
+        .with_adjacency(self.engine.config().adjacency)
+        .with_accountant(self.engine.config().accountant);
         if self.engine.steps() > 0 {
             tally.record(1.0, 1);
         }
@@ -548,7 +570,8 @@ impl<B: AutodiffBackend> DpSgdReinforce<B> {
             self.engine.noise_multiplier() / self.episodes_per_step as f64,
             self.engine.config().delta,
         )
-        .with_adjacency(self.engine.config().adjacency);
+        .with_adjacency(self.engine.config().adjacency)
+        .with_accountant(self.engine.config().accountant);
         user.record(1.0, self.engine.steps());
         user.epsilon()
     }
@@ -569,8 +592,8 @@ impl<B: AutodiffBackend> DpSgdReinforce<B> {
     }
 
     /// Restores what [`DpSgdReinforce::save_checkpoint`] wrote: the releases continue from the
-    /// checkpoint's, never from zero. Fails if the checkpoint was written with another σ, δ
-    /// or adjacency.
+    /// checkpoint's, never from zero. Fails if the checkpoint was written with another σ, δ,
+    /// adjacency or accountant.
     pub fn load_checkpoint(&mut self, dir: &Path) -> Result<(), AgentError> {
         PrivateState::load(&mut self.engine, dir)?;
         self.agent.load_checkpoint(dir)
@@ -714,8 +737,8 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
 
     /// Restores what [`DpSgdDqn::save_checkpoint`] wrote: the releases continue from the
     /// checkpoint's, never from zero, and the replay buffer's size, hence every later q_t, is
-    /// the uninterrupted run's. Fails if the checkpoint was written with another σ, δ or
-    /// adjacency.
+    /// the uninterrupted run's. Fails if the checkpoint was written with another σ, δ,
+    /// adjacency or accountant.
     pub fn load_checkpoint(&mut self, dir: &Path) -> Result<(), AgentError> {
         PrivateState::load(&mut self.engine, dir)?;
         self.agent.load_checkpoint(dir)?;

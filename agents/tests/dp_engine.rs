@@ -20,7 +20,8 @@ use privrl_agents::dp_engine::{
 use privrl_agents::nn::{Dense, DenseConfig};
 use privrl_agents::GradientRecord;
 use privrl_privacy::{
-    dp_sgd_epsilon_under, noise_multiplier_for_under, Adjacency, RandomnessSource,
+    dp_sgd_epsilon_under, noise_multiplier_for_under, pld, AccountantKind, Adjacency, PldConfig,
+    RandomnessSource, SubsampledGaussianSteps,
 };
 use rand::{Rng, SeedableRng};
 
@@ -739,4 +740,98 @@ fn the_schedules_cached_epsilon_equals_a_fresh_accountant() {
         last = eps;
     }
     assert_eq!(schedule.blocks().len(), 30);
+}
+
+/// Under `AccountantKind::Pld` the engine's ε is the PLD accountant's for the schedule it ran
+/// (recomputed here from a log of every step's (q, σ), one block per step), at most the RDP ε
+/// of the same run; the accountant does not change the run itself; a checkpoint carries the
+/// accountant, is refused by an engine of the other one, and an older state without it reads
+/// as RDP.
+#[test]
+fn the_pld_accountant_gives_the_pld_epsilon_of_the_logged_schedule() {
+    let (x, y) = mlp_data(40);
+    let loss = mlp_loss(&x, &y);
+    let make = |accountant| {
+        PrivacyEngine::new(
+            PrivacyEngineConfig::new(40, 0.25, 1.0, NoiseCalibration::NoiseMultiplier(1.3))
+                .with_accountant(accountant),
+            RandomnessSource::Seeded(11),
+        )
+        .unwrap()
+    };
+    let (mut pld_engine, mut rdp_engine) = (make(AccountantKind::Pld), make(AccountantKind::Rdp));
+    let start = Mlp::<B>::new(&Default::default());
+    // Reading the layout initialises the lazy parameters, so that both runs start equal.
+    assert_eq!(ParamLayout::of(&start).num_values(), 44);
+    let mut log = Vec::new();
+    let mut nets = Vec::new();
+    for engine in [&mut pld_engine, &mut rdp_engine] {
+        let mut net = start.clone();
+        let mut optimizer = SgdConfig::new().init();
+        log.clear();
+        for step in 0..9usize {
+            // Three sampling rates, as a growing dataset gives.
+            let (n, q) = [(40, 0.25), (40, 0.5), (20, 0.125)][step % 3];
+            engine.set_sampling(n, q).unwrap();
+            net = engine
+                .step(net, &mut optimizer, 0.05, &Traced(&loss))
+                .unwrap();
+            log.push(SubsampledGaussianSteps {
+                sample_rate: q,
+                noise_multiplier: 1.3,
+                steps: 1,
+            });
+        }
+        nets.push(host(net.out.weight.val()));
+    }
+    assert_eq!(nets[0], nets[1], "the accountant does not touch the run");
+    let independent =
+        pld::schedule_epsilon(&log, Adjacency::AddRemove, 1e-5, &PldConfig::default()).unwrap();
+    let pld_eps = pld_engine.epsilon().unwrap();
+    assert!(
+        (pld_eps - independent).abs() <= 1e-12 * independent,
+        "{pld_eps} vs {independent}"
+    );
+    assert_eq!(pld_engine.epsilon().unwrap(), pld_eps, "asked again");
+    let rdp_eps = rdp_engine.epsilon().unwrap();
+    assert!(pld_eps <= rdp_eps, "PLD {pld_eps} above RDP {rdp_eps}");
+    assert!(
+        pld_eps > 0.5 * rdp_eps,
+        "PLD {pld_eps} against RDP {rdp_eps}"
+    );
+    // The same schedule by the other accountant, on request.
+    assert_eq!(
+        pld_engine
+            .schedule()
+            .epsilon_by(AccountantKind::Rdp)
+            .unwrap(),
+        rdp_eps
+    );
+    assert!(pld_engine.label().ends_with("PLD accountant"));
+    assert!(rdp_engine.label().ends_with("RDP accountant"));
+
+    // Checkpoint round trip.
+    let saved = serde_json::to_string(&pld_engine.state()).unwrap();
+    assert!(saved.contains("\"accountant\":\"pld\""), "{saved}");
+    let mut resumed = make(AccountantKind::Pld);
+    resumed
+        .restore(&serde_json::from_str(&saved).unwrap())
+        .unwrap();
+    assert_eq!(resumed.epsilon().unwrap(), pld_eps);
+    assert_eq!(resumed.state(), pld_engine.state());
+    let refused = make(AccountantKind::Rdp).restore(&serde_json::from_str(&saved).unwrap());
+    assert!(refused.is_err(), "a PLD state restored into an RDP engine");
+    assert!(make(AccountantKind::Pld)
+        .restore(&rdp_engine.state())
+        .is_err());
+    // A state saved before the accountant was recorded: RDP, the only one then.
+    let old = serde_json::to_string(&rdp_engine.state())
+        .unwrap()
+        .replace(",\"accountant\":\"rdp\"", "");
+    assert!(!old.contains("accountant"), "{old}");
+    let mut from_old = make(AccountantKind::Rdp);
+    from_old
+        .restore(&serde_json::from_str(&old).unwrap())
+        .unwrap();
+    assert_eq!(from_old.epsilon().unwrap(), rdp_eps);
 }

@@ -13,8 +13,8 @@ use privrl_agents::{
 };
 use privrl_envs::Env;
 use privrl_privacy::{
-    clip_l2, dp_sgd_epsilon, dp_sgd_epsilon_under, Adjacency, GradientMechanism, NoiseMode,
-    ObservationNoiseConfig, RandomnessSource,
+    clip_l2, dp_sgd_epsilon, dp_sgd_epsilon_under, AccountantKind, Adjacency, GradientMechanism,
+    NoiseMode, ObservationNoiseConfig, RandomnessSource,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -427,7 +427,21 @@ fn adjacency_and_unit_reach_every_epsilon() {
     assert!((eps - 10.725510).abs() < 1e-5, "{eps}");
     assert_eq!(
         private.tally().label(),
-        "per episode, substitution, δ = 0.00001"
+        "per episode, substitution, δ = 0.00001, RDP accountant"
+    );
+    // The PLD accountant, chosen in the config, gives the agent's ε: never below the exact ε
+    // of the Gaussian mechanism at distance 2, 9.9972561 (Balle & Wang 2018, by bisection on
+    // their δ(ε)), within its grid's slack (1e-3) above it, and below RDP's 10.7255.
+    let reinforce =
+        Reinforce::<B>::new(ReinforceConfig::new(), cartpole(), &Default::default(), 0).unwrap();
+    let pld = substitution.clone().with_accountant(AccountantKind::Pld);
+    let mut private = DpSgdReinforce::new(reinforce, &pld, 0).unwrap();
+    private.train_episode().unwrap();
+    let eps = private.epsilon().unwrap();
+    assert!((9.997256..9.998256).contains(&eps), "{eps}");
+    assert_eq!(
+        private.tally().label(),
+        "per episode, substitution, δ = 0.00001, PLD accountant"
     );
 
     let dqn_config = DqnConfig::new()
@@ -446,7 +460,7 @@ fn adjacency_and_unit_reach_every_epsilon() {
     let (add_remove, substitution) = (run(Adjacency::AddRemove), run(Adjacency::Substitution));
     assert_eq!(
         add_remove.tally().label(),
-        "per transition, add/remove, δ = 0.00001"
+        "per transition, add/remove, δ = 0.00001, RDP accountant"
     );
     // The same releases, a larger ε under substitution; the schedule carries the relation.
     assert_eq!(add_remove.tally().steps(), substitution.tally().steps());

@@ -12,7 +12,7 @@
 //! | [`gradient_mechanism`] | one object-safe trait for every gradient mechanism (none, clip, DP-SGD, Laplace, PRS), their names and configs | papers 003, 004 |
 //! | [`dpsgd`] | DP-SGD clipping (flat, per layer), noise, averaging, Poisson sampling | paper 004, Figure 7 |
 //! | [`rdp`] | RDP accountant of the subsampled Gaussian, (ε, δ) conversion, σ for a target ε | Mironov et al. 2019; Balle et al. 2020; Opacus |
-//! | [`pld`] | PLD accountant of the subsampled Gaussian (tighter ε, an upper bound), heterogeneous schedules, both adjacencies | Koskela et al. 2020; Doroshenko et al. 2022; dp-accounting |
+//! | [`pld`] | PLD accountant of the subsampled Gaussian (tighter ε, an upper bound), heterogeneous schedules, both adjacencies; [`AccountantKind`], the choice between RDP and PLD | Koskela et al. 2020; Doroshenko et al. 2022; dp-accounting |
 //! | [`composition`] | basic and advanced composition, the `Accountant` trait | DRV 2010; Kairouz et al. 2015 |
 //! | [`ledger`] | record of every release; spent so far; budget checks | |
 //! | [`observation_noise`] | σ·IQR Gaussian noise on observations | paper 004, local DP |
@@ -100,7 +100,7 @@ pub use lipschitz::{
 };
 pub use mechanism::{Mechanism, PrivacyCost};
 pub use observation_noise::{interquartile_range, ObservationNoise, ObservationNoiseConfig};
-pub use pld::{dp_sgd_epsilon_pld, PldConfig, PrivacyLossDistribution};
+pub use pld::{dp_sgd_epsilon_pld, AccountantKind, PldConfig, PrivacyLossDistribution};
 pub use projected_random_sign::{
     default_reduced_dimension, BitFlip, ProjectedRandomSign, ProjectionMatrix, PrsConfig,
 };

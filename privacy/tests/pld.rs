@@ -3,7 +3,9 @@
 //! tighter), against the exact Gaussian mechanism (Balle & Wang 2018) at q = 1, and on bad
 //! input.
 
-use privrl_privacy::pld::{schedule_delta, schedule_epsilon, PldConfig, PrivacyLossDistribution};
+use privrl_privacy::pld::{
+    schedule_delta, schedule_epsilon, AccountantKind, PldConfig, PrivacyLossDistribution,
+};
 use privrl_privacy::{
     analytic_gaussian_delta, compute_rdp_under, default_orders, dp_sgd_epsilon_pld,
     dp_sgd_epsilon_under, rdp_to_dp, Adjacency, PrivacyError, SubsampledGaussianSteps,
@@ -411,4 +413,28 @@ fn bad_inputs_are_named_errors() {
         Ok(0.0)
     );
     assert_eq!(schedule_delta(&[], a, 0.5, &PldConfig::default()), Ok(0.0));
+}
+
+/// The accountant's names: `rdp` and `pld` on a command line and in a file (any case), a
+/// named error for anything else, RDP by default (as Opacus).
+#[test]
+fn accountant_kinds_parse_print_and_default_to_rdp() {
+    for kind in AccountantKind::ALL {
+        assert_eq!(kind.to_string().parse::<AccountantKind>().unwrap(), kind);
+        assert_eq!(
+            serde_json::to_string(&kind).unwrap(),
+            format!("\"{}\"", kind.slug())
+        );
+    }
+    assert_eq!(
+        " PLD ".parse::<AccountantKind>().unwrap(),
+        AccountantKind::Pld
+    );
+    assert_eq!(AccountantKind::default(), AccountantKind::Rdp);
+    assert_eq!(AccountantKind::Pld.name(), "PLD accountant");
+    let err = "moments".parse::<AccountantKind>().unwrap_err().to_string();
+    assert!(
+        err.contains("accountant") && err.contains("moments"),
+        "{err}"
+    );
 }

@@ -9,12 +9,11 @@
 //!   as tight as its grid), or the noise multiplier for a target ε (RDP).
 
 use anyhow::{bail, Context};
-use clap::ValueEnum;
 use clap::{Args, Subcommand};
 use privrl_privacy::pld::{PldConfig, PrivacyLossDistribution};
 use privrl_privacy::{
-    dp_sgd_epsilon_under, noise_multiplier_for_under, Adjacency, DeltaMethod, DirichletConfig,
-    MechanismRng, RandomnessSource,
+    dp_sgd_epsilon_under, noise_multiplier_for_under, AccountantKind, Adjacency, DeltaMethod,
+    DirichletConfig, MechanismRng, RandomnessSource,
 };
 
 /// Privacy accounting commands.
@@ -92,27 +91,18 @@ pub struct DpsgdArgs {
     /// `substitution` (one record replaced: a conservative bound, exact at q = 1, and larger).
     #[arg(long, default_value_t = Adjacency::AddRemove)]
     pub adjacency: Adjacency,
-    /// Which accountant gives ε. `rdp` (default): Rényi DP with Opacus' orders, as Opacus
+    /// Which accountant gives ε: `rdp` or `pld`. `rdp` (default): Rényi DP with Opacus' orders, as Opacus
     /// reports it. `pld`: the privacy loss distribution accountant (as Google's dp-accounting),
     /// a pessimistic discretisation composed by FFT: an upper bound on the true ε, tighter than
     /// RDP (by a few % to tens of %), slower (up to seconds). --target-eps always calibrates σ
     /// with RDP.
-    #[arg(long, value_enum, default_value_t = AccountantKind::Rdp)]
+    #[arg(long, default_value_t = AccountantKind::Rdp)]
     pub accountant: AccountantKind,
     /// Grid interval of the privacy loss for `--accountant pld`, in nats (> 0): smaller is
     /// tighter and slower; it is widened automatically when the distribution would not fit 2^21
     /// points (the interval used is printed).
     #[arg(long, default_value_t = PldConfig::default().value_discretization_interval)]
     pub pld_interval: f64,
-}
-
-/// The accountant of `privacy dpsgd`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum AccountantKind {
-    /// Rényi DP (Mironov et al. 2019; Opacus' accountant).
-    Rdp,
-    /// Privacy loss distribution (Koskela et al. 2020; Doroshenko et al. 2022; dp-accounting).
-    Pld,
 }
 
 /// Runs a privacy command and prints its result.

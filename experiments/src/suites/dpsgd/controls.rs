@@ -12,7 +12,8 @@
 //! - **Huber**: the TD error under smooth L1 instead of MSE, at the control σ and C.
 //!
 //! ε is per transition (add/remove, δ), composed over every gradient step at its own q_t by
-//! the [`privrl_agents::dp_engine::PrivacyEngine`].
+//! the [`privrl_agents::dp_engine::PrivacyEngine`] with the `--accountant` (RDP by default;
+//! each unit records which).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -21,6 +22,7 @@ use anyhow::{Context, Result};
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
 use privrl_agents::{Agent, DpSgdDqn, DpSgdTrainingConfig, Dqn, DqnConfig, TdLoss};
+use privrl_privacy::AccountantKind;
 use serde::{Deserialize, Serialize};
 
 use super::plan::{dqn_config, DpsgdArgs};
@@ -160,8 +162,12 @@ pub struct UnitSummary {
     pub mean_return: f64,
     /// Mean of the last 25 returns at the end.
     pub final_mean_return_25: f64,
-    /// ε per transition at δ (add/remove) at the end; `None` for ε = ∞ (σ = 0, plain).
+    /// ε per transition at δ (add/remove) at the end, by `accountant`; `None` for ε = ∞
+    /// (σ = 0, plain).
     pub epsilon: Option<f64>,
+    /// The accountant of `epsilon` (RDP where not recorded, the only one then).
+    #[serde(default)]
+    pub accountant: AccountantKind,
     /// δ of ε.
     pub delta: f64,
     /// Final C (differs from the initial one under adaptive clipping).
@@ -262,6 +268,7 @@ impl BackendTask for UnitTask<'_> {
                     .with_clip(setting.clip)
                     .with_delta(args.delta)
                     .with_adjacency(args.adjacency)
+                    .with_accountant(args.accountant)
                     .with_noise_rng(args.noise_rng.mode())
                     .with_adaptive_clip_quantile(setting.adaptive_quantile)
                     .with_adaptive_clip_learning_rate(args.adaptive_lr)
@@ -271,7 +278,12 @@ impl BackendTask for UnitTask<'_> {
             }
         };
         let bar = self.progress.bar(args.budget);
-        let mut rows = String::from("episode,env_steps,return,mean_return_25,epsilon\n");
+        // The curve's ε after every episode is RDP's: a PLD ε composes the whole schedule
+        // (thousands of distinct q_t), minutes each; the header says which.
+        let mut rows = String::from(match args.accountant {
+            AccountantKind::Rdp => "episode,env_steps,return,mean_return_25,epsilon\n",
+            AccountantKind::Pld => "episode,env_steps,return,mean_return_25,epsilon_rdp\n",
+        });
         let mut failed = None;
         let start = Instant::now();
         while agent.log().env_steps < args.budget {
@@ -281,7 +293,7 @@ impl BackendTask for UnitTask<'_> {
             }
             let log = agent.log();
             let recent = log.mean_recent_return(SOLVED_WINDOW).unwrap_or(f64::NAN);
-            let epsilon = agent.epsilon()?;
+            let epsilon = agent.epsilon_by(AccountantKind::Rdp)?;
             rows.push_str(&format!(
                 "{},{},{},{recent},{}\n",
                 log.episodes(),
@@ -298,7 +310,7 @@ impl BackendTask for UnitTask<'_> {
         }
         let log = agent.log().clone();
         let solved_at_env_step = solved_at(&rows);
-        let epsilon = Some(agent.epsilon()?).filter(|e| e.is_finite());
+        let epsilon = Some(agent.epsilon_by(args.accountant)?).filter(|e| e.is_finite());
         let summary = UnitSummary {
             setting: setting.clone(),
             seed,
@@ -309,6 +321,7 @@ impl BackendTask for UnitTask<'_> {
             mean_return: mean(&log.returns),
             final_mean_return_25: log.mean_recent_return(SOLVED_WINDOW).unwrap_or(f64::NAN),
             epsilon,
+            accountant: args.accountant,
             delta: args.delta,
             final_clip: match &agent {
                 UnitAgent::Private(p) => Some(p.engine().clip()).filter(|c| c.is_finite()),
@@ -356,11 +369,13 @@ impl<B: burn::tensor::backend::AutodiffBackend> UnitAgent<B> {
         }
     }
 
-    /// ε per transition so far (∞ for plain DQN and σ = 0).
-    fn epsilon(&self) -> Result<f64> {
+    /// ε per transition so far by `accountant` (∞ for plain DQN and σ = 0).
+    fn epsilon_by(&self, accountant: AccountantKind) -> Result<f64> {
         Ok(match self {
             UnitAgent::Plain(_) => f64::INFINITY,
-            UnitAgent::Private(p) => p.epsilon()?,
+            // The engine's own schedule, so that the RDP ε after every episode of a PLD run
+            // reuses its cached prefix (as the engine's own ε does under RDP).
+            UnitAgent::Private(p) => p.engine().schedule().epsilon_by(accountant)?,
         })
     }
 }
@@ -396,6 +411,29 @@ fn read_units(dir: &Path) -> Result<Vec<(PathBuf, UnitSummary)>> {
     crate::summary::read_summaries(&dir.join("units"))
 }
 
+/// The mean ε of the units that have one, per accountant, each named: `36.49 (RDP)`, or
+/// `30.2 (PLD); 36.49 (RDP)` where units of both are present (the two are never averaged).
+pub(super) fn epsilon_by_accountant(
+    units: impl IntoIterator<Item = (Option<f64>, AccountantKind)> + Clone,
+) -> String {
+    AccountantKind::ALL
+        .iter()
+        .filter_map(|&kind| {
+            let eps: Vec<f64> = units
+                .clone()
+                .into_iter()
+                .filter(|&(_, k)| k == kind)
+                .filter_map(|(e, _)| e)
+                .collect();
+            (!eps.is_empty()).then(|| {
+                let short = kind.slug().to_uppercase();
+                format!("{} ({short})", format_number(mean(&eps)))
+            })
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// A slide's claim about DQN, the rule that judges it (fixed before any run), and the verdict.
 struct Claim {
     figure: &'static str,
@@ -429,14 +467,14 @@ const CLAIMS: [Claim; 3] = [
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Verdict {
+pub(super) enum Verdict {
     Agrees,
     Disagrees,
     Inconclusive,
 }
 
 impl Verdict {
-    fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Verdict::Agrees => "Agrees",
             Verdict::Disagrees => "Disagrees",
@@ -447,12 +485,24 @@ impl Verdict {
 
 /// Claims 1 and 2: solved in ≥ 2/3 of ≥ 2 seeds, none of ≥ 2, else inconclusive.
 fn solves_verdict(units: &[&UnitSummary]) -> (Verdict, String) {
-    let n = units.len();
-    let solved = units
-        .iter()
-        .filter(|u| u.solved_at_env_step.is_some())
-        .count();
-    let failed = units.iter().filter(|u| u.failed.is_some()).count();
+    solved_seeds_verdict(
+        units
+            .iter()
+            .map(|u| (u.solved_at_env_step.is_some(), u.failed.is_some())),
+    )
+}
+
+/// Solved in ≥ 2/3 of ≥ 2 seeds: Agrees; in none of ≥ 2: Disagrees; else Inconclusive, from
+/// each seed's (solved, failed).
+pub(super) fn solved_seeds_verdict(
+    seeds: impl IntoIterator<Item = (bool, bool)>,
+) -> (Verdict, String) {
+    let (mut n, mut solved, mut failed) = (0, 0, 0);
+    for (s, f) in seeds {
+        n += 1;
+        solved += usize::from(s);
+        failed += usize::from(f);
+    }
     let verdict = if n < 2 {
         Verdict::Inconclusive
     } else if 3 * solved >= 2 * n {
@@ -469,7 +519,7 @@ fn solves_verdict(units: &[&UnitSummary]) -> (Verdict, String) {
 }
 
 /// Claim 3 on the points (σ, mean returns of its seeds), σ ascending, σ = 0 first.
-fn trade_off_verdict(points: &[(f64, Vec<f64>)]) -> (Verdict, String) {
+pub(super) fn trade_off_verdict(points: &[(f64, Vec<f64>)]) -> (Verdict, String) {
     let measured = points
         .iter()
         .map(|(s, r)| format!("σ = {s}: {} ({} seeds)", format_number(mean(r)), r.len()))
@@ -506,8 +556,8 @@ pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
          every 2nd environment step, buffer 10k); budget {} environment steps per run (where \
          non-private DQN solved on seeds 0, 1, 2). Solved: the mean of {SOLVED_WINDOW} \
          consecutive returns reaches {SOLVED_RETURN}. ε per transition (one replay-buffer \
-         transition is the record), RDP composed over every gradient step at its own Poisson \
-         rate q_t = min(1, 128/n_t), {}, δ = {}. Units: `units/<setting>-seed<k>/`; this \
+         transition is the record), composed over every gradient step at its own Poisson \
+         rate q_t = min(1, 128/n_t) by the accountant named beside it, {}, δ = {}. Units: `units/<setting>-seed<k>/`; this \
          report is regenerated from whichever exist.",
         args.budget,
         args.adjacency.name(),
@@ -520,7 +570,7 @@ pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
             .iter()
             .filter_map(|u| u.solved_at_env_step.map(|s| s as f64))
             .collect();
-        let eps: Vec<f64> = us.iter().filter_map(|u| u.epsilon).collect();
+        let eps = epsilon_by_accountant(us.iter().map(|u| (u.epsilon, u.accountant)));
         rows.push(vec![
             Cell::Text(setting.label()),
             Cell::Text(format!("{:?}", setting.group)),
@@ -542,7 +592,7 @@ pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
             ))),
             Cell::Text(
                 if setting.noise_multiplier.unwrap_or(0.0) > 0.0 && !eps.is_empty() {
-                    format_number(mean(&eps))
+                    eps
                 } else {
                     "∞".into()
                 },
@@ -732,6 +782,7 @@ mod tests {
             mean_return: 1.0,
             final_mean_return_25: 1.0,
             epsilon: None,
+            accountant: AccountantKind::Rdp,
             delta: 1e-5,
             final_clip: None,
             failed: failed.then(|| "non-finite TD loss".to_owned()),

@@ -9,6 +9,7 @@
 mod controls;
 mod headline;
 mod plan;
+mod reinforce_controls;
 mod report;
 mod runs;
 
@@ -43,11 +44,15 @@ fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len() as f64
 }
 
-/// Runs the suite and writes `runs/dpsgd/report.md` (with `--dqn-controls`, the controls
-/// protocol into `results/dpsgd/`); returns the report's path.
+/// Runs the suite and writes `runs/dpsgd/report.md` (with `--dqn-controls`, the DQN controls
+/// protocol into `results/dpsgd/`; with `--reinforce-controls`, the REINFORCE one into
+/// `results/dpsgd/reinforce/`); returns the report's path.
 pub fn run(args: DpsgdArgs) -> Result<SuiteOutcome> {
     if args.dqn_controls {
         return controls::run(&args);
+    }
+    if args.reinforce_controls {
+        return reinforce_controls::run(&args);
     }
     suite_dir("dpsgd")?;
     run_in(&runs_root(), args)
@@ -146,7 +151,7 @@ mod tests {
         assert!(outcome.headline.measured.contains("not judged: DP-SGD DQN"));
         assert!(markdown.contains("## Headline"), "{markdown}");
         // Every ε carries its unit and relation: never one bare ε axis for both agents.
-        assert!(markdown.contains("ε (δ = 0.00001, add/remove) | unit of privacy"));
+        assert!(markdown.contains("ε (δ = 0.00001, add/remove, RDP accountant) | unit of privacy"));
         assert!(outcome.headline.measured.contains("/episode)"));
         assert!(outcome.headline.measured.contains("/transition)"));
         // 2 DP-SGD methods × 2 σ + 2 LDP methods × 1 σ rows.

@@ -3,7 +3,7 @@
 
 use clap::{Args, ValueEnum};
 use privrl_agents::{DqnConfig, PrivacyUnit, ReinforceConfig};
-use privrl_privacy::Adjacency;
+use privrl_privacy::{AccountantKind, Adjacency};
 use serde::{Deserialize, Serialize};
 
 use super::{ENV, SOLVED_RETURN, SOLVED_WINDOW, WARMUP_STEPS};
@@ -50,6 +50,15 @@ pub struct DpsgdArgs {
     /// for REINFORCE and a transition for DQN.
     #[arg(long, default_value_t = Adjacency::AddRemove)]
     pub adjacency: Adjacency,
+    /// Which accountant gives every DP-SGD ε: `rdp` or `pld`. `rdp` (default): Rényi DP, as
+    /// Opacus reports it. `pld`: the privacy loss distribution accountant (as Google's
+    /// dp-accounting), an upper bound too but tighter (a few % to tens of %); each ε composes
+    /// the whole schedule by FFT, instant for REINFORCE (one release per episode) but tens of
+    /// seconds for a DQN run, whose growing replay buffer gives many distinct sampling rates
+    /// (25 s for a 20k-step run; the DQN controls' per-episode curve therefore keeps the RDP ε,
+    /// labelled so). Training does not depend on it; every ε printed names its accountant.
+    #[arg(long, default_value_t = AccountantKind::Rdp)]
+    pub accountant: AccountantKind,
     /// DP-SGD REINFORCE: episodes L per DP-SGD step, each clipped on its own, noised once and
     /// averaged (1: the slides' one episode per gradient). The ε per episode does not depend
     /// on L; the noise on the mean gradient is σC/L.
@@ -74,8 +83,21 @@ pub struct DpsgdArgs {
     /// sweep, a σ sweep, adaptive clipping and the Huber TD loss; one resumable unit per
     /// setting × seed under `--controls-dir` (default seeds 0,1,2), the report regenerated
     /// from whichever units exist.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "reinforce_controls")]
     pub dqn_controls: bool,
+    /// Run the REINFORCE controls protocol instead of the σ sweep: DP-SGD REINFORCE (one
+    /// DP-SGD step per L episodes, each episode's gradient clipped to C, ε per episode)
+    /// against plain REINFORCE for `--episodes` episodes (default 2000): plain, σ = 0 with
+    /// clipping, the `--sigma-sweep` at C = `--clip` with L = 1 (the slides' one episode per
+    /// gradient), and `--reinforce-batch-sweep` at `--control-sigma` (with plain REINFORCE at
+    /// the same L); one resumable unit per setting × seed under `<--controls-dir>/reinforce`
+    /// (default seeds 0,1,2), the report regenerated from whichever units exist.
+    #[arg(long)]
+    pub reinforce_controls: bool,
+    /// REINFORCE controls: episodes per DP-SGD step L of the batch sweep, comma-separated (the
+    /// ε per episode does not depend on L; the noise on the mean gradient is σC/L).
+    #[arg(long, value_delimiter = ',', default_values_t = [10])]
+    pub reinforce_batch_sweep: Vec<usize>,
     /// Controls: where the units and the report go.
     #[arg(long, default_value = "results/dpsgd")]
     pub controls_dir: std::path::PathBuf,
@@ -179,6 +201,9 @@ pub(super) struct DpsgdPlan {
     pub(super) clip: f64,
     pub(super) delta: f64,
     pub(super) adjacency: Adjacency,
+    /// Not written for RDP, so a run recorded before the accountant was is reused.
+    #[serde(skip_serializing_if = "is_rdp")]
+    pub(super) accountant: AccountantKind,
     pub(super) reinforce_batch: usize,
     pub(super) methods: Vec<Method>,
     pub(super) backend: BackendChoice,
@@ -203,12 +228,15 @@ impl DpsgdArgs {
             clip: 1.0,
             delta: 1e-5,
             adjacency: Adjacency::AddRemove,
+            accountant: AccountantKind::Rdp,
             reinforce_batch: 1,
             methods: None,
             backend,
             threads,
             noise_rng: NoiseRng::Seeded,
             dqn_controls: false,
+            reinforce_controls: false,
+            reinforce_batch_sweep: vec![10],
             controls_dir: "results/dpsgd".into(),
             budget: super::controls::CONTROL_BUDGET,
             control_sigma: 1.0,
@@ -249,6 +277,7 @@ impl DpsgdArgs {
             clip: self.clip,
             delta: self.delta,
             adjacency: self.adjacency,
+            accountant: self.accountant,
             reinforce_batch: self.reinforce_batch,
             methods: self.methods.clone().unwrap_or_else(|| Method::ALL.to_vec()),
             backend: self.backend,
@@ -261,6 +290,10 @@ impl DpsgdArgs {
             dqn: dqn_config(),
         }
     }
+}
+
+fn is_rdp(accountant: &AccountantKind) -> bool {
+    *accountant == AccountantKind::Rdp
 }
 
 /// Environment steps of the full sweep's DQN runs.

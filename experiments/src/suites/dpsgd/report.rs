@@ -185,8 +185,10 @@ pub(super) fn write_report(
     report.heading("The privacy each run spends").bullets([
         format!(
             "Every ε is stated under **{}** adjacency (`--adjacency`; add/remove is Opacus' \
-             default, substitution's ε is larger) and names its unit of privacy.",
-            plan.adjacency.name()
+             default, substitution's ε is larger), by the **{}** (`--accountant`), and names \
+             its unit of privacy.",
+            plan.adjacency.name(),
+            plan.accountant.name()
         ),
         format!(
             "DP-SGD REINFORCE: an episode is one record. Each DP-SGD step plays L = {} fresh \
@@ -199,9 +201,9 @@ pub(super) fn write_report(
         ),
         "DP-SGD DQN: a transition is one record. Each gradient step Poisson-samples the replay \
          buffer at q_t = |B|/n_t (expected batch |B|, not the slides' uniform sampling with \
-         replacement, which the accountant does not cover); the RDP accountant composes every \
-         step of the run at its q_t (rounded up to a 1% grid), which bounds every transition. \
-         ε is the largest over seeds."
+         replacement, which the accountant does not cover); the accountant composes every \
+         step of the run at its own q_t, which bounds every transition. ε is the largest over \
+         seeds."
             .to_string(),
         "σ = 0 (DP-SGD) clips without noise and LDP has no sensitivity bound: ε = ∞ (the \
          slides' 'need for theoretical guarantees')."
@@ -242,7 +244,12 @@ pub(super) fn write_report(
         &[
             "method",
             "σ",
-            &format!("ε (δ = {}, {})", plan.delta, plan.adjacency.name()),
+            &format!(
+                "ε (δ = {}, {}, {})",
+                plan.delta,
+                plan.adjacency.name(),
+                plan.accountant.name()
+            ),
             "unit of privacy",
             "average reward (mean ± std over seeds)",
             "median reward",
@@ -299,7 +306,7 @@ pub(super) fn write_report(
         }
     } else {
         format!(
-            "cargo xtask suite dpsgd --seeds {} --dp-sgd-noise {} --ldp-noise {} --episodes {} --dqn-steps {} --clip {} --delta {} --adjacency {} --reinforce-batch {}",
+            "cargo xtask suite dpsgd --seeds {} --dp-sgd-noise {} --ldp-noise {} --episodes {} --dqn-steps {} --clip {} --delta {} --adjacency {} --accountant {} --reinforce-batch {}",
             plan.seeds
                 .iter()
                 .map(u64::to_string)
@@ -312,8 +319,14 @@ pub(super) fn write_report(
             plan.clip,
             plan.delta,
             plan.adjacency,
+            plan.accountant,
             plan.reinforce_batch
         )
+    };
+    let command = if args.quick && plan.accountant != privrl_privacy::AccountantKind::Rdp {
+        format!("{command} --accountant {}", plan.accountant)
+    } else {
+        command
     };
     let command = command + plan.noise_rng.reproduce_flag();
     let headline = headline(&points);

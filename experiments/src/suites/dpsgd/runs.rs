@@ -13,7 +13,7 @@ use privrl_agents::{
     PrivacyUnit, Reinforce,
 };
 use privrl_envs::Env;
-use privrl_privacy::{Adjacency, ObservationNoiseConfig};
+use privrl_privacy::{AccountantKind, Adjacency, ObservationNoiseConfig};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -66,6 +66,9 @@ pub struct RunSummary {
     /// relation then).
     #[serde(default)]
     pub adjacency: Adjacency,
+    /// The accountant that gave ε (RDP where not recorded, the only one then).
+    #[serde(default)]
+    pub accountant: AccountantKind,
     /// REINFORCE only: ε if one user contributed every episode.
     pub epsilon_if_every_episode_one_user: Option<f64>,
     /// DP-SGD DQN: gradient steps released.
@@ -174,6 +177,7 @@ impl BackendTask for RunTask<'_> {
             .with_clip(Some(plan.clip))
             .with_delta(plan.delta)
             .with_adjacency(plan.adjacency)
+            .with_accountant(plan.accountant)
             .with_episodes_per_step(plan.reinforce_batch)
             .with_noise_rng(plan.noise_rng.mode());
         // Under `--noise-rng secure` this seed is not used, and it is never written.
@@ -253,6 +257,7 @@ impl BackendTask for RunTask<'_> {
             epsilon: epsilon.is_finite().then_some(epsilon),
             unit: method.unit(),
             adjacency: plan.adjacency,
+            accountant: plan.accountant,
             epsilon_if_every_episode_one_user: every.filter(|e| e.is_finite()),
             gradient_steps,
             observation_noise_std,

@@ -149,6 +149,7 @@ mod tests {
             epsilon: Some(epsilon),
             unit: Some(privrl_agents::PrivacyUnit::Transition),
             adjacency: privrl_privacy::Adjacency::AddRemove,
+            accountant: privrl_privacy::AccountantKind::Rdp,
             epsilon_if_every_episode_one_user: None,
             gradient_steps: 1,
             observation_noise_std: Vec::new(),
