@@ -12,7 +12,7 @@ use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
 use privrl_agents::{Agent, Ppo, PpoConfig};
 
-use super::{BenchArgs, QgiBench};
+use super::{qgi_times, BenchArgs};
 use crate::backend::{dispatch, BackendTask};
 use crate::report::plot::median;
 use crate::report::{Cell, Report};
@@ -305,16 +305,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             },
         )?;
         let qgi_privrl = (args.qgi_iterations > 0)
-            .then(|| {
-                dispatch(
-                    args.backend,
-                    QgiBench {
-                        image_size: args.qgi_res,
-                        iterations: args.qgi_iterations,
-                    },
-                )
-                .map(|t| t.iterations_per_s)
-            })
+            .then(|| qgi_times(args, args.qgi_res).map(|t| t.iterations_per_s))
             .transpose()?;
         let repeat = Repeat {
             load_before,
@@ -402,13 +393,7 @@ fn complexity_table(args: &BenchArgs, python: &Path, peers: bool) -> Result<Vec<
                 .then(|| peer_qgi(python, args, res))
                 .transpose()?
                 .map(|t| 1e3 / t.value);
-            let privrl = dispatch(
-                args.backend,
-                QgiBench {
-                    image_size: res,
-                    iterations: args.qgi_iterations,
-                },
-            )?;
+            let privrl = qgi_times(args, res)?;
             rows.push(ComplexityRow {
                 what: format!("QGI iteration, {res} × {res} px (ms)"),
                 privrl_ms: 1e3 / privrl.iterations_per_s,

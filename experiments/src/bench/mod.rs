@@ -303,6 +303,17 @@ pub struct QgiTimes {
     pub iterations_per_s: f64,
 }
 
+/// [`QgiBench`] of `args.qgi_iterations` iterations at `image_size` on `args.backend`.
+fn qgi_times(args: &BenchArgs, image_size: usize) -> Result<QgiTimes> {
+    dispatch(
+        args.backend,
+        QgiBench {
+            image_size,
+            iterations: args.qgi_iterations,
+        },
+    )
+}
+
 impl BackendTask for QgiBench {
     type Output = QgiTimes;
 
@@ -348,15 +359,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         },
     )?;
     let qgi = (args.qgi_iterations > 0)
-        .then(|| {
-            dispatch(
-                args.backend,
-                QgiBench {
-                    image_size: args.qgi_res,
-                    iterations: args.qgi_iterations,
-                },
-            )
-        })
+        .then(|| qgi_times(&args, args.qgi_res))
         .transpose()?;
     let ppo_steps_per_s = crate::train::bench_ppo_steps_per_s(args.backend, args.ppo_epochs)?;
     let dqn_updates_per_s = crate::train::bench_dqn_updates_per_s(args.backend, args.dqn_updates)?;
