@@ -26,12 +26,15 @@ use privrl_privacy::AccountantKind;
 use serde::{Deserialize, Serialize};
 
 use super::plan::{dqn_config, DpsgdArgs};
+use super::protocol::{
+    claims_section, epsilon_by_accountant, finish, judge_claims, run_missing_units, unit_dir,
+    write_unit, Claim, UnitSetting, UnitTask,
+};
 use super::{mean, ENV, SOLVED_RETURN, SOLVED_WINDOW};
-use crate::backend::{dispatch, BackendTask};
+use crate::backend::BackendTask;
 use crate::report::plot::{DualAxisChart, Line};
 use crate::report::{format_number, Cell, Report};
-use crate::summary::{Headline, SuiteOutcome};
-use crate::sweep::{run_parallel, Job, JobProgress};
+use crate::summary::SuiteOutcome;
 
 /// Environment steps at which the suite's non-private DQN ([`dqn_config`]) solved
 /// CartPole-v1 (mean of 25 consecutive returns ≥ 475) on every one of seeds 0, 1, 2, measured
@@ -178,12 +181,6 @@ pub struct UnitSummary {
     pub wall_s: f64,
 }
 
-/// The directory of one unit.
-fn unit_dir(dir: &Path, setting: &Setting, seed: u64) -> PathBuf {
-    dir.join("units")
-        .join(format!("{}-seed{seed}", setting.slug))
-}
-
 /// Runs every missing unit of the protocol into `args.controls_dir`, then writes the report.
 pub fn run(args: &DpsgdArgs) -> Result<SuiteOutcome> {
     anyhow::ensure!(
@@ -205,47 +202,14 @@ pub fn run(args: &DpsgdArgs) -> Result<SuiteOutcome> {
         anyhow::ensure!(v.is_finite() && v >= 0.0, "σ values must be >= 0, got {v}");
     }
     let dir = args.controls_dir.clone();
-    let seeds = args
-        .seeds
-        .as_ref()
-        .map_or_else(|| vec![0, 1, 2], |s| s.0.clone());
-    anyhow::ensure!(!seeds.is_empty(), "--seeds is empty");
-    let settings = settings(args);
-    let mut jobs = Vec::new();
-    // Seed-major: every setting of seed 0 first, so a budget cut short still has each setting.
-    for &seed in &seeds {
-        for setting in &settings {
-            if !unit_dir(&dir, setting, seed).join("summary.json").is_file() {
-                jobs.push(Job::new(
-                    format!("{} seed {seed}", setting.slug),
-                    (setting.clone(), seed),
-                ));
-            }
-        }
-    }
-    let backend = args.backend;
-    run_parallel(jobs, args.threads, |(setting, seed), progress| {
-        dispatch(
-            backend,
-            UnitTask {
-                dir: &dir,
-                args,
-                setting,
-                seed,
-                progress,
-            },
-        )
-    })?
-    .into_ok()?;
+    run_missing_units(&dir, args, &settings(args))?;
     write_report(&dir, args)
 }
 
-struct UnitTask<'a> {
-    dir: &'a Path,
-    args: &'a DpsgdArgs,
-    setting: Setting,
-    seed: u64,
-    progress: &'a JobProgress,
+impl UnitSetting for Setting {
+    fn slug(&self) -> &str {
+        &self.slug
+    }
 }
 
 /// The DQN of a setting: the suite's, with its TD loss.
@@ -253,7 +217,7 @@ fn setting_dqn(setting: &Setting) -> DqnConfig {
     dqn_config().with_td_loss(setting.td_loss)
 }
 
-impl BackendTask for UnitTask<'_> {
+impl BackendTask for UnitTask<'_, Setting> {
     type Output = ();
 
     fn run<IB: Backend>(self, device: IB::Device) -> Result<()> {
@@ -330,14 +294,7 @@ impl BackendTask for UnitTask<'_> {
             failed,
             wall_s: start.elapsed().as_secs_f64(),
         };
-        // The curve first, the summary last: a unit without its summary is rerun.
-        let unit = unit_dir(self.dir, setting, seed);
-        std::fs::create_dir_all(&unit).with_context(|| format!("creating {}", unit.display()))?;
-        std::fs::write(unit.join("curve.csv"), rows)?;
-        let temp = unit.join("summary.json.partial");
-        std::fs::write(&temp, serde_json::to_string_pretty(&summary)?)?;
-        std::fs::rename(&temp, unit.join("summary.json"))?;
-        Ok(())
+        write_unit(&unit_dir(self.dir, &setting.slug, seed), &rows, &summary)
     }
 }
 
@@ -411,36 +368,6 @@ fn read_units(dir: &Path) -> Result<Vec<(PathBuf, UnitSummary)>> {
     crate::summary::read_summaries(&dir.join("units"))
 }
 
-/// The mean ε of the units that have one, per accountant, each named: `36.49 (RDP)`, or
-/// `30.2 (PLD); 36.49 (RDP)` where units of both are present (the two are never averaged).
-pub(super) fn epsilon_by_accountant(
-    units: impl IntoIterator<Item = (Option<f64>, AccountantKind)> + Clone,
-) -> String {
-    AccountantKind::ALL
-        .iter()
-        .filter_map(|&kind| {
-            let eps: Vec<f64> = units
-                .clone()
-                .into_iter()
-                .filter(|&(_, k)| k == kind)
-                .filter_map(|(e, _)| e)
-                .collect();
-            (!eps.is_empty()).then(|| {
-                let short = kind.slug().to_uppercase();
-                format!("{} ({short})", format_number(mean(&eps)))
-            })
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
-}
-
-/// A slide's claim about DQN, the rule that judges it (fixed before any run), and the verdict.
-struct Claim {
-    figure: &'static str,
-    claim: &'static str,
-    criterion: &'static str,
-}
-
 /// The slides' DQN claims (paper 004) and the criteria that judge them, written before the
 /// runs. A failed run (non-finite loss) counts as not solved and its returns as they stood.
 const CLAIMS: [Claim; 3] = [
@@ -465,79 +392,6 @@ const CLAIMS: [Claim; 3] = [
                     largest σ's ≥ σ = 0's: Disagrees; else Inconclusive",
     },
 ];
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Verdict {
-    Agrees,
-    Disagrees,
-    Inconclusive,
-}
-
-impl Verdict {
-    pub(super) fn name(self) -> &'static str {
-        match self {
-            Verdict::Agrees => "Agrees",
-            Verdict::Disagrees => "Disagrees",
-            Verdict::Inconclusive => "Inconclusive",
-        }
-    }
-}
-
-/// Claims 1 and 2: solved in ≥ 2/3 of ≥ 2 seeds, none of ≥ 2, else inconclusive.
-fn solves_verdict(units: &[&UnitSummary]) -> (Verdict, String) {
-    solved_seeds_verdict(
-        units
-            .iter()
-            .map(|u| (u.solved_at_env_step.is_some(), u.failed.is_some())),
-    )
-}
-
-/// Solved in ≥ 2/3 of ≥ 2 seeds: Agrees; in none of ≥ 2: Disagrees; else Inconclusive, from
-/// each seed's (solved, failed).
-pub(super) fn solved_seeds_verdict(
-    seeds: impl IntoIterator<Item = (bool, bool)>,
-) -> (Verdict, String) {
-    let (mut n, mut solved, mut failed) = (0, 0, 0);
-    for (s, f) in seeds {
-        n += 1;
-        solved += usize::from(s);
-        failed += usize::from(f);
-    }
-    let verdict = if n < 2 {
-        Verdict::Inconclusive
-    } else if 3 * solved >= 2 * n {
-        Verdict::Agrees
-    } else if solved == 0 {
-        Verdict::Disagrees
-    } else {
-        Verdict::Inconclusive
-    };
-    (
-        verdict,
-        format!("solved {solved}/{n} seeds ({failed} failed runs counted as unsolved)"),
-    )
-}
-
-/// Claim 3 on the points (σ, mean returns of its seeds), σ ascending, σ = 0 first.
-pub(super) fn trade_off_verdict(points: &[(f64, Vec<f64>)]) -> (Verdict, String) {
-    let measured = points
-        .iter()
-        .map(|(s, r)| format!("σ = {s}: {} ({} seeds)", format_number(mean(r)), r.len()))
-        .collect::<Vec<_>>()
-        .join("; ");
-    if points.len() < 2 || points.iter().any(|(_, r)| r.len() < 2) {
-        return (Verdict::Inconclusive, measured);
-    }
-    let means: Vec<f64> = points.iter().map(|(_, r)| mean(r)).collect();
-    let verdict = if means.windows(2).all(|w| w[1] < w[0]) {
-        Verdict::Agrees
-    } else if means[means.len() - 1] >= means[0] {
-        Verdict::Disagrees
-    } else {
-        Verdict::Inconclusive
-    };
-    (verdict, measured)
-}
 
 /// Writes `dir/report.md` and the return/ε plot from every unit present.
 pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
@@ -624,69 +478,27 @@ pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
     );
 
     // The slides' claims, judged by the criteria fixed in CLAIMS.
-    let smallest_sigma = args
-        .sigma_sweep
-        .iter()
-        .copied()
-        .filter(|&s| s > 0.0)
-        .fold(f64::INFINITY, f64::min);
-    let plain = of("plain");
-    let smallest = settings
-        .iter()
-        .find(|s| s.group == Group::SigmaSweep && s.noise_multiplier == Some(smallest_sigma))
-        .map(|s| of(&s.slug))
-        .unwrap_or_default();
-    let mut trade = vec![(
-        0.0,
-        of(&format!("clip-only-c{}", args.clip))
-            .iter()
-            .map(|u| u.mean_return)
-            .collect::<Vec<_>>(),
-    )];
-    let mut sweep: Vec<f64> = args
-        .sigma_sweep
-        .iter()
-        .copied()
-        .filter(|&s| s > 0.0)
-        .collect();
-    sweep.sort_by(f64::total_cmp);
-    for s in sweep {
-        trade.push((
-            s,
-            of(&format!("dp-sigma{s}-c{}", args.clip))
+    let verdicts = judge_claims(
+        args,
+        "plain",
+        &format!("clip-only-c{}", args.clip),
+        |s| format!("dp-sigma{s}-c{}", args.clip),
+        |slug| {
+            of(slug)
                 .iter()
-                .map(|u| u.mean_return)
-                .collect(),
-        ));
-    }
-    let verdicts = [
-        solves_verdict(&plain),
-        {
-            let (v, m) = solves_verdict(&smallest);
-            (v, format!("σ = {smallest_sigma}: {m}"))
+                .map(|u| (u.solved_at_env_step.is_some(), u.failed.is_some()))
+                .collect()
         },
-        trade_off_verdict(&trade),
-    ];
-    let mut claim_rows = Vec::new();
-    for (claim, (verdict, measured)) in CLAIMS.iter().zip(&verdicts) {
-        claim_rows.push(vec![
-            Cell::Text(claim.figure.into()),
-            Cell::Text(claim.claim.into()),
-            Cell::Text(claim.criterion.into()),
-            Cell::Text(measured.clone()),
-            Cell::Text(verdict.name().into()),
-        ]);
-    }
-    report.heading("Against the slides");
-    report.paragraph(
+        |slug| of(slug).iter().map(|u| u.mean_return).collect(),
+    );
+    claims_section(
+        &mut report,
         "The slides' DQN figures are images without numbers; their claims are judged by the \
          criteria below, fixed in the code before any run. The controls (clip only, C sweep, \
          adaptive clipping, Huber) have no counterpart in the slides: they are reported above, \
          not judged.",
-    );
-    report.table(
-        &["slides", "claim", "criterion", "measured", "verdict"],
-        claim_rows,
+        &CLAIMS,
+        &verdicts,
     );
 
     // Return against env steps, ε on the second axis.
@@ -752,16 +564,7 @@ pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
         "cargo xtask suite dpsgd --dqn-controls --budget {} --seeds 0,1,2 --threads 2",
         args.budget
     )]);
-    let path = report.write()?;
-    let (v, m) = &verdicts[1];
-    Ok(SuiteOutcome {
-        report: path,
-        headline: Headline {
-            effect: CLAIMS[1].claim.to_owned(),
-            measured: m.clone(),
-            visible: *v == Verdict::Agrees,
-        },
-    })
+    finish(report, &CLAIMS, &verdicts)
 }
 
 #[cfg(test)]
@@ -771,51 +574,12 @@ mod tests {
     use crate::backend::BackendChoice;
 
     #[test]
-    fn verdicts_follow_the_written_criteria() {
-        let unit = |solved: Option<u64>, failed: bool| UnitSummary {
-            setting: settings(&DpsgdArgs::quick(0, BackendChoice::default(), 1))[0].clone(),
-            seed: 0,
-            budget: 10,
-            env_steps: 10,
-            episodes: 1,
-            solved_at_env_step: solved,
-            mean_return: 1.0,
-            final_mean_return_25: 1.0,
-            epsilon: None,
-            accountant: AccountantKind::Rdp,
-            delta: 1e-5,
-            final_clip: None,
-            failed: failed.then(|| "non-finite TD loss".to_owned()),
-            wall_s: 0.0,
-        };
-        let (a, b, c) = (unit(Some(5), false), unit(Some(7), false), unit(None, true));
-        assert_eq!(solves_verdict(&[&a, &b, &c]).0, Verdict::Agrees);
-        assert_eq!(solves_verdict(&[&a, &c, &c]).0, Verdict::Inconclusive);
-        assert_eq!(solves_verdict(&[&c, &c]).0, Verdict::Disagrees);
-        assert_eq!(solves_verdict(&[&a]).0, Verdict::Inconclusive, "one seed");
-        assert!(solves_verdict(&[&a, &c]).1.contains("1 failed"));
-        let falling = [
-            (0.0, vec![90.0, 80.0]),
-            (1.0, vec![50.0, 60.0]),
-            (3.0, vec![20.0, 30.0]),
-        ];
-        assert_eq!(trade_off_verdict(&falling).0, Verdict::Agrees);
-        let rising = [(0.0, vec![20.0, 30.0]), (3.0, vec![50.0, 60.0])];
-        assert_eq!(trade_off_verdict(&rising).0, Verdict::Disagrees);
-        let bumpy = [
-            (0.0, vec![90.0, 80.0]),
-            (1.0, vec![95.0, 99.0]),
-            (3.0, vec![20.0, 30.0]),
-        ];
-        assert_eq!(trade_off_verdict(&bumpy).0, Verdict::Inconclusive);
-        assert_eq!(
-            trade_off_verdict(&[(0.0, vec![1.0]), (1.0, vec![0.0])]).0,
-            Verdict::Inconclusive
-        );
+    fn a_unit_is_solved_at_the_first_step_whose_mean_of_25_reaches_475() {
         assert_eq!(
             solved_at("h\n1,100,500,470,\n2,300,500,480,\n3,500,500,490,\n"),
             Some(300)
         );
+        assert_eq!(solved_at("h\n1,100,500,470,\n"), None);
     }
 
     /// A tiny protocol: every setting's unit is written once and skipped when present, and
@@ -834,7 +598,7 @@ mod tests {
         // plain, clip only, σ = 1 C = 1 (shared by both sweeps), adaptive, Huber.
         assert_eq!(names.len(), 5);
         for setting in &names {
-            let unit = unit_dir(&root, setting, 0);
+            let unit = unit_dir(&root, &setting.slug, 0);
             let summary: UnitSummary = crate::run::read_json(&unit.join("summary.json")).unwrap();
             assert!(summary.env_steps >= 1_150 && summary.failed.is_none());
             match setting.group {
@@ -844,18 +608,19 @@ mod tests {
         }
         let adaptive = names.iter().find(|s| s.group == Group::Adaptive).unwrap();
         let summary: UnitSummary =
-            crate::run::read_json(&unit_dir(&root, adaptive, 0).join("summary.json")).unwrap();
+            crate::run::read_json(&unit_dir(&root, &adaptive.slug, 0).join("summary.json"))
+                .unwrap();
         assert_ne!(summary.final_clip, Some(1.0), "adaptive clipping moved C");
         let markdown = std::fs::read_to_string(&outcome.report).unwrap();
         assert!(markdown.contains("| plain DQN"), "{markdown}");
         assert!(markdown.contains("Inconclusive"), "one seed: {markdown}");
         // A second run finds every unit and only rewrites the report.
-        let before = std::fs::metadata(unit_dir(&root, &names[0], 0).join("curve.csv"))
+        let before = std::fs::metadata(unit_dir(&root, &names[0].slug, 0).join("curve.csv"))
             .unwrap()
             .modified()
             .unwrap();
         run(&args).unwrap();
-        let after = std::fs::metadata(unit_dir(&root, &names[0], 0).join("curve.csv"))
+        let after = std::fs::metadata(unit_dir(&root, &names[0].slug, 0).join("curve.csv"))
             .unwrap()
             .modified()
             .unwrap();

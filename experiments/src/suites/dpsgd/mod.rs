@@ -9,6 +9,7 @@
 mod controls;
 mod headline;
 mod plan;
+mod protocol;
 mod reinforce_controls;
 mod report;
 mod runs;

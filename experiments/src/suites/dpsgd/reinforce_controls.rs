@@ -26,14 +26,16 @@ use privrl_agents::{Agent, DpSgdReinforce, DpSgdTrainingConfig, Reinforce, Reinf
 use privrl_privacy::{AccountantKind, Adjacency};
 use serde::{Deserialize, Serialize};
 
-use super::controls::{epsilon_by_accountant, solved_seeds_verdict, trade_off_verdict, Verdict};
 use super::plan::DpsgdArgs;
+use super::protocol::{
+    claims_section, epsilon_by_accountant, finish, judge_claims, run_missing_units, seeds,
+    unit_dir, write_unit, Claim, UnitSetting, UnitTask,
+};
 use super::{mean, ENV, SOLVED_RETURN, SOLVED_WINDOW};
-use crate::backend::{dispatch, BackendTask};
+use crate::backend::BackendTask;
 use crate::report::plot::{median, Line, LineChart};
 use crate::report::{format_number, Cell, Report};
-use crate::summary::{Headline, SuiteOutcome};
-use crate::sweep::{run_parallel, Job, JobProgress};
+use crate::summary::SuiteOutcome;
 
 /// Episodes per unit unless `--episodes` is given: where the suite's plain REINFORCE has
 /// solved CartPole-v1 (it did at episode 370 on seed 0 of `suite dpsgd --methods
@@ -159,12 +161,6 @@ fn protocol_dir(args: &DpsgdArgs) -> PathBuf {
     args.controls_dir.join("reinforce")
 }
 
-/// The directory of one unit.
-fn unit_dir(dir: &Path, setting: &ReinforceSetting, seed: u64) -> PathBuf {
-    dir.join("units")
-        .join(format!("{}-seed{seed}", setting.slug))
-}
-
 fn budget(args: &DpsgdArgs) -> usize {
     args.episodes.unwrap_or(REINFORCE_EPISODES)
 }
@@ -186,53 +182,17 @@ pub fn run(args: &DpsgdArgs) -> Result<SuiteOutcome> {
             "--reinforce-batch-sweep values must be >= 1, got {l}"
         );
     }
-    let dir = protocol_dir(args);
-    let seeds = args
-        .seeds
-        .as_ref()
-        .map_or_else(|| vec![0, 1, 2], |s| s.0.clone());
-    anyhow::ensure!(!seeds.is_empty(), "--seeds is empty");
-    let mut jobs = Vec::new();
-    // Seed-major: every setting of seed 0 first, so a run cut short still has each setting.
-    for &seed in &seeds {
-        for setting in settings(args) {
-            if !unit_dir(&dir, &setting, seed)
-                .join("summary.json")
-                .is_file()
-            {
-                jobs.push(Job::new(
-                    format!("{} seed {seed}", setting.slug),
-                    (setting, seed),
-                ));
-            }
-        }
-    }
-    let backend = args.backend;
-    run_parallel(jobs, args.threads, |(setting, seed), progress| {
-        dispatch(
-            backend,
-            UnitTask {
-                dir: &dir,
-                args,
-                setting,
-                seed,
-                progress,
-            },
-        )
-    })?
-    .into_ok()?;
+    run_missing_units(&protocol_dir(args), args, &settings(args))?;
     write_report(args)
 }
 
-struct UnitTask<'a> {
-    dir: &'a Path,
-    args: &'a DpsgdArgs,
-    setting: ReinforceSetting,
-    seed: u64,
-    progress: &'a JobProgress,
+impl UnitSetting for ReinforceSetting {
+    fn slug(&self) -> &str {
+        &self.slug
+    }
 }
 
-impl BackendTask for UnitTask<'_> {
+impl BackendTask for UnitTask<'_, ReinforceSetting> {
     type Output = ();
 
     fn run<IB: Backend>(self, device: IB::Device) -> Result<()> {
@@ -303,22 +263,8 @@ impl BackendTask for UnitTask<'_> {
             failed,
             wall_s: start.elapsed().as_secs_f64(),
         };
-        // The curve first, the summary last: a unit without its summary is rerun.
-        let unit = unit_dir(self.dir, setting, seed);
-        std::fs::create_dir_all(&unit).with_context(|| format!("creating {}", unit.display()))?;
-        std::fs::write(unit.join("curve.csv"), rows)?;
-        let temp = unit.join("summary.json.partial");
-        std::fs::write(&temp, serde_json::to_string_pretty(&summary)?)?;
-        std::fs::rename(&temp, unit.join("summary.json"))?;
-        Ok(())
+        write_unit(&unit_dir(self.dir, &setting.slug, seed), &rows, &summary)
     }
-}
-
-/// A slide's claim about REINFORCE and the rule that judges it (fixed before any run).
-struct Claim {
-    figure: &'static str,
-    claim: &'static str,
-    criterion: &'static str,
 }
 
 /// The slides' REINFORCE claims (paper 004) and the criteria that judge them, written before
@@ -439,68 +385,29 @@ pub fn write_report(args: &DpsgdArgs) -> Result<SuiteOutcome> {
     );
 
     // The slides' claims, judged by the criteria fixed in CLAIMS, on the L = 1 settings.
-    let verdict_of = |units: &[&ReinforceUnit]| {
-        solved_seeds_verdict(
-            units
+    let verdicts = judge_claims(
+        args,
+        "plain-l1",
+        &format!("clip-only-c{}-l1", args.clip),
+        |s| format!("dp-sigma{s}-c{}-l1", args.clip),
+        |slug| {
+            of(slug)
                 .iter()
-                .map(|u| (u.solved_at_episode.is_some(), u.failed.is_some())),
-        )
-    };
-    let sigma_slug = |s: f64| format!("dp-sigma{s}-c{}-l1", args.clip);
-    let mut sweep: Vec<f64> = args
-        .sigma_sweep
-        .iter()
-        .copied()
-        .filter(|&s| s > 0.0)
-        .collect();
-    sweep.sort_by(f64::total_cmp);
-    let smallest = sweep.first().copied();
-    let mut trade = vec![(
-        0.0,
-        of(&format!("clip-only-c{}-l1", args.clip))
-            .iter()
-            .map(|u| u.mean_return)
-            .collect::<Vec<_>>(),
-    )];
-    for &s in &sweep {
-        trade.push((
-            s,
-            of(&sigma_slug(s)).iter().map(|u| u.mean_return).collect(),
-        ));
-    }
-    let verdicts = [
-        verdict_of(&of("plain-l1")),
-        match smallest {
-            Some(s) => {
-                let (v, m) = verdict_of(&of(&sigma_slug(s)));
-                (v, format!("σ = {s}: {m}"))
-            }
-            None => (Verdict::Inconclusive, "no σ > 0 in the sweep".into()),
+                .map(|u| (u.solved_at_episode.is_some(), u.failed.is_some()))
+                .collect()
         },
-        trade_off_verdict(&trade),
-    ];
-    let mut claim_rows = Vec::new();
-    for (claim, (verdict, measured)) in CLAIMS.iter().zip(&verdicts) {
-        claim_rows.push(vec![
-            Cell::Text(claim.figure.into()),
-            Cell::Text(claim.claim.into()),
-            Cell::Text(claim.criterion.into()),
-            Cell::Text(measured.clone()),
-            Cell::Text(verdict.name().into()),
-        ]);
-    }
-    report.heading("Against the slides");
-    report.paragraph(
+        |slug| of(slug).iter().map(|u| u.mean_return).collect(),
+    );
+    claims_section(
+        &mut report,
         "The slides' REINFORCE figures are images without numbers; their claims are judged by \
          the criteria below, fixed in the code before any run. The clip-only and batch (L) \
          controls have no counterpart in the slides: they are reported above, not judged. The \
          slides' code clips each parameter tensor to C and adds σC noise to each; here the \
          whole gradient is clipped to C (Abadi et al.), so the slides' σ is σ/√P here for P \
          tensors (P = 4).",
-    );
-    report.table(
-        &["slides", "claim", "criterion", "measured", "verdict"],
-        claim_rows,
+        &CLAIMS,
+        &verdicts,
     );
 
     // Mean of 25 returns against episodes, mean over seeds, on a 40-point grid.
@@ -544,10 +451,7 @@ pub fn write_report(args: &DpsgdArgs) -> Result<SuiteOutcome> {
             .collect::<Vec<_>>()
             .join(",")
     };
-    let seeds = args
-        .seeds
-        .as_ref()
-        .map_or_else(|| vec![0, 1, 2], |s| s.0.clone());
+    let seeds = seeds(args)?;
     report.reproduce([format!(
         "cargo xtask suite dpsgd --reinforce-controls --episodes {budget} --seeds {} \
          --sigma-sweep {} --control-sigma {} --clip {} --reinforce-batch-sweep {} \
@@ -567,16 +471,7 @@ pub fn write_report(args: &DpsgdArgs) -> Result<SuiteOutcome> {
             .join(","),
         args.accountant
     )]);
-    let path = report.write()?;
-    let (v, m) = &verdicts[1];
-    Ok(SuiteOutcome {
-        report: path,
-        headline: Headline {
-            effect: CLAIMS[1].claim.to_owned(),
-            measured: m.clone(),
-            visible: *v == Verdict::Agrees,
-        },
-    })
+    finish(report, &CLAIMS, &verdicts)
 }
 
 #[cfg(test)]
@@ -605,7 +500,7 @@ mod tests {
         let pld =
             privrl_privacy::dp_sgd_epsilon_pld(Adjacency::AddRemove, 1.0, 1.0, 1, 1e-5).unwrap();
         for setting in &names {
-            let unit = unit_dir(&dir, setting, 0);
+            let unit = unit_dir(&dir, &setting.slug, 0);
             let summary: ReinforceUnit = crate::run::read_json(&unit.join("summary.json")).unwrap();
             assert!(summary.episodes >= 30 && summary.failed.is_none());
             assert_eq!(summary.accountant, AccountantKind::Pld);
@@ -620,12 +515,12 @@ mod tests {
         assert!(markdown.contains("| plain REINFORCE, L = 1"), "{markdown}");
         assert!(markdown.contains("(PLD)"), "{markdown}");
         assert!(markdown.contains("Inconclusive"), "one seed: {markdown}");
-        let before = std::fs::metadata(unit_dir(&dir, &names[0], 0).join("curve.csv"))
+        let before = std::fs::metadata(unit_dir(&dir, &names[0].slug, 0).join("curve.csv"))
             .unwrap()
             .modified()
             .unwrap();
         run(&args).unwrap();
-        let after = std::fs::metadata(unit_dir(&dir, &names[0], 0).join("curve.csv"))
+        let after = std::fs::metadata(unit_dir(&dir, &names[0].slug, 0).join("curve.csv"))
             .unwrap()
             .modified()
             .unwrap();
