@@ -115,4 +115,17 @@ pub use private_training::{
     PrivacyTally, PrivacyUnit,
 };
 pub use record::{GradientRecord, NamedGradient};
+
+/// The wgpu backend privrl runs on: burn-wgpu's `CubeBackend` (Vulkan, Metal, DX12), without
+/// the operation fusion that `burn::backend::Wgpu` wraps it in.
+///
+/// Burn 0.21's fusion keeps one operation stream per thread, and privrl's autodiff sections
+/// ([`autodiff`]) run on whichever thread of their pool is free, so one agent's tensors are
+/// made on one thread and used on another. Under fusion that gives wrong values: a seeded DQN
+/// matched burn-ndarray for 2 to 14 updates, then its TD loss was NaN, at a different update on
+/// each run (upstream reports fusion's multi-thread handling failing, tracel-ai/burn#4328).
+/// Without fusion the same DQN matches burn-ndarray to f32 rounding on every run
+/// (`tests/backends.rs`).
+#[cfg(feature = "wgpu")]
+pub type WgpuBackend = burn_wgpu::CubeBackend<burn_wgpu::WgpuRuntime, f32, i32, u32>;
 pub use reinforce::{EpisodeBatch, Reinforce, ReinforceConfig, ReinforceStats};

@@ -218,7 +218,7 @@ fn second_order_gradients_match_finite_differences_on_ndarray() {
 #[test]
 fn second_order_gradients_match_finite_differences_on_wgpu() {
     privrl_agents::autodiff::exclusive(|| {
-        type B = burn::backend::Wgpu;
+        type B = privrl_agents::WgpuBackend;
         let device = burn::backend::wgpu::WgpuDevice::default();
         for victim in VICTIMS {
             // f32: a larger step keeps rounding error (~1e-7 / h) well under the tolerance. Every

@@ -57,7 +57,8 @@ pub fn dispatch<T: BackendTask>(choice: BackendChoice, task: T) -> Result<T::Out
         }
         BackendChoice::Wgpu => {
             #[cfg(feature = "wgpu")]
-            return task.run::<burn::backend::Wgpu>(burn::backend::wgpu::WgpuDevice::default());
+            return task
+                .run::<privrl_agents::WgpuBackend>(burn::backend::wgpu::WgpuDevice::default());
             #[cfg(not(feature = "wgpu"))]
             {
                 let _ = task;
