@@ -137,37 +137,6 @@ pub fn exclusive<R: Send>(work: impl FnOnce() -> R + Send) -> R {
     pool().install(work)
 }
 
-/// [`exclusive`] for `work`, with `meanwhile` run on the calling thread while the section
-/// works, instead of that thread only waiting: for work that touches no autodiff graph and
-/// does not depend on `work` (DP-SGD draws its noise this way while the clipped gradient sum
-/// is computed). Inside a section, or called from a worker of another rayon pool, the two run
-/// one after the other, or on a helper thread, as [`exclusive`] does.
-pub fn exclusive_alongside<R: Send, S: Send>(
-    work: impl FnOnce() -> R + Send,
-    meanwhile: impl FnOnce() -> S + Send,
-) -> (R, S) {
-    if in_section() {
-        return (work(), meanwhile());
-    }
-    if rayon::current_thread_index().is_some() {
-        return std::thread::scope(|scope| {
-            scope
-                .spawn(|| exclusive_alongside(work, meanwhile))
-                .join()
-                .unwrap_or_else(|payload| resume_unwind(payload))
-        });
-    }
-    let _section = SECTION.lock().unwrap_or_else(PoisonError::into_inner);
-    let mut result = None;
-    // The caller is no worker of the section pool: at the scope's end it blocks until `work`
-    // is done, and steals nothing.
-    let side = pool().in_place_scope(|scope| {
-        scope.spawn(|_| result = Some(work()));
-        meanwhile()
-    });
-    (result.expect("a scope waits for its jobs"), side)
-}
-
 /// `loss.backward()`, checked (in debug builds) to run inside a section.
 pub fn backward<B: AutodiffBackend, const D: usize>(loss: &Tensor<B, D>) -> B::Gradients {
     debug_assert!(
@@ -189,11 +158,6 @@ mod tests {
             exclusive(in_section)
         });
         assert!(nested);
-        let (in_work, in_meanwhile) = exclusive_alongside(in_section, in_section);
-        assert!(
-            in_work && !in_meanwhile,
-            "work in the section, the rest beside it"
-        );
         assert!(!in_section());
     }
 

@@ -51,9 +51,9 @@ use burn::tensor::ops::UnfoldOptions;
 use burn::tensor::{Int, Tensor, TensorData};
 use privrl_privacy::{
     compute_rdp_under, default_orders, noise_multiplier_for_under, pld, poisson_sample, rdp_to_dp,
-    standard_normals, AccountantKind, Adjacency, Clipping, DpSgdConfig, GradientMechanism,
-    GradientMechanismConfig, MechanismRng, MechanismRngState, PldConfig, PrivacyError,
-    RandomnessSource, RdpAccountant, SubsampledGaussianSteps,
+    AccountantKind, Adjacency, GradientMechanism, GradientMechanismConfig, MechanismRng,
+    MechanismRngState, PldConfig, PrivacyError, RandomnessSource, RdpAccountant,
+    SubsampledGaussianSteps,
 };
 use serde::{Deserialize, Serialize};
 
@@ -1417,9 +1417,6 @@ pub struct PrivacyEngine {
     gradient_noise: f64,
     rng: MechanismRng,
     schedule: ReleaseSchedule,
-    /// The model's parameter count, once a step has read it: the next steps draw their noise
-    /// while the clipped sum is computed.
-    dimension: Option<usize>,
 }
 
 impl fmt::Debug for PrivacyEngine {
@@ -1528,7 +1525,6 @@ impl PrivacyEngine {
             noise_multiplier,
             gradient_noise,
             rng: MechanismRng::new(source)?,
-            dimension: None,
         })
     }
 
@@ -1622,66 +1618,32 @@ impl PrivacyEngine {
         // uninitialised module initialises its own, different, values). One section for the
         // layout and the gradients: entering one hands the work to the section's thread, which
         // costs a context switch on a loaded machine.
-        // The noise does not depend on the gradients: once the parameter count is known, its d
-        // standard normals are drawn on this thread while the section computes the clipped sum
-        // (the same draws in the same order as after it: same seed, same bytes).
-        let noisy = self.gradient_noise > 0.0;
-        let early = self.dimension.filter(|_| noisy);
-        let rng = &mut self.rng;
-        let (section, early_normals) = autodiff::exclusive_alongside(
-            || {
-                let layout = ParamLayout::of(module);
-                let dimension = layout.num_values();
-                let clipped = if batch.is_empty() {
-                    ClippedSum {
-                        sum: vec![0.0; dimension],
-                        norms: Vec::new(),
-                        loss: f64::NAN,
-                    }
-                } else {
-                    let clipped = per_sample.clipped_sum(module, batch, &layout, clip)?;
-                    if clipped.sum.len() != dimension || clipped.norms.len() != batch.len() {
-                        return Err(EngineError::Shape {
-                            what: "clipped per-sample gradients",
-                            expected: vec![batch.len(), dimension],
-                            got: vec![clipped.norms.len(), clipped.sum.len()],
-                        });
-                    }
-                    clipped
-                };
-                Ok((layout, clipped))
-            },
-            || early.map(|d| standard_normals(d, rng)),
-        );
-        let (layout, clipped) = section?;
+        let (layout, clipped) = autodiff::exclusive(|| {
+            let layout = ParamLayout::of(module);
+            let dimension = layout.num_values();
+            let clipped = if batch.is_empty() {
+                ClippedSum {
+                    sum: vec![0.0; dimension],
+                    norms: Vec::new(),
+                    loss: f64::NAN,
+                }
+            } else {
+                let clipped = per_sample.clipped_sum(module, batch, &layout, clip)?;
+                if clipped.sum.len() != dimension || clipped.norms.len() != batch.len() {
+                    return Err(EngineError::Shape {
+                        what: "clipped per-sample gradients",
+                        expected: vec![batch.len(), dimension],
+                        got: vec![clipped.norms.len(), clipped.sum.len()],
+                    });
+                }
+                clipped
+            };
+            Ok((layout, clipped))
+        })?;
         let dimension = layout.num_values();
-        if let Some(d) = early.filter(|&d| d != dimension) {
-            // The normals are drawn: a different model cannot go on with this engine's noise.
-            return Err(EngineError::Shape {
-                what: "parameters of the model this engine was first used with",
-                expected: vec![d],
-                got: vec![dimension],
-            });
-        }
-        self.dimension = Some(dimension);
         let expected = self.expected_batch_size();
-        let released = if noisy {
-            let normals =
-                early_normals.unwrap_or_else(|| standard_normals(dimension, &mut self.rng));
-            DpSgdConfig {
-                noise_multiplier: self.gradient_noise,
-                clipping: Clipping::Flat { clip },
-                dimension,
-            }
-            .build()?
-            .noisy_mean_with_normals(clipped.sum, expected, &normals)?
-        } else {
-            gaussian_mechanism(clip, self.gradient_noise, dimension)?.release_clipped_sum(
-                clipped.sum,
-                expected,
-                &mut self.rng,
-            )?
-        };
+        let released = gaussian_mechanism(clip, self.gradient_noise, dimension)?
+            .release_clipped_sum(clipped.sum, expected, &mut self.rng)?;
         if let Some(adaptive) = self.config.adaptive_clipping {
             self.adapt_clip(&adaptive, &clipped.norms, expected)?;
         }

@@ -142,41 +142,6 @@ impl DpSgd {
         batch_size: f64,
         rng: &mut impl Rng,
     ) -> Result<Vec<f32>, PrivacyError> {
-        self.check_clipped_sum(&clipped_sum, batch_size)?;
-        // One pass, noise and division fused: this is on every DP-SGD step's hot path.
-        let std = self.noise_std();
-        for x in clipped_sum.iter_mut() {
-            *x = saturating_f32((f64::from(*x) + std * standard_normal(rng)) / batch_size);
-        }
-        Ok(clipped_sum)
-    }
-
-    /// [`DpSgd::noisy_mean_of_clipped_sum`] with its d standard normals drawn beforehand by
-    /// [`standard_normals`] from the same generator: the same release, value for value, but
-    /// the draw (a third of a DP-SGD step on a small network) can overlap the computation of
-    /// the clipped sum.
-    pub fn noisy_mean_with_normals(
-        &self,
-        mut clipped_sum: Vec<f32>,
-        batch_size: f64,
-        normals: &[f64],
-    ) -> Result<Vec<f32>, PrivacyError> {
-        self.check_clipped_sum(&clipped_sum, batch_size)?;
-        if normals.len() != clipped_sum.len() {
-            return Err(PrivacyError::DimensionMismatch {
-                name: "standard normals",
-                expected: clipped_sum.len(),
-                found: normals.len(),
-            });
-        }
-        let std = self.noise_std();
-        for (x, &z) in clipped_sum.iter_mut().zip(normals) {
-            *x = saturating_f32((f64::from(*x) + std * z) / batch_size);
-        }
-        Ok(clipped_sum)
-    }
-
-    fn check_clipped_sum(&self, clipped_sum: &[f32], batch_size: f64) -> Result<(), PrivacyError> {
         positive("batch_size", batch_size)?;
         if clipped_sum.len() != self.config.dimension {
             return Err(PrivacyError::DimensionMismatch {
@@ -185,7 +150,13 @@ impl DpSgd {
                 found: clipped_sum.len(),
             });
         }
-        all_finite("clipped gradient sum", clipped_sum)
+        all_finite("clipped gradient sum", &clipped_sum)?;
+        // One pass, noise and division fused: this is on every DP-SGD step's hot path.
+        let std = self.noise_std();
+        for x in clipped_sum.iter_mut() {
+            *x = saturating_f32((f64::from(*x) + std * standard_normal(rng)) / batch_size);
+        }
+        Ok(clipped_sum)
     }
 
     /// Clips one per-sample gradient in place by the configured rule.

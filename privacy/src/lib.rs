@@ -104,9 +104,7 @@ pub use pld::{dp_sgd_epsilon_pld, AccountantKind, PldConfig, PrivacyLossDistribu
 pub use projected_random_sign::{
     default_reduced_dimension, BitFlip, ProjectedRandomSign, ProjectionMatrix, PrsConfig,
 };
-pub use randomness::{
-    standard_normals, MechanismRng, MechanismRngState, NoiseMode, RandomnessSource, SecureRng,
-};
+pub use randomness::{MechanismRng, MechanismRngState, NoiseMode, RandomnessSource, SecureRng};
 pub use rdp::{
     compute_rdp, compute_rdp_under, default_orders, dp_sgd_epsilon, dp_sgd_epsilon_under,
     noise_multiplier_for, noise_multiplier_for_under, rdp_subsampled_gaussian, rdp_to_dp,

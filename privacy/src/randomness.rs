@@ -219,12 +219,6 @@ pub(crate) fn standard_normal<R: Rng + ?Sized>(rng: &mut R) -> f64 {
     StandardNormal.sample(rng)
 }
 
-/// `dimension` standard normal draws, in the order [`crate::DpSgd::noisy_mean_of_clipped_sum`]
-/// draws them, for [`crate::DpSgd::noisy_mean_with_normals`].
-pub fn standard_normals<R: Rng + ?Sized>(dimension: usize, rng: &mut R) -> Vec<f64> {
-    (0..dimension).map(|_| standard_normal(rng)).collect()
-}
-
 /// A Laplace(0, scale) draw by the inverse CDF: −scale · sgn(u) · ln(1 − 2|u|), u ∈ (−½, ½).
 /// See the module's floating-point caveat.
 #[inline]
