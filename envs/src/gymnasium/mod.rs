@@ -75,7 +75,7 @@
 //! [`GymnasiumConfig::build_vec`] does the same but starts the `n` workers concurrently, so
 //! Python's start-up (about 0.3 s) is paid once rather than `n` times. A `VecEnv` of bridged
 //! environments sends every worker its step before it reads any reply
-//! ([`Env::send_step`](crate::Env::send_step)), so the workers step at once, with no thread of
+//! ([`Env::send_step`]), so the workers step at once, with no thread of
 //! ours per worker, and a step of `n` workers costs about one round trip rather than `n`; the
 //! results are the same as stepping them one by one.
 //!
