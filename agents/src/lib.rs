@@ -115,6 +115,7 @@ pub use private_training::{
     PrivacyTally, PrivacyUnit,
 };
 pub use record::{GradientRecord, NamedGradient};
+pub use reinforce::{EpisodeBatch, Reinforce, ReinforceConfig, ReinforceStats};
 
 /// The wgpu backend privrl runs on: burn-wgpu's `CubeBackend` (Vulkan, Metal, DX12), without
 /// the operation fusion that `burn::backend::Wgpu` wraps it in.
@@ -128,4 +129,3 @@ pub use record::{GradientRecord, NamedGradient};
 /// (`tests/backends.rs`).
 #[cfg(feature = "wgpu")]
 pub type WgpuBackend = burn_wgpu::CubeBackend<burn_wgpu::WgpuRuntime, f32, i32, u32>;
-pub use reinforce::{EpisodeBatch, Reinforce, ReinforceConfig, ReinforceStats};

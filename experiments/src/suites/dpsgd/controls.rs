@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use super::plan::{dqn_config, DpsgdArgs};
 use super::protocol::{
     claims_section, epsilon_by_accountant, finish, judge_claims, run_missing_units, unit_dir,
-    write_unit, Claim, UnitSetting, UnitTask,
+    write_unit, Claim, UnitOutcome, UnitSetting, UnitTask,
 };
 use super::{mean, ENV, SOLVED_RETURN, SOLVED_WINDOW};
 use crate::backend::BackendTask;
@@ -204,6 +204,18 @@ pub fn run(args: &DpsgdArgs) -> Result<SuiteOutcome> {
     let dir = args.controls_dir.clone();
     run_missing_units(&dir, args, &settings(args))?;
     write_report(&dir, args)
+}
+
+impl UnitOutcome for UnitSummary {
+    fn solved(&self) -> bool {
+        self.solved_at_env_step.is_some()
+    }
+    fn failed(&self) -> bool {
+        self.failed.is_some()
+    }
+    fn mean_return(&self) -> f64 {
+        self.mean_return
+    }
 }
 
 impl UnitSetting for Setting {
@@ -483,13 +495,7 @@ pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
         "plain",
         &format!("clip-only-c{}", args.clip),
         |s| format!("dp-sigma{s}-c{}", args.clip),
-        |slug| {
-            of(slug)
-                .iter()
-                .map(|u| (u.solved_at_env_step.is_some(), u.failed.is_some()))
-                .collect()
-        },
-        |slug| of(slug).iter().map(|u| u.mean_return).collect(),
+        of,
     );
     claims_section(
         &mut report,

@@ -22,6 +22,16 @@ pub(super) trait UnitSetting: Clone + Send + Sync {
     fn slug(&self) -> &str;
 }
 
+/// What the slides' claims read from a finished unit.
+pub(super) trait UnitOutcome {
+    /// Whether the run reached the solving criterion within its budget.
+    fn solved(&self) -> bool;
+    /// Whether the run stopped early on an error (counted as unsolved, never dropped).
+    fn failed(&self) -> bool;
+    /// Mean training return over the whole run.
+    fn mean_return(&self) -> f64;
+}
+
 /// One unit to run: `setting` at `seed`, written under `dir`.
 pub(super) struct UnitTask<'a, S> {
     pub dir: &'a Path,
@@ -192,16 +202,23 @@ pub(super) fn trade_off_verdict(points: &[(f64, Vec<f64>)]) -> (Verdict, String)
 
 /// The slides' three claims judged on a protocol's units: (1) the plain agent solves, (2) DP-SGD
 /// at the smallest σ > 0 of the sweep solves, (3) the mean return falls along σ = 0 (clip
-/// only), then the σ sweep. `solved(slug)` gives each seed's (solved, failed) of a setting,
-/// `returns(slug)` each seed's mean return; `sigma_slug(σ)` names the sweep's settings.
-pub(super) fn judge_claims(
+/// only), then the σ sweep. `units(slug)` gives a setting's finished units (one per seed);
+/// `sigma_slug(σ)` names the sweep's settings.
+pub(super) fn judge_claims<'u, U: UnitOutcome + 'u>(
     args: &DpsgdArgs,
     plain_slug: &str,
     clip_only_slug: &str,
     sigma_slug: impl Fn(f64) -> String,
-    solved: impl Fn(&str) -> Vec<(bool, bool)>,
-    returns: impl Fn(&str) -> Vec<f64>,
+    units: impl Fn(&str) -> Vec<&'u U>,
 ) -> [(Verdict, String); 3] {
+    let solved = |slug: &str| -> Vec<(bool, bool)> {
+        units(slug)
+            .iter()
+            .map(|u| (u.solved(), u.failed()))
+            .collect()
+    };
+    let returns =
+        |slug: &str| -> Vec<f64> { units(slug).iter().map(|u| u.mean_return()).collect() };
     let mut sweep: Vec<f64> = args
         .sigma_sweep
         .iter()
@@ -307,12 +324,12 @@ mod tests {
             (3.0, vec![20.0, 30.0]),
         ];
         assert_eq!(trade_off_verdict(&falling).0, Verdict::Agrees);
-        let rising = [(0.0, vec![20.0, 30.0]), (1.0, vec![50.0, 60.0])];
+        let rising = [(0.0, vec![20.0, 30.0]), (3.0, vec![50.0, 60.0])];
         assert_eq!(trade_off_verdict(&rising).0, Verdict::Disagrees);
         let bumpy = [
             (0.0, vec![90.0, 80.0]),
-            (1.0, vec![20.0, 30.0]),
-            (3.0, vec![50.0, 60.0]),
+            (1.0, vec![95.0, 99.0]),
+            (3.0, vec![20.0, 30.0]),
         ];
         assert_eq!(trade_off_verdict(&bumpy).0, Verdict::Inconclusive);
         assert_eq!(

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use super::plan::DpsgdArgs;
 use super::protocol::{
     claims_section, epsilon_by_accountant, finish, judge_claims, run_missing_units, seeds,
-    unit_dir, write_unit, Claim, UnitSetting, UnitTask,
+    unit_dir, write_unit, Claim, UnitOutcome, UnitSetting, UnitTask,
 };
 use super::{mean, ENV, SOLVED_RETURN, SOLVED_WINDOW};
 use crate::backend::BackendTask;
@@ -184,6 +184,18 @@ pub fn run(args: &DpsgdArgs) -> Result<SuiteOutcome> {
     }
     run_missing_units(&protocol_dir(args), args, &settings(args))?;
     write_report(args)
+}
+
+impl UnitOutcome for ReinforceUnit {
+    fn solved(&self) -> bool {
+        self.solved_at_episode.is_some()
+    }
+    fn failed(&self) -> bool {
+        self.failed.is_some()
+    }
+    fn mean_return(&self) -> f64 {
+        self.mean_return
+    }
 }
 
 impl UnitSetting for ReinforceSetting {
@@ -390,13 +402,7 @@ pub fn write_report(args: &DpsgdArgs) -> Result<SuiteOutcome> {
         "plain-l1",
         &format!("clip-only-c{}-l1", args.clip),
         |s| format!("dp-sigma{s}-c{}-l1", args.clip),
-        |slug| {
-            of(slug)
-                .iter()
-                .map(|u| (u.solved_at_episode.is_some(), u.failed.is_some()))
-                .collect()
-        },
-        |slug| of(slug).iter().map(|u| u.mean_return).collect(),
+        of,
     );
     claims_section(
         &mut report,
