@@ -97,9 +97,16 @@ fn gradient_reaches_every_multimodal_parameter() {
 #[test]
 fn host_copy_matches_the_tensor_forward() {
     let device = Default::default();
-    for activation in [Activation::Tanh, Activation::Relu] {
+    // The host copy reads every parameter in one transfer and splits it: with and without
+    // biases, the split must land each value in its own layer.
+    for (activation, bias) in [
+        (Activation::Tanh, true),
+        (Activation::Relu, true),
+        (Activation::Tanh, false),
+    ] {
         let mlp = MlpConfig::new(4, vec![16, 8], 3)
             .with_activation(activation)
+            .with_bias(bias)
             .init::<B>(&device, &mut ChaCha8Rng::seed_from_u64(1));
         let host = HostMlp::from_mlp(&mlp);
         let x = [0.3f32, -1.2, 2.5, 0.01];
