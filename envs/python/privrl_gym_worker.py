@@ -40,8 +40,10 @@ at stderr, so a stray `print` in an environment (or ALE's banner) cannot corrupt
 
 import os
 import re
+import select
 import struct
 import sys
+import time
 import traceback
 
 PROTOCOL_VERSION = 1
@@ -272,6 +274,26 @@ def exception_frame(err):
     return error_frame(KIND_EXCEPTION, type(err).__name__, message)
 
 
+# How long to spin for the next request before blocking on the pipe, in seconds: the Rust
+# side passes PRIVRL_WORKER_SPIN_US (0: block at once). A blocked process's CPU goes idle, and
+# waking an idle CPU on a virtual machine costs tens of microseconds per request; see
+# WORKER_SPIN in envs/src/gymnasium/worker.rs for the measurements.
+SPIN_SECONDS = int(os.environ.get("PRIVRL_WORKER_SPIN_US", "0") or 0) * 1e-6
+
+
+def wait_readable(poller, budget):
+    """Returns once the polled stream is readable (or closed) or `budget` seconds passed.
+
+    The loop does not yield: `sched_yield` would hand the CPU to any background process for a
+    whole time slice."""
+    if budget <= 0:
+        return
+    deadline = time.perf_counter() + budget
+    while not poller.poll(0):
+        if time.perf_counter() >= deadline:
+            return
+
+
 def read_exact(stream, size):
     data = stream.read(size)
     if data is None or len(data) < size:
@@ -314,7 +336,13 @@ def main():
         ord("T"): worker.set_state,
     }
     ok = ord("K")
+    poller = select.poll()
+    poller.register(proto_in.fileno(), select.POLLIN)
     while True:
+        # Bytes already in proto_in's buffer are not seen by the poll: then the spin only
+        # waits out its budget before the read returns them (the Rust side sends one request
+        # at a time, so the buffer is empty here).
+        wait_readable(poller, SPIN_SECONDS)
         header = read_exact(proto_in, HEADER.size)
         if header is None:
             return 0  # the Rust side closed our stdin

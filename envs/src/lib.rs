@@ -54,6 +54,7 @@ mod error;
 pub mod gymnasium;
 mod mountain_car;
 mod obs;
+pub mod python;
 mod registry;
 pub mod room;
 mod space;

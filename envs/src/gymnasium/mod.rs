@@ -96,11 +96,12 @@ mod env;
 mod protocol;
 mod worker;
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use crate::python::default_python;
 pub use config::{GymnasiumConfig, KwargValue};
 pub use env::GymnasiumEnv;
+pub use worker::SPIN_VARIABLE;
 
 // The module docs link to these.
 #[cfg(doc)]
@@ -118,24 +119,3 @@ const GYMNASIUM_PREFIX: &str = "gymnasium:";
 const DEFAULT_MAKE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default limit on answering one reset, step or set_state.
 const DEFAULT_STEP_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The Python interpreter the bridge starts: `PRIVRL_PYTHON` if set and non-empty, else
-/// `.venv/bin/python` at the privrl workspace root if it exists, else `python3`.
-pub fn default_python() -> PathBuf {
-    if let Some(python) = std::env::var_os("PRIVRL_PYTHON").filter(|p| !p.is_empty()) {
-        return PathBuf::from(python);
-    }
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap_or(Path::new("."));
-    let venv = if cfg!(windows) {
-        workspace.join(".venv").join("Scripts").join("python.exe")
-    } else {
-        workspace.join(".venv").join("bin").join("python")
-    };
-    if venv.exists() {
-        venv
-    } else {
-        PathBuf::from("python3")
-    }
-}

@@ -58,15 +58,14 @@ fn torch_version(python: &Path) -> std::result::Result<(String, usize), String> 
 }
 
 /// Runs a peer script and returns the `key=value` pairs of its line starting with `tag`.
-fn run_peer(
+pub(super) fn run_peer(
     python: &Path,
-    script: &str,
+    path: &Path,
     tag: &str,
     args: &[String],
 ) -> Result<Vec<(String, String)>> {
-    let path = peer_dir().join(script);
     let output = Command::new(python)
-        .arg(&path)
+        .arg(path)
         .args(args)
         .output()
         .with_context(|| format!("running {} {}", python.display(), path.display()))?;
@@ -97,7 +96,7 @@ fn parse_peer_line(stdout: &str, tag: &str) -> Result<Vec<(String, String)>> {
 }
 
 /// The number under `key` in a peer's line.
-fn number(pairs: &[(String, String)], key: &str) -> Result<f64> {
+pub(super) fn number(pairs: &[(String, String)], key: &str) -> Result<f64> {
     pairs
         .iter()
         .find(|(k, _)| k == key)
@@ -122,7 +121,7 @@ fn peer_ppo(python: &Path, args: &BenchArgs, hidden: usize) -> Result<PeerFigure
     for &threads in &args.torch_threads {
         let pairs = run_peer(
             python,
-            "ppo_cartpole.py",
+            &peer_dir().join("ppo_cartpole.py"),
             "PPO_PYTORCH",
             &[
                 "--epochs".into(),
@@ -151,7 +150,7 @@ fn peer_qgi(python: &Path, args: &BenchArgs, res: usize) -> Result<PeerFigure> {
     for &threads in &args.torch_threads {
         let pairs = run_peer(
             python,
-            "qgi_factored.py",
+            &peer_dir().join("qgi_factored.py"),
             "QGI_PYTORCH",
             &[
                 "--res".into(),
@@ -216,7 +215,7 @@ struct Repeat {
 }
 
 /// The machine: CPU model, cores, load average, and the thread settings of both sides.
-fn machine_description() -> Vec<String> {
+pub(super) fn machine_description() -> Vec<String> {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|info| {
@@ -240,7 +239,7 @@ fn machine_description() -> Vec<String> {
     ]
 }
 
-fn load_average() -> String {
+pub(super) fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(", "))
         .unwrap_or_else(|_| "unknown".into())
@@ -248,7 +247,7 @@ fn load_average() -> String {
 
 /// Today's UTC date, `YYYY-MM-DD` (civil date from days since 1970-01-01, H. Hinnant's
 /// algorithm).
-fn utc_date() -> String {
+pub(super) fn utc_date() -> String {
     let secs = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());

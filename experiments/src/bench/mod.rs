@@ -1,6 +1,8 @@
-//! `cargo xtask bench`: throughput tables in `runs/bench/`, and with `--compare-pytorch` privrl
-//! against like-for-like PyTorch peers ([`compare`]).
+//! `cargo xtask bench`: throughput tables in `runs/bench/`; with `--compare-pytorch` privrl
+//! against like-for-like PyTorch peers ([`compare`]), with `--compare-gymnasium` the Gymnasium
+//! bridge against native Gymnasium ([`bridge`]).
 
+pub mod bridge;
 pub mod compare;
 
 use std::time::Instant;
@@ -52,10 +54,11 @@ pub struct BenchArgs {
     /// Optimisation iterations per stage of the QGI timing; 0 skips it.
     #[arg(long, default_value_t = 10)]
     pub qgi_iterations: usize,
-    /// A Python with PyTorch. With --compare-pytorch it runs the peers (default: the
+    /// A Python with PyTorch (not with --compare-gymnasium, which uses the bridge's own
+    /// interpreter: PRIVRL_PYTHON, else the workspace's .venv). With --compare-pytorch it runs the peers (default: the
     /// PRIVRL_PYTHON environment variable, else `python3`); without it, given explicitly, it
     /// times `bench/pytorch/qgi_attack.py` (the full-gradient QGI) beside the QGI timing.
-    #[arg(long, alias = "torch-python")]
+    #[arg(long, alias = "torch-python", conflicts_with = "compare_gymnasium")]
     pub python: Option<std::path::PathBuf>,
     /// Backend of the network benchmarks.
     #[arg(long, value_enum, default_value_t = BackendChoice::default())]
@@ -66,7 +69,27 @@ pub struct BenchArgs {
     /// figures, the ratios and the machine. Without torch the peers are skipped with a message.
     #[arg(long)]
     pub compare_pytorch: bool,
-    /// --compare-pytorch: repeats of the whole comparison (peers, then privrl).
+    /// Run only the Gymnasium bridge against native Gymnasium: `--gymnasium-env` stepped with
+    /// random actions by `bench/python/gymnasium_native.py` (plain `gymnasium.make` and
+    /// `env.step`), then through privrl's bridge as one environment and as a `VecEnv` of each
+    /// `--workers` count, and write `<results-dir>/<UTC date>-bridge.md` with the ratios
+    /// against the goals (bridged ≥ 0.8× native; ≥ 0.8 scaling efficiency up to the cores).
+    /// Needs a build with `--features privrl-envs/gymnasium` and a Python with Gymnasium.
+    #[arg(long, conflicts_with = "compare_pytorch")]
+    pub compare_gymnasium: bool,
+    /// --compare-gymnasium: the environment, as written after `gymnasium:` in a privrl name
+    /// (the Atari games need ale-py).
+    #[arg(long, default_value = "ALE/AirRaid-v5?obs_type=ram")]
+    pub gymnasium_env: String,
+    /// --compare-gymnasium: environment steps per measurement (each side, each worker count).
+    #[arg(long, default_value_t = 20_000)]
+    pub gymnasium_steps: u64,
+    /// --compare-gymnasium: worker counts of the VecEnv rows, comma-separated (default: 1 up
+    /// to the number of cores).
+    #[arg(long, value_delimiter = ',')]
+    pub workers: Vec<usize>,
+    /// --compare-pytorch, --compare-gymnasium: repeats of the whole comparison (the reference
+    /// first, then privrl).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
     pub repeats: u64,
     /// --compare-pytorch: torch thread counts to run each peer at (comma-separated; 0 is
@@ -80,7 +103,7 @@ pub struct BenchArgs {
     /// both sides (the complexity table).
     #[arg(long)]
     pub complexity: bool,
-    /// --compare-pytorch: where the dated results file goes.
+    /// --compare-pytorch, --compare-gymnasium: where the dated results file goes.
     #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/results"))]
     pub results_dir: std::path::PathBuf,
 }
@@ -343,6 +366,9 @@ impl BackendTask for QgiBench {
 pub fn run(args: BenchArgs) -> Result<()> {
     if args.compare_pytorch {
         return compare::run(&args);
+    }
+    if args.compare_gymnasium {
+        return bridge::run(&args);
     }
     let dir = suite_dir("bench")?;
     // PyTorch first: run after privrl's benches from this process, it measured 5.3-5.5
