@@ -81,7 +81,8 @@ fn spinning_enabled() -> bool {
 /// 4,000 with spinning workers; a single environment (caller and one worker) spins.
 fn may_spin(live: usize) -> bool {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    spinning_enabled() && live + 1 <= cores
+    // The caller and `live` workers: `live + 1 <= cores`.
+    spinning_enabled() && live < cores
 }
 
 /// Bytes of stderr kept for error messages.
