@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use privrl_bench::{env_steps_per_second, vec_env_steps_per_second};
 
-use super::compare::{load_average, machine_description, number, run_peer, utc_date};
+use super::compare::{load_average, machine_description, number, run_peer, write_dated};
 use super::BenchArgs;
 use crate::report::plot::median;
 use crate::report::{Cell, Report};
@@ -160,15 +160,11 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         );
         repeats.push(repeat);
     }
-    let report = report(args, spec, &python, &machine, &repeats);
-    std::fs::create_dir_all(&args.results_dir)
-        .with_context(|| format!("creating {}", args.results_dir.display()))?;
-    let path = args.results_dir.join(format!("{}-bridge.md", utc_date()));
-    std::fs::write(&path, report.markdown())
-        .with_context(|| format!("writing {}", path.display()))?;
-    println!("{}", report.markdown());
-    println!("wrote {}", path.display());
-    Ok(())
+    write_dated(
+        &args.results_dir,
+        "-bridge",
+        &report(args, spec, &python, &machine, &repeats),
+    )
 }
 
 /// Scaling efficiency of `k` workers: their steps/s over k times one worker's.

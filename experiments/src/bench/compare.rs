@@ -322,9 +322,13 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         None
     };
     let report = report(args, &machine, &torch, &repeats, complexity);
-    std::fs::create_dir_all(&args.results_dir)
-        .with_context(|| format!("creating {}", args.results_dir.display()))?;
-    let path = args.results_dir.join(format!("{}.md", utc_date()));
+    write_dated(&args.results_dir, "", &report)
+}
+
+/// Writes `report` to `<dir>/<UTC date><suffix>.md` and prints it.
+pub(super) fn write_dated(dir: &Path, suffix: &str, report: &Report) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let path = dir.join(format!("{}{suffix}.md", utc_date()));
     std::fs::write(&path, report.markdown())
         .with_context(|| format!("writing {}", path.display()))?;
     println!("{}", report.markdown());
