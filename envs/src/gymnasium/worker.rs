@@ -67,22 +67,29 @@ impl Drop for LiveWorker {
     }
 }
 
-/// Whether spinning is on ([`SPIN_VARIABLE`] unset, or set to anything but `0`/`off`/`false`).
-fn spinning_enabled() -> bool {
-    static ENABLED: OnceLock<bool> = OnceLock::new();
-    *ENABLED.get_or_init(|| {
-        std::env::var(SPIN_VARIABLE).map_or(true, |v| !matches!(v.trim(), "0" | "off" | "false"))
+/// The cores that spinners may count on, read once: the available parallelism, or 0 where
+/// [`SPIN_VARIABLE`] is `0`, `off` or `false` (no one spins). Read once because it is asked at
+/// every reply, and finding the parallelism reads the affinity mask and cgroup quota.
+fn spin_cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| {
+        let off =
+            std::env::var(SPIN_VARIABLE).is_ok_and(|v| matches!(v.trim(), "0" | "off" | "false"));
+        if off {
+            0
+        } else {
+            std::thread::available_parallelism().map_or(1, usize::from)
+        }
     })
 }
 
-/// Spinning is allowed only while the caller and `live` workers can each have a core: a
-/// spinner takes the CPU of anything that shares its core. On 2 cores, a `VecEnv` of 2
-/// workers fell from 9,400 to 570 steps/s with a spinning caller, and one of 4 from 6,700 to
-/// 4,000 with spinning workers; a single environment (caller and one worker) spins.
+/// Spinning is allowed only while the caller and `live` workers can each have a core
+/// (`live + 1 <= cores`): a spinner takes the CPU of anything that shares its core. On 2
+/// cores, a `VecEnv` of 2 workers fell from 9,400 to 570 steps/s with a spinning caller, and
+/// one of 4 from 6,700 to 4,000 with spinning workers; a single environment (caller and one
+/// worker) spins.
 fn may_spin(live: usize) -> bool {
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    // The caller and `live` workers: `live + 1 <= cores`.
-    spinning_enabled() && live < cores
+    live < spin_cores()
 }
 
 /// Bytes of stderr kept for error messages.
@@ -527,7 +534,6 @@ impl Drop for Worker {
     }
 }
 
-/// Reads one frame into `payload` and returns its tag.
 /// Returns once `reader` has data (buffered or in the pipe), the pipe is closed, or `budget`
 /// has passed; see [`CALLER_SPIN`].
 #[cfg(unix)]
@@ -559,6 +565,7 @@ fn spin_until_readable(reader: &BufReader<ChildStdout>, budget: Duration) {
 #[cfg(not(unix))]
 fn spin_until_readable(_reader: &BufReader<ChildStdout>, _budget: Duration) {}
 
+/// Reads one frame into `payload` and returns its tag.
 fn read_frame(stdout: &mut impl Read, payload: &mut Vec<u8>) -> std::io::Result<u8> {
     let mut header = [0u8; protocol::HEADER_LEN];
     stdout.read_exact(&mut header)?;
