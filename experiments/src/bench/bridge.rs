@@ -18,7 +18,7 @@ use privrl_bench::{env_steps_per_second, vec_env_steps_per_second};
 use super::compare::{load_average, machine_description, number, run_peer, write_dated};
 use super::BenchArgs;
 use crate::report::plot::median;
-use crate::report::{Cell, Report};
+use crate::report::{comma_list, Cell, Report};
 
 /// The share of native single-environment throughput the bridge should keep (issue 24).
 pub const BRIDGE_RATIO_GOAL: f64 = 0.8;
@@ -56,8 +56,8 @@ fn native_args(spec: &str, steps: u64, seed: u64) -> Vec<String> {
 }
 
 /// Steps/s summed over `k` native processes started together, each taking `steps / k` steps
-/// (seeds 0..k).
-fn native_parallel(python: &Path, spec: &str, steps: u64, k: usize) -> Result<f64> {
+/// (seeds 0..k); `k = 1` is the single-environment reference.
+fn native_steps_per_s(python: &Path, spec: &str, steps: u64, k: usize) -> Result<f64> {
     let each = (steps / k as u64).max(1);
     let runs: Vec<f64> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..k)
@@ -122,17 +122,11 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         println!("repeat {}/{} (load {load_before})", r + 1, args.repeats);
         // Native first, as the PyTorch peers: the reference is never the one that runs on a
         // machine warmed by the other side.
-        let pairs = run_peer(
-            &python,
-            &native_script(),
-            "GYMNASIUM_NATIVE",
-            &native_args(spec, steps, 0),
-        )?;
-        let native = number(&pairs, "steps_per_s")?;
+        let native = native_steps_per_s(&python, spec, steps, 1)?;
         let native_parallel = workers
             .iter()
             .filter(|&&k| k > 1)
-            .map(|&k| Ok((k, native_parallel(&python, spec, steps, k)?)))
+            .map(|&k| Ok((k, native_steps_per_s(&python, spec, steps, k)?)))
             .collect::<Result<Vec<_>>>()?;
         let bridged = env_steps_per_second(&name, steps, 0)?;
         let vec_env = workers
@@ -360,14 +354,7 @@ fn report(
         if args.workers.is_empty() {
             String::new()
         } else {
-            format!(
-                " --workers {}",
-                args.workers
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(",")
-            )
+            format!(" --workers {}", comma_list(&args.workers))
         }
     )]);
     report

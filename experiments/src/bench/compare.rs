@@ -15,7 +15,7 @@ use privrl_agents::{Agent, Ppo, PpoConfig};
 use super::{qgi_times, BenchArgs};
 use crate::backend::{dispatch, BackendTask};
 use crate::report::plot::median;
-use crate::report::{Cell, Report};
+use crate::report::{comma_list, Cell, Report};
 
 /// The speed PPO should reach against its PyTorch peer (issue 24).
 pub const PPO_RATIO_GOAL: f64 = 3.0;
@@ -421,11 +421,7 @@ fn report(
             "PyTorch {version} under `{}` ({threads} threads by default); each peer ran at \
              --torch-threads {} and the faster run is the reference",
             python(args).display(),
-            args.torch_threads
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
+            comma_list(&args.torch_threads)
         ),
         Err(why) => format!("PyTorch peers skipped: {why}"),
     });
@@ -572,11 +568,7 @@ fn report(
         args.ppo_hidden,
         args.qgi_res,
         args.qgi_iterations,
-        args.torch_threads
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(","),
+        comma_list(&args.torch_threads),
         if args.complexity { " --complexity" } else { "" },
         python(args).display()
     )]);

@@ -55,9 +55,10 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 10)]
     pub qgi_iterations: usize,
     /// A Python with PyTorch (not with --compare-gymnasium, which uses the bridge's own
-    /// interpreter: PRIVRL_PYTHON, else the workspace's .venv). With --compare-pytorch it runs the peers (default: the
-    /// PRIVRL_PYTHON environment variable, else `python3`); without it, given explicitly, it
-    /// times `bench/pytorch/qgi_attack.py` (the full-gradient QGI) beside the QGI timing.
+    /// interpreter: PRIVRL_PYTHON, else the workspace's .venv). With --compare-pytorch it runs
+    /// the peers (default: the PRIVRL_PYTHON environment variable, else `python3`); without
+    /// it, given explicitly, it times `bench/pytorch/qgi_attack.py` (the full-gradient QGI)
+    /// beside the QGI timing.
     #[arg(long, alias = "torch-python", conflicts_with = "compare_gymnasium")]
     pub python: Option<std::path::PathBuf>,
     /// Backend of the network benchmarks.

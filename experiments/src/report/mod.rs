@@ -95,6 +95,16 @@ pub fn format_number(value: f64) -> String {
     }
 }
 
+/// `values` as a command line takes a list: `1,2,4` (each by its `Display`), for the
+/// "How to reproduce" commands.
+pub fn comma_list<T: std::fmt::Display>(values: &[T]) -> String {
+    values
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// `mean ± std` over `values` (sample standard deviation, n − 1), e.g. `487.5 ± 12.3`;
 /// `n/a` when empty, and just the mean for one value.
 pub fn format_mean_std(values: &[f64]) -> String {

@@ -11,7 +11,7 @@ use super::mean;
 use super::plan::{DpsgdArgs, DpsgdPlan, Method};
 use super::runs::RunSummary;
 use crate::report::plot::{median, LearningCurves, Line, LineChart, PlotFiles};
-use crate::report::{format_mean_std, format_number, Cell, Report};
+use crate::report::{comma_list, format_mean_std, format_number, Cell, Report};
 use crate::summary::SuiteOutcome;
 
 /// One point of the sweep: a method at a noise level, over seeds.
@@ -307,13 +307,9 @@ pub(super) fn write_report(
     } else {
         format!(
             "cargo xtask suite dpsgd --seeds {} --dp-sgd-noise {} --ldp-noise {} --episodes {} --dqn-steps {} --clip {} --delta {} --adjacency {} --accountant {} --reinforce-batch {}",
-            plan.seeds
-                .iter()
-                .map(u64::to_string)
-                .collect::<Vec<_>>()
-                .join(","),
-            join(&plan.dp_sgd_noise),
-            join(&plan.ldp_noise),
+            comma_list(&plan.seeds),
+            comma_list(&plan.dp_sgd_noise),
+            comma_list(&plan.ldp_noise),
             plan.episodes,
             plan.dqn_steps,
             plan.clip,
@@ -338,12 +334,4 @@ pub(super) fn write_report(
         report: path,
         headline,
     })
-}
-
-fn join(values: &[f64]) -> String {
-    values
-        .iter()
-        .map(f64::to_string)
-        .collect::<Vec<_>>()
-        .join(",")
 }
