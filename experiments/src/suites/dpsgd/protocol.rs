@@ -324,12 +324,12 @@ mod tests {
             (3.0, vec![20.0, 30.0]),
         ];
         assert_eq!(trade_off_verdict(&falling).0, Verdict::Agrees);
-        let rising = [(0.0, vec![20.0, 30.0]), (3.0, vec![50.0, 60.0])];
+        let rising = [(0.0, vec![20.0, 30.0]), (1.0, vec![50.0, 60.0])];
         assert_eq!(trade_off_verdict(&rising).0, Verdict::Disagrees);
         let bumpy = [
             (0.0, vec![90.0, 80.0]),
-            (1.0, vec![95.0, 99.0]),
-            (3.0, vec![20.0, 30.0]),
+            (1.0, vec![20.0, 30.0]),
+            (3.0, vec![50.0, 60.0]),
         ];
         assert_eq!(trade_off_verdict(&bumpy).0, Verdict::Inconclusive);
         assert_eq!(
