@@ -1,8 +1,9 @@
 //! `suite pgc --ablation`: what the paper's setting needs to learn at ε = ∞. One factor at a
 //! time away from Section 4's setting (reward, loss reduction, exploration clock, action
 //! choice, biases, optimiser), then a fixed list of combinations, K trials each. Every trial is
-//! a resumable unit, `<results>/ablation/<setting>/seed<k>.json`, skipped once written; the
-//! report and CSVs are regenerated from whatever units exist.
+//! a resumable unit, `<results>/ablation/<setting>/seed<k>.json`, skipped once written (unless
+//! it failed within a shorter cutoff than the one asked for now: then it runs again to the new
+//! one); the report and CSVs are regenerated from whatever units exist.
 //!
 //! The verdict criterion is fixed here, before any run: a setting **learns** when at least
 //! 80% of its K trials reach the first success (eq. 26) within the paper's cutoff of 90,000
@@ -300,6 +301,16 @@ pub(super) struct Unit {
     pub(super) summary: TrialSummary,
 }
 
+impl Unit {
+    /// Whether running the trial again with a cutoff of `max_updates` could not change it: it
+    /// succeeded, or it already failed at that cutoff or a longer one. A failure at a shorter
+    /// cutoff is run again from the start (a seeded round-robin trial repeats its first
+    /// updates exactly), so that raising `--max-updates` extends the undecided trials only.
+    pub(super) fn settled_within(&self, max_updates: u64) -> bool {
+        self.summary.first_success.is_some() || self.max_updates >= max_updates
+    }
+}
+
 fn arrival() -> SubmissionOrder {
     SubmissionOrder::Arrival
 }
@@ -460,7 +471,7 @@ pub(super) fn run_units(
         let seed = plan.seed + k as u64;
         for setting in settings {
             let path = unit_path(dir, setting, seed);
-            if path.exists() {
+            if path.exists() && read_json::<Unit>(&path)?.settled_within(plan.max_updates) {
                 continue;
             }
             let start = Instant::now();
@@ -879,6 +890,38 @@ mod tests {
         assert_eq!(verdict(5, 6, 10), Verdict::Pending);
         assert_eq!(verdict(4, 10, 10), Verdict::Partial);
         assert_eq!(verdict(0, 0, 0), Verdict::Pending);
+    }
+
+    #[test]
+    fn only_failures_at_a_shorter_cutoff_run_again() {
+        let unit = |first_success: Option<u64>, max_updates: u64| Unit {
+            setting: "prs+sparse-reward".into(),
+            factors: vec![Factor::SparseReward],
+            workers: 9,
+            max_updates,
+            order: SubmissionOrder::RoundRobin,
+            best_mean_score: None,
+            summary: TrialSummary {
+                mechanism: MechanismKind::Prs,
+                epsilon: privrl_privacy::Epsilon::INFINITE,
+                buffer_size: 100,
+                seed: 0,
+                fig2: false,
+                first_success,
+                applied: 0,
+                sent: 0,
+                updates: max_updates,
+                wall_s: 0.0,
+            },
+        };
+        // A success stands whatever the cutoff asked for now.
+        assert!(unit(Some(500), 1000).settled_within(90_000));
+        // A failure is settled at its own cutoff and any shorter one ...
+        assert!(unit(None, 1000).settled_within(1000));
+        assert!(unit(None, 90_000).settled_within(1000));
+        // ... and runs again when a longer one is asked for.
+        assert!(!unit(None, 1000).settled_within(1001));
+        assert!(!unit(None, 1000).settled_within(90_000));
     }
 
     #[test]

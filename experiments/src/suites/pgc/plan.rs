@@ -142,7 +142,8 @@ pub struct PgcSuiteArgs {
     pub results_dir: std::path::PathBuf,
     /// Run Tables 1–3 as resumable units instead of one-off runs: each cell (mechanism × ε)
     /// × seed is `<results-dir>/tables/<setting>/seed<k>.json` (`tables-arrival/` with
-    /// --order arrival), skipped once written, trial k of every cell before trial k + 1 of
+    /// --order arrival), skipped once written (a failure within a shorter --max-updates than
+    /// the one given now runs again to the new cutoff), trial k of every cell before trial k + 1 of
     /// any; `report.md`, `tables.csv` and `units.csv` there are regenerated from whatever
     /// units exist, with each cell beside the paper's value and a verdict per table.
     #[arg(long, conflicts_with = "ablation")]
