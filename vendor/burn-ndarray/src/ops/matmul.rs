@@ -26,8 +26,8 @@ pub(crate) fn matmul<E: NdArrayElement>(
     let num_r_batches = shape_rhs.num_elements() / r_mat_size;
     let num_out_batches = out_shape.num_elements() / out_mat_size;
 
-    let lhs_array = NdArrayOps::reshape(lhs, Shape::new([num_l_batches, m, k]));
-    let rhs_array = NdArrayOps::reshape(rhs, Shape::new([num_r_batches, k, n]));
+    let lhs_array = as_batches(lhs, [num_l_batches, m, k]);
+    let rhs_array = as_batches(rhs, [num_r_batches, k, n]);
 
     let alpha: E = 1.0.elem();
     let beta: E = 0.0.elem();
@@ -67,6 +67,20 @@ pub(crate) fn matmul<E: NdArrayElement>(
     });
 
     NdArrayOps::reshape(out, out_shape)
+}
+
+/// privrl: an operand as `[batches, rows, columns]` without copying it. A matrix gains a
+/// leading axis of length 1 in place and a rank-3 array is used as it is, whatever their strides:
+/// `general_mat_mul` hands the strides to matrixmultiply, which packs strided operands into the
+/// same panels as contiguous ones, so the products are the same. Burn 0.21 reshaped every
+/// operand, which copied any that was not in standard layout: the transposed operands of every
+/// matmul backward.
+fn as_batches<E: NdArrayElement>(array: SharedArray<E>, shape: [usize; 3]) -> SharedArray<E> {
+    match array.ndim() {
+        2 => array.insert_axis(ndarray::Axis(0)),
+        3 => array,
+        _ => NdArrayOps::reshape(array, Shape::new(shape)),
+    }
 }
 
 #[derive(Debug, PartialEq)]
