@@ -495,6 +495,66 @@ fn runs_back_to_back_and_side_by_side_with_dead_letters() {
     let _ = std::fs::remove_dir_all(&first.dir);
 }
 
+/// `redis://user:password@host/` for `url` (which carries no credentials).
+fn with_credentials(url: &str, user: &str, password: &str) -> String {
+    let rest = url
+        .strip_prefix("redis://")
+        .expect("PRIVRL_REDIS_URL is a redis:// URL");
+    format!("redis://{user}:{password}@{rest}")
+}
+
+/// AUTH with a user name (Redis 6 ACLs): a run whose aggregator and agents log in as an ACL
+/// user finishes with the exact model, and a wrong password stops the aggregator at once with
+/// the server's refusal in its error, not a hang or a retry loop.
+#[test]
+fn a_run_logs_in_as_an_acl_user() {
+    let Some(url) = redis_url() else {
+        return;
+    };
+    let user = unique("user");
+    let password = "correct-horse";
+    let client = redis::Client::open(url.as_str()).unwrap();
+    let mut admin = client.get_connection().unwrap();
+    let acl = |args: &[&str], admin: &mut redis::Connection| {
+        let mut command = redis::cmd("ACL");
+        for arg in args {
+            command.arg(*arg);
+        }
+        command.query::<redis::Value>(admin).unwrap();
+    };
+    let secret = format!(">{password}");
+    acl(
+        &["SETUSER", &user, "on", &secret, "~*", "&*", "+@all"],
+        &mut admin,
+    );
+
+    let run = Run::new(&with_credentials(&url, &user, password), "acl");
+    finish(&run, 20, 0);
+    run.cleanup();
+
+    let wrong = Run::new(
+        &with_credentials(&url, &user, "wrong-password"),
+        "acl-wrong",
+    );
+    let mut refused = wrong.aggregator(20, "aggregator.log");
+    let started = Instant::now();
+    let status = refused.wait(
+        Duration::from_secs(60),
+        "the aggregator with a wrong password",
+    );
+    let stderr = wrong.stderr("aggregator.log");
+    assert!(!status.success(), "{stderr}");
+    // Refused by the server, not timed out after --redis-timeout (10 s) of retries.
+    assert!(started.elapsed() < Duration::from_secs(8), "{stderr}");
+    let lower = stderr.to_lowercase();
+    assert!(
+        lower.contains("auth") || lower.contains("password"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&wrong.dir);
+    acl(&["DELUSER", &user], &mut admin);
+}
+
 /// A second aggregator claiming a run fences the first off: each of the first's writes
 /// (θ, acknowledgements, checkpoint, close) fails with `PgcError::Fenced`. An agent's
 /// sequence survives its transport; a run's keys go with `delete_run`.

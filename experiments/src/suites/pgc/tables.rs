@@ -77,8 +77,11 @@ pub(super) fn run(args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
 pub(super) enum CellVerdict {
     Agrees,
     Disagrees,
-    /// Not judged yet (too few or undecided trials), or no paper value.
+    /// Not judged yet: too few trials, or some undecided.
     Pending,
+    /// Judged trials, but our text of the paper lost its value: nothing to compare with.
+    #[serde(rename = "no-paper-value")]
+    NoPaperValue,
 }
 
 impl CellVerdict {
@@ -87,6 +90,23 @@ impl CellVerdict {
             CellVerdict::Agrees => "✓",
             CellVerdict::Disagrees => "✗",
             CellVerdict::Pending => "pending",
+            CellVerdict::NoPaperValue => "n/a",
+        }
+    }
+
+    /// Whether the cell was compared with the paper's value (and so counts in the verdict).
+    fn compared(self) -> bool {
+        matches!(self, CellVerdict::Agrees | CellVerdict::Disagrees)
+    }
+
+    /// The verdict of a cell whose trials are `judged`, from the comparison with the paper's
+    /// value (`None`: the paper's value is lost).
+    fn of(judged: bool, agrees: Option<bool>) -> Self {
+        match (judged, agrees) {
+            (false, _) => CellVerdict::Pending,
+            (true, None) => CellVerdict::NoPaperValue,
+            (true, Some(true)) => CellVerdict::Agrees,
+            (true, Some(false)) => CellVerdict::Disagrees,
         }
     }
 }
@@ -99,12 +119,9 @@ pub(super) fn fst_agrees(ours: f64, paper: f64) -> bool {
         && ours >= paper / FST_FACTOR
 }
 
-/// The table's verdict over its cells' verdicts (those without a paper value are pending).
+/// The table's verdict over its cells' verdicts (only agreeing and disagreeing cells count).
 pub(super) fn table_verdict(cells: &[CellVerdict]) -> &'static str {
-    let judged: Vec<&CellVerdict> = cells
-        .iter()
-        .filter(|c| **c != CellVerdict::Pending)
-        .collect();
+    let judged: Vec<&CellVerdict> = cells.iter().filter(|c| c.compared()).collect();
     let disagree = judged
         .iter()
         .filter(|c| ***c == CellVerdict::Disagrees)
@@ -177,11 +194,7 @@ fn cells(units: &[Unit]) -> Vec<CellRow> {
             let (paper_fst, paper_ratio, paper_auc) = paper_values(mechanism, epsilon);
             let median_fst = median_first_success(&fsts);
             let success_ratio = successes as f64 / mine.len() as f64;
-            let verdict = |ok: Option<bool>| match ok {
-                Some(true) if judged => CellVerdict::Agrees,
-                Some(false) if judged => CellVerdict::Disagrees,
-                _ => CellVerdict::Pending,
-            };
+            let verdict = |ok: Option<bool>| CellVerdict::of(judged, ok);
             let mut walls: Vec<f64> = mine.iter().map(|u| u.summary.wall_s).collect();
             walls.sort_by(f64::total_cmp);
             CellRow {
@@ -236,18 +249,73 @@ fn cells(units: &[Unit]) -> Vec<CellRow> {
         let mechanism = row.mechanism.parse::<MechanismKind>().ok();
         let horizon = PAPER_CUTOFF * mechanism.map_or(1, buffer_size) as u64;
         row.relative_auc = relative_area(&row.fsts, base, horizon);
-        row.table3 = match (row.relative_auc, paper_number(&row.paper_auc)) {
-            (Some(ours), Some(paper)) if row.judged && *base_judged => {
-                if (ours - paper).abs() <= AUC_TOLERANCE {
-                    CellVerdict::Agrees
-                } else {
-                    CellVerdict::Disagrees
-                }
-            }
+        row.table3 = match row.relative_auc {
+            Some(ours) if row.judged && *base_judged => CellVerdict::of(
+                true,
+                paper_number(&row.paper_auc).map(|paper| (ours - paper).abs() <= AUC_TOLERANCE),
+            ),
             _ => CellVerdict::Pending,
         };
     }
     rows
+}
+
+/// One `suite pgc --tables` command per group of units that share its flags, which run again
+/// gives the same units.
+fn reproduce_commands(
+    units: &[Unit],
+    results_dir: &Path,
+    order: privrl_agents::pgc::SubmissionOrder,
+) -> Vec<String> {
+    let learner = |u: &Unit| {
+        let setting = Setting::new(u.summary.mechanism, &u.factors);
+        format!("{}={}", u.summary.mechanism.name(), setting.factor_slugs())
+    };
+    // A trial stops at its first success, so a success comes out the same at any cutoff at
+    // least as long as the one it ran at: it joins its learner's longest cutoff.
+    let mut longest: BTreeMap<(String, usize), u64> = BTreeMap::new();
+    for u in units {
+        let cutoff = longest.entry((learner(u), u.workers)).or_default();
+        *cutoff = (*cutoff).max(u.max_updates);
+    }
+    type Groups = BTreeMap<(String, u64, usize), (Vec<String>, Vec<String>, Vec<u64>)>;
+    let mut groups: Groups = BTreeMap::new();
+    for u in units {
+        let key = (learner(u), u.workers);
+        let cutoff = match u.summary.first_success {
+            Some(_) => longest[&key],
+            None => u.max_updates,
+        };
+        let (mechs, eps, seeds) = groups.entry((key.0, cutoff, key.1)).or_default();
+        let m = u.summary.mechanism.name().to_string();
+        if !mechs.contains(&m) {
+            mechs.push(m);
+        }
+        if !eps.contains(&u.summary.epsilon.slug()) {
+            eps.push(u.summary.epsilon.slug());
+        }
+        seeds.push(u.summary.seed);
+    }
+    let order = match order {
+        privrl_agents::pgc::SubmissionOrder::Arrival => " --order arrival",
+        privrl_agents::pgc::SubmissionOrder::RoundRobin => "",
+    };
+    groups
+        .iter()
+        .map(|((factors, max_updates, workers), (mechs, eps, seeds))| {
+            let low = seeds.iter().min().copied().unwrap_or(0);
+            let high = seeds.iter().max().copied().unwrap_or(0);
+            format!(
+                "cargo xtask suite pgc --tables --results-dir {} --mechanisms {} \\\n    \
+                 --factors {factors} --epsilons {} --max-updates {max_updates} --workers \
+                 {workers} --seed {low} --trials {}{order}",
+                results_dir.display(),
+                mechs.join(","),
+                eps.join(","),
+                high - low + 1
+            )
+        })
+        .collect()
 }
 
 /// Writes `report.md`, `tables.csv` (one row per cell) and `units.csv` in `dir`.
@@ -364,7 +432,7 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
             table.push(line);
         }
         let verdict = table_verdict(&marks);
-        let judged = marks.iter().filter(|m| **m != CellVerdict::Pending).count();
+        let judged = marks.iter().filter(|m| m.compared()).count();
         verdicts.push((title, verdict));
         report
             .heading(title)
@@ -375,8 +443,9 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
             ));
     }
     report.paragraph(
-        "Cells: ours (the paper's; `?` where our text of the paper lost the value) ✓/✗/pending \
-         [successes/trials]. A table cell not run at all reads `pending (paper)`. Median FST \
+        "Cells: ours (the paper's; `?` where our text of the paper lost the value) ✓/✗ \
+         [successes/trials]; *pending* where the cell has too few or undecided trials, *n/a* \
+         where its trials are decided but the paper's value is lost. A table cell not run at all reads `pending (paper)`. Median FST \
          counts failures as ∞ (the paper's convention). Table 3 integrates the success ratio \
          (eq. 27) up to the paper's cutoff, 90,000 updates × |B| submissions, relative to the \
          row's own ε = ∞ cell (the paper: relative to non-private A3C). `tables.csv` has one \
@@ -395,49 +464,7 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
         visible: verdicts.iter().all(|(_, v)| *v == "agrees"),
     };
     headline.add_to(&mut report);
-    // One command per group of units run alike.
-    // One reproduce command per group of units that share its flags.
-    type Groups = BTreeMap<(String, u64, usize), (Vec<String>, Vec<String>, Vec<u64>)>;
-    let mut groups: Groups = BTreeMap::new();
-    for u in &units {
-        let setting = Setting::new(u.summary.mechanism, &u.factors);
-        let (mechs, eps, seeds) = groups
-            .entry((
-                format!("{}={}", u.summary.mechanism.name(), setting.factor_slugs()),
-                u.max_updates,
-                u.workers,
-            ))
-            .or_default();
-        let m = u.summary.mechanism.name().to_string();
-        if !mechs.contains(&m) {
-            mechs.push(m);
-        }
-        if !eps.contains(&u.summary.epsilon.slug()) {
-            eps.push(u.summary.epsilon.slug());
-        }
-        seeds.push(u.summary.seed);
-    }
-    let order = match plan.order {
-        privrl_agents::pgc::SubmissionOrder::Arrival => " --order arrival",
-        privrl_agents::pgc::SubmissionOrder::RoundRobin => "",
-    };
-    let commands: Vec<String> = groups
-        .iter()
-        .map(|((factors, max_updates, workers), (mechs, eps, seeds))| {
-            let low = seeds.iter().min().copied().unwrap_or(0);
-            let high = seeds.iter().max().copied().unwrap_or(0);
-            format!(
-                "cargo xtask suite pgc --tables --results-dir {} --mechanisms {} \\\n    \
-                 --factors {factors} --epsilons {} --max-updates {max_updates} --workers \
-                 {workers} --seed {low} --trials {}{order}",
-                args.results_dir.display(),
-                mechs.join(","),
-                eps.join(","),
-                high - low + 1
-            )
-        })
-        .collect();
-    report.reproduce(commands);
+    report.reproduce(reproduce_commands(&units, &args.results_dir, plan.order));
     let path = report.write().context("writing the PGC tables report")?;
     println!("wrote {}", path.display());
     Ok(SuiteOutcome {
@@ -460,6 +487,16 @@ mod tests {
         use CellVerdict::*;
         assert_eq!(table_verdict(&[Pending, Pending]), "pending");
         assert_eq!(table_verdict(&[Agrees, Pending, Agrees]), "agrees");
+        assert_eq!(table_verdict(&[NoPaperValue, Pending]), "pending");
+        assert_eq!(
+            table_verdict(&[Agrees, NoPaperValue, Disagrees]),
+            "inconclusive"
+        );
+        // A cell without the paper's value is n/a once judged, pending before.
+        assert_eq!(CellVerdict::of(true, None), NoPaperValue);
+        assert_eq!(CellVerdict::of(false, None), Pending);
+        assert_eq!(CellVerdict::of(false, Some(true)), Pending);
+        assert_eq!(CellVerdict::of(true, Some(false)), Disagrees);
         assert_eq!(table_verdict(&[Agrees, Disagrees]), "inconclusive");
         assert_eq!(table_verdict(&[Agrees, Disagrees, Disagrees]), "disagrees");
     }
@@ -516,5 +553,51 @@ mod tests {
         let cell = rows.iter().find(|r| r.epsilon == two.slug()).unwrap();
         assert!(!cell.judged);
         assert_eq!(cell.table2, CellVerdict::Pending);
+    }
+
+    /// Successes at a short cutoff and failures at the paper's reproduce with one command at
+    /// the paper's cutoff; a failure at a short cutoff keeps its own command.
+    #[test]
+    fn successes_reproduce_at_the_longest_cutoff() {
+        use super::super::trial::TrialSummary;
+        use privrl_agents::pgc::SubmissionOrder;
+        let unit = |seed: u64, fst: Option<u64>, max_updates: u64| Unit {
+            setting: "prs+sparse-reward".into(),
+            factors: vec![super::super::Factor::SparseReward],
+            workers: 9,
+            max_updates,
+            order: SubmissionOrder::RoundRobin,
+            best_mean_score: None,
+            summary: TrialSummary {
+                mechanism: MechanismKind::Prs,
+                epsilon: Epsilon::INFINITE,
+                buffer_size: 100,
+                seed,
+                fig2: false,
+                first_success: fst,
+                applied: 0,
+                sent: 0,
+                updates: 0,
+                wall_s: 1.0,
+            },
+        };
+        let dir = Path::new("results/pgc");
+        let mut units = vec![
+            unit(0, Some(500), 1000),
+            unit(1, Some(700), 1000),
+            unit(2, Some(50_000), PAPER_CUTOFF),
+            unit(3, None, PAPER_CUTOFF),
+        ];
+        let commands = reproduce_commands(&units, dir, SubmissionOrder::RoundRobin);
+        assert_eq!(commands.len(), 1, "{commands:?}");
+        assert!(commands[0].contains("--max-updates 90000 --workers 9 --seed 0 --trials 4"));
+        assert!(commands[0].contains("--factors prs=sparse-reward"));
+        // An undecided failure at 1000 updates is its own group.
+        units[1] = unit(1, None, 1000);
+        let commands = reproduce_commands(&units, dir, SubmissionOrder::Arrival);
+        assert_eq!(commands.len(), 2, "{commands:?}");
+        assert!(commands[0].contains("--max-updates 1000 --workers 9 --seed 1 --trials 1"));
+        assert!(commands[1].contains("--max-updates 90000"));
+        assert!(commands.iter().all(|c| c.ends_with("--order arrival")));
     }
 }
