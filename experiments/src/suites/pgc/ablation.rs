@@ -311,6 +311,42 @@ impl Unit {
     }
 }
 
+#[cfg(test)]
+impl Unit {
+    /// A hand-made unit for tests: `seed`'s trial of `mechanism` with `factors` at `epsilon`
+    /// (9 agents, round robin, its mechanism's |B|), first succeeding after `first_success`
+    /// submissions (`None`: failed) within a cutoff of `max_updates`.
+    pub(super) fn hand_made(
+        mechanism: MechanismKind,
+        factors: Vec<Factor>,
+        epsilon: Epsilon,
+        seed: u64,
+        first_success: Option<u64>,
+        max_updates: u64,
+    ) -> Self {
+        Unit {
+            setting: Setting::new(mechanism, &factors).at(epsilon).name(),
+            factors,
+            workers: 9,
+            max_updates,
+            order: SubmissionOrder::RoundRobin,
+            best_mean_score: None,
+            summary: TrialSummary {
+                mechanism,
+                epsilon,
+                buffer_size: buffer_size(mechanism),
+                seed,
+                fig2: false,
+                first_success,
+                applied: 0,
+                sent: 0,
+                updates: 0,
+                wall_s: 1.0,
+            },
+        }
+    }
+}
+
 fn arrival() -> SubmissionOrder {
     SubmissionOrder::Arrival
 }
@@ -894,25 +930,17 @@ mod tests {
 
     #[test]
     fn only_failures_at_a_shorter_cutoff_run_again() {
-        let unit = |first_success: Option<u64>, max_updates: u64| Unit {
-            setting: "prs+sparse-reward".into(),
-            factors: vec![Factor::SparseReward],
-            workers: 9,
-            max_updates,
-            order: SubmissionOrder::RoundRobin,
-            best_mean_score: None,
-            summary: TrialSummary {
-                mechanism: MechanismKind::Prs,
-                epsilon: privrl_privacy::Epsilon::INFINITE,
-                buffer_size: 100,
-                seed: 0,
-                fig2: false,
+        let unit = |first_success: Option<u64>, max_updates: u64| {
+            let factors = vec![Factor::SparseReward];
+            let infinite = Epsilon::INFINITE;
+            Unit::hand_made(
+                MechanismKind::Prs,
+                factors,
+                infinite,
+                0,
                 first_success,
-                applied: 0,
-                sent: 0,
-                updates: max_updates,
-                wall_s: 0.0,
-            },
+                max_updates,
+            )
         };
         // A success stands whatever the cutoff asked for now.
         assert!(unit(Some(500), 1000).settled_within(90_000));

@@ -505,26 +505,15 @@ mod tests {
     /// Table 2's cell compares the ratio with the paper's within the tolerance.
     #[test]
     fn cells_are_judged_from_their_units() {
-        use super::super::trial::TrialSummary;
-        let unit = |eps: Epsilon, seed: u64, fst: Option<u64>, max_updates: u64| Unit {
-            setting: Setting::new(MechanismKind::Laplace, &[]).at(eps).name(),
-            factors: Vec::new(),
-            workers: 9,
-            max_updates,
-            order: privrl_agents::pgc::SubmissionOrder::RoundRobin,
-            best_mean_score: None,
-            summary: TrialSummary {
-                mechanism: MechanismKind::Laplace,
-                epsilon: eps,
-                buffer_size: 1,
+        let unit = |eps: Epsilon, seed: u64, fst: Option<u64>, max_updates: u64| {
+            Unit::hand_made(
+                MechanismKind::Laplace,
+                Vec::new(),
+                eps,
                 seed,
-                fig2: false,
-                first_success: fst,
-                applied: 0,
-                sent: 0,
-                updates: 0,
-                wall_s: 1.0,
-            },
+                fst,
+                max_updates,
+            )
         };
         let two = Epsilon::finite(2.0).unwrap();
         // ε = 2: 4 of 5 succeed (paper 0.90), median FST 20000 (paper 20238.5).
@@ -559,27 +548,17 @@ mod tests {
     /// the paper's cutoff; a failure at a short cutoff keeps its own command.
     #[test]
     fn successes_reproduce_at_the_longest_cutoff() {
-        use super::super::trial::TrialSummary;
         use privrl_agents::pgc::SubmissionOrder;
-        let unit = |seed: u64, fst: Option<u64>, max_updates: u64| Unit {
-            setting: "prs+sparse-reward".into(),
-            factors: vec![super::super::Factor::SparseReward],
-            workers: 9,
-            max_updates,
-            order: SubmissionOrder::RoundRobin,
-            best_mean_score: None,
-            summary: TrialSummary {
-                mechanism: MechanismKind::Prs,
-                epsilon: Epsilon::INFINITE,
-                buffer_size: 100,
+        let unit = |seed: u64, fst: Option<u64>, max_updates: u64| {
+            let factors = vec![super::super::Factor::SparseReward];
+            Unit::hand_made(
+                MechanismKind::Prs,
+                factors,
+                Epsilon::INFINITE,
                 seed,
-                fig2: false,
-                first_success: fst,
-                applied: 0,
-                sent: 0,
-                updates: 0,
-                wall_s: 1.0,
-            },
+                fst,
+                max_updates,
+            )
         };
         let dir = Path::new("results/pgc");
         let mut units = vec![
