@@ -620,6 +620,9 @@ fn rows(units: &[Unit], planned: usize) -> Vec<Row> {
             cutoffs.dedup();
             let cutoffs: Vec<String> = cutoffs.iter().map(u64::to_string).collect();
             let best: Vec<f64> = mine.iter().filter_map(|u| u.best_mean_score).collect();
+            // Every unit on disk was planned, undecided or not, whatever --trials this
+            // invocation was given (a run over a few seeds must not shrink the setting).
+            let planned = planned.max(mine.len());
             Some(Row {
                 setting: setting.name(),
                 mechanism: setting.mechanism.name().to_string(),
@@ -926,6 +929,34 @@ mod tests {
         assert_eq!(verdict(5, 6, 10), Verdict::Pending);
         assert_eq!(verdict(4, 10, 10), Verdict::Partial);
         assert_eq!(verdict(0, 0, 0), Verdict::Pending);
+    }
+
+    /// A report written by an invocation over a few seeds still judges the setting over every
+    /// unit on disk: 7 successes, 1 failure at the cutoff and 2 undecided of 10 is pending
+    /// (7/10 is partial, 9/10 learns), not 7 of 8 decided.
+    #[test]
+    fn undecided_units_on_disk_count_as_planned() {
+        let infinite = Epsilon::INFINITE;
+        let mut units: Vec<Unit> = (0..7)
+            .map(|k| Unit::hand_made(MechanismKind::Prs, vec![], infinite, k, Some(1000), 1000))
+            .collect();
+        units.push(Unit::hand_made(
+            MechanismKind::Prs,
+            vec![],
+            infinite,
+            7,
+            None,
+            PAPER_CUTOFF,
+        ));
+        units.extend(
+            (8..10).map(|k| Unit::hand_made(MechanismKind::Prs, vec![], infinite, k, None, 1000)),
+        );
+        for planned in [2, 10] {
+            let rows = rows(&units, planned);
+            let row = rows.iter().find(|r| r.setting == "prs-paper").unwrap();
+            assert_eq!((row.successes, row.trials, row.planned), (7, 10, 10));
+            assert_eq!(row.verdict, Verdict::Pending.label(), "--trials {planned}");
+        }
     }
 
     #[test]
