@@ -188,7 +188,7 @@ fn cells(units: &[Unit]) -> Vec<CellRow> {
             let successes = fsts.iter().flatten().count();
             let decided = mine
                 .iter()
-                .filter(|u| u.summary.first_success.is_some() || u.max_updates >= PAPER_CUTOFF)
+                .filter(|u| u.settled_within(PAPER_CUTOFF))
                 .count();
             let judged = mine.len() >= MIN_TRIALS && decided == mine.len();
             let (paper_fst, paper_ratio, paper_auc) = paper_values(mechanism, epsilon);
@@ -445,8 +445,8 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
     report.paragraph(
         "Cells: ours (the paper's; `?` where our text of the paper lost the value) ✓/✗ \
          [successes/trials]; *pending* where the cell has too few or undecided trials, *n/a* \
-         where its trials are decided but the paper's value is lost. A table cell not run at all reads `pending (paper)`. Median FST \
-         counts failures as ∞ (the paper's convention). Table 3 integrates the success ratio \
+         where its trials are decided but the paper's value is lost. A table cell not run at \
+         all reads `pending (paper)`. Median FST counts failures as ∞ (the paper's convention). Table 3 integrates the success ratio \
          (eq. 27) up to the paper's cutoff, 90,000 updates × |B| submissions, relative to the \
          row's own ε = ∞ cell (the paper: relative to non-private A3C). `tables.csv` has one \
          row per cell (with the median wall-clock time of its trials), `units.csv` one per \
