@@ -2,6 +2,7 @@ use crate::UnsafeSharedRef;
 use crate::{NdArrayElement, ShapeOps, SharedArray, iter_range_par, ops::NdArrayOps, run_par};
 
 use alloc::{vec, vec::Vec};
+use core::any::TypeId;
 use burn_backend::ElementConversion;
 use burn_backend::Shape;
 use ndarray::{IxDyn, s};
@@ -32,9 +33,23 @@ pub(crate) fn matmul<E: NdArrayElement>(
     let alpha: E = 1.0.elem();
     let beta: E = 0.0.elem();
 
+    // privrl: for f32 and f64 the output is not zeroed first. `general_mat_mul` hands these
+    // types to matrixmultiply, which with β = 0 writes every element of C without reading it
+    // ("if β is zero, then C does not need to be initialized"; for k = 0 it writes zeros), as
+    // ndarray's own `dot` relies on. Other element types keep the zeroed buffer.
+    let skip_zeroing = [TypeId::of::<f32>(), TypeId::of::<f64>()].contains(&TypeId::of::<E>());
     let out = run_par!(|| {
-        let mut out_array = ndarray::Array3::<E>::zeros((num_out_batches, m, n));
-        let unsafe_shared_out_array = UnsafeSharedRef::new(&mut out_array);
+        let out_shape = (num_out_batches, m, n);
+        let mut uninit = skip_zeroing.then(|| ndarray::Array3::<E>::uninit(out_shape));
+        let mut zeroed = (!skip_zeroing).then(|| ndarray::Array3::<E>::zeros(out_shape));
+        let mut out_view = match (&mut uninit, &mut zeroed) {
+            // SAFETY: the view is only written (by matrixmultiply, every element) before
+            // `assume_init` below; nothing reads it first.
+            (Some(uninit), _) => unsafe { uninit.raw_view_mut().cast::<E>().deref_into_view_mut() },
+            (_, Some(zeroed)) => zeroed.view_mut(),
+            _ => unreachable!("one of the two buffers exists"),
+        };
+        let unsafe_shared_out_array = UnsafeSharedRef::new(&mut out_view);
 
         iter_range_par!(0, num_out_batches).for_each(|out_batch| {
             // Here, we:
@@ -63,6 +78,12 @@ pub(crate) fn matmul<E: NdArrayElement>(
             }
         });
 
+        let out_array = match (uninit, zeroed) {
+            // SAFETY: general_mat_mul wrote every element of every batch above.
+            (Some(uninit), _) => unsafe { uninit.assume_init() },
+            (_, Some(zeroed)) => zeroed,
+            _ => unreachable!("one of the two buffers exists"),
+        };
         out_array.into_shared().into_dyn()
     });
 

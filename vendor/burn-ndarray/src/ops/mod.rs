@@ -1,6 +1,8 @@
 mod activation;
 mod base;
 mod bool_tensor;
+// privrl: a vectorised f32 exp with glibc's bits (PRIVRL.md)
+mod expf;
 mod int_tensor;
 mod module;
 mod qtensor;

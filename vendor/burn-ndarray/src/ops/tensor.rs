@@ -480,8 +480,9 @@ where
     }
 
     fn float_exp(tensor: FloatTensor<Self>) -> FloatTensor<Self> {
+        // privrl: f32 through a vectorised kernel with the bits of f32::exp (PRIVRL.md)
         execute_with_float_dtype!(tensor, FloatElem, |array: SharedArray<FloatElem>| {
-            array.mapv_into(|a: FloatElem| a.exp_elem()).into_shared()
+            super::expf::exp(array)
         })
     }
 
