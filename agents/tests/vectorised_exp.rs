@@ -18,7 +18,8 @@ fn first_mismatch(first: u64, shared: bool) -> Option<(f32, u32, u32)> {
         .map(|bits| f32::from_bits(bits as u32))
         .collect();
     let device = Default::default();
-    let tensor = Tensor::<NdArray, 1>::from_data(TensorData::new(inputs, [CHUNK as usize]), &device);
+    let tensor =
+        Tensor::<NdArray, 1>::from_data(TensorData::new(inputs, [CHUNK as usize]), &device);
     // A clone keeps the buffer shared, so that `exp` cannot write in place.
     let keep = shared.then(|| tensor.clone());
     let outputs = tensor.exp().into_data().into_vec::<f32>().unwrap();
@@ -46,7 +47,10 @@ fn vectorised_exp_has_the_bits_of_libm() {
                 })
             })
             .collect();
-        workers.into_iter().flat_map(|w| w.join().unwrap()).collect()
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
     });
     assert!(
         mismatches.is_empty(),

@@ -32,19 +32,35 @@ impl Activation {
         x: Tensor<B, D>,
     ) -> Tensor<B, D> {
         match self {
-            Activation::Tanh => ((x * 2.0).exp() + 1.0).recip() * -2.0 + 1.0,
+            Activation::Tanh => {
+                #[cfg(feature = "ndarray")]
+                let x = match super::ndarray_tanh::tanh_untracked(x) {
+                    Ok(t) => return t,
+                    Err(x) => x,
+                };
+                ((x * 2.0).exp() + 1.0).recip() * -2.0 + 1.0
+            }
             Activation::Relu => activation::relu(x),
         }
     }
 
-    /// σ′(z) from the activation a = σ(z): 1 − a² for tanh, 1{a > 0} for ReLU.
-    pub(crate) fn derivative_from_output<B: Backend, const D: usize>(
+    /// `back ⊙ σ′(z)` from the activation a = σ(z): σ′ = 1 − a² for tanh, 1{a > 0} for ReLU
+    /// (a hand-written backward through the non-linearity).
+    pub(crate) fn backward_from_output<B: Backend, const D: usize>(
         &self,
+        back: Tensor<B, D>,
         output: Tensor<B, D>,
     ) -> Tensor<B, D> {
         match self {
-            Activation::Tanh => output.clone() * output * -1.0 + 1.0,
-            Activation::Relu => float_of_mask(output.greater_elem(0.0)),
+            Activation::Tanh => {
+                #[cfg(feature = "ndarray")]
+                let (back, output) = match super::ndarray_tanh::times_tanh_slope(back, output) {
+                    Ok(product) => return product,
+                    Err(pair) => pair,
+                };
+                back * (output.clone() * output * -1.0 + 1.0)
+            }
+            Activation::Relu => back * float_of_mask(output.greater_elem(0.0)),
         }
     }
 
@@ -67,6 +83,12 @@ impl Activation {
 /// tracked by the inner one, so a weight gradient (a function of s) is still differentiable
 /// with respect to the input, with ∂s/∂x = −2t(1 − t²).
 pub fn fast_tanh<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
+    // The same arithmetic in one pass on burn-ndarray (same bits; `ndarray_tanh`).
+    #[cfg(feature = "ndarray")]
+    let x = match super::ndarray_tanh::fast_tanh(x) {
+        Ok(t) => return t,
+        Err(x) => x,
+    };
     let x_const = x.clone().set_require_grad(false);
     let r = ((x_const.clone() * 2.0).exp() + 1.0).recip() * 2.0;
     let t = r.clone().neg() + 1.0;

@@ -168,7 +168,7 @@ impl<B: Backend> Mlp<B> {
             }
             if l > 0 {
                 let back = delta.matmul(layer.weight.val().transpose());
-                delta = back * self.activation.derivative_from_output(input.clone());
+                delta = self.activation.backward_from_output(back, input.clone());
             }
         }
         (loss, grads)

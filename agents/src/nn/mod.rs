@@ -14,6 +14,8 @@ mod conv_net;
 mod dense;
 mod mlp;
 mod multimodal;
+#[cfg(feature = "ndarray")]
+mod ndarray_tanh;
 mod params;
 
 pub use self::activation::{fast_tanh, Activation};

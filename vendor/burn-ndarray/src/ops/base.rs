@@ -734,6 +734,37 @@ where
     (lhs_broadcast, rhs_broadcast)
 }
 
+/// privrl: `f(lhs, rhs)` element by element for two arrays of one shape in standard layout,
+/// without first copying a shared `lhs` (which `lhs op rhs` does before writing into it): into
+/// `lhs` if it is the only owner of its buffer, else into `rhs` if that is, else one pass into a
+/// new array. The result has the standard layout either way, as the copy had, and each element
+/// is `f(l, r)` as before, so every value and every later reduction order is unchanged. Other
+/// shapes and layouts are handed back (`Err`) to the original expression.
+#[allow(clippy::type_complexity)]
+fn without_copy<E: Copy>(
+    lhs: SharedArray<E>,
+    rhs: SharedArray<E>,
+    f: impl Fn(E, E) -> E,
+) -> Result<SharedArray<E>, (SharedArray<E>, SharedArray<E>)> {
+    if lhs.shape() != rhs.shape() || !lhs.is_standard_layout() || !rhs.is_standard_layout() {
+        return Err((lhs, rhs));
+    }
+    if lhs.is_unique() {
+        let mut lhs = lhs;
+        lhs.zip_mut_with(&rhs, |l, &r| *l = f(*l, r));
+        return Ok(lhs);
+    }
+    if rhs.is_unique() {
+        let mut rhs = rhs;
+        rhs.zip_mut_with(&lhs, |r, &l| *r = f(l, *r));
+        return Ok(rhs);
+    }
+    Ok(Zip::from(&lhs)
+        .and(&rhs)
+        .map_collect(|&l, &r| f(l, r))
+        .into_shared())
+}
+
 impl<E> NdArrayMathOps<E>
 where
     E: Copy + NdArrayElement,
@@ -743,6 +774,11 @@ where
             E, VecAdd, lhs, rhs, u8, i8, u16, i16, u32, i32, f32, u64, i64, f64
         );
 
+        // privrl: no copy of a shared operand (PRIVRL.md)
+        let (lhs, rhs) = match without_copy(lhs, rhs, |l, r| l + r) {
+            Ok(out) => return out,
+            Err(operands) => operands,
+        };
         let array = &lhs + &rhs;
         array.into_shared()
     }
@@ -765,6 +801,10 @@ where
             f64
         );
 
+        // privrl: a shared array is read once into a new one, not copied first (PRIVRL.md)
+        if !lhs.is_unique() && lhs.is_standard_layout() {
+            return lhs.map(|&l| l + rhs).into_shared();
+        }
         let array = lhs + rhs;
         array.into_shared()
     }
@@ -774,6 +814,11 @@ where
             E, VecSub, lhs, rhs, u8, i8, u16, i16, u32, i32, f32, u64, i64, f64
         );
 
+        // privrl: no copy of a shared operand (PRIVRL.md)
+        let (lhs, rhs) = match without_copy(lhs, rhs, |l, r| l - r) {
+            Ok(out) => return out,
+            Err(operands) => operands,
+        };
         let array = lhs - rhs;
         array.into_shared()
     }
@@ -796,6 +841,10 @@ where
             f64
         );
 
+        // privrl: a shared array is read once into a new one, not copied first (PRIVRL.md)
+        if !lhs.is_unique() && lhs.is_standard_layout() {
+            return lhs.map(|&l| l - rhs).into_shared();
+        }
         let array = lhs - rhs;
         array.into_shared()
     }
@@ -804,6 +853,11 @@ where
         let (lhs, rhs) =
             dispatch_binary_simd!(noq, E, VecMul, lhs, rhs, u16, i16, u32, i32, f32, f64);
 
+        // privrl: no copy of a shared operand (PRIVRL.md)
+        let (lhs, rhs) = match without_copy(lhs, rhs, |l, r| l * r) {
+            Ok(out) => return out,
+            Err(operands) => operands,
+        };
         let array = lhs * rhs;
         array.into_shared()
     }
@@ -823,6 +877,10 @@ where
             f64
         );
 
+        // privrl: a shared array is read once into a new one, not copied first (PRIVRL.md)
+        if !lhs.is_unique() && lhs.is_standard_layout() {
+            return lhs.map(|&l| l * rhs).into_shared();
+        }
         let array = lhs * rhs;
         array.into_shared()
     }
@@ -830,6 +888,11 @@ where
     pub fn div(lhs: SharedArray<E>, rhs: SharedArray<E>) -> SharedArray<E> {
         let (lhs, rhs) = dispatch_binary_simd!(noq, E, VecDiv, lhs, rhs, f32, f64);
 
+        // privrl: no copy of a shared operand (PRIVRL.md)
+        let (lhs, rhs) = match without_copy(lhs, rhs, |l, r| l / r) {
+            Ok(out) => return out,
+            Err(operands) => operands,
+        };
         let array = lhs / rhs;
         array.into_shared()
     }
@@ -837,6 +900,10 @@ where
     pub fn div_scalar(lhs: SharedArray<E>, rhs: E) -> SharedArray<E> {
         let lhs = dispatch_binary_scalar_simd!(noq, E, VecDiv, lhs, rhs.elem(), f32, f64);
 
+        // privrl: a shared array is read once into a new one, not copied first (PRIVRL.md)
+        if !lhs.is_unique() && lhs.is_standard_layout() {
+            return lhs.map(|&l| l / rhs).into_shared();
+        }
         let array = lhs / rhs;
         array.into_shared()
     }
