@@ -475,7 +475,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
              per-transition gradients computed analytically in one batched pass, flat clipping \
              to C = 1, Gaussian noise σ = 1, Adam, the privacy tally). The two alternate, {} of \
              each; the table gives each one's median. Wall time on whatever else the machine \
-             runs: compare the ratio, not the milliseconds.",
+             runs: compare the ratio, not the milliseconds. The plain step slows as training \
+             goes on on subnormal arithmetic that DP-SGD's noise avoids, so a full-buffer \
+             ratio below 1 measures that slowness, not a free DP-SGD (docs/dp-sgd.md).",
             dp_sgd.backend, dp_sgd.replay_size, dp_sgd.full_replay_size, args.train_steps
         ))
         .table(
