@@ -51,8 +51,8 @@ use burn::tensor::ops::UnfoldOptions;
 use burn::tensor::{Int, Tensor, TensorData};
 use privrl_privacy::{
     compute_rdp_under, default_orders, noise_multiplier_for_under, pld, poisson_sample, rdp_to_dp,
-    AccountantKind, Adjacency, GradientMechanism, GradientMechanismConfig, MechanismRng,
-    MechanismRngState, PldConfig, PrivacyError, RandomnessSource, RdpAccountant,
+    AccountantKind, Adjacency, Clipping, DpSgdConfig, GradientMechanism, GradientMechanismConfig,
+    MechanismRng, MechanismRngState, PldConfig, PrivacyError, RandomnessSource, RdpAccountant,
     SubsampledGaussianSteps,
 };
 use serde::{Deserialize, Serialize};
@@ -1417,6 +1417,9 @@ pub struct PrivacyEngine {
     gradient_noise: f64,
     rng: MechanismRng,
     schedule: ReleaseSchedule,
+    /// The module's parameter count at the last step: the number of noise draws the next step
+    /// makes, which it draws while the clipped sum is computed (none known yet: in turn).
+    dimension: Option<usize>,
 }
 
 impl fmt::Debug for PrivacyEngine {
@@ -1525,6 +1528,7 @@ impl PrivacyEngine {
             noise_multiplier,
             gradient_noise,
             rng: MechanismRng::new(source)?,
+            dimension: None,
         })
     }
 
@@ -1618,7 +1622,65 @@ impl PrivacyEngine {
         // uninitialised module initialises its own, different, values). One section for the
         // layout and the gradients: entering one hands the work to the section's thread, which
         // costs a context switch on a loaded machine.
-        let (layout, clipped) = autodiff::exclusive(|| {
+        // The Gaussian noise is the generator's next draws whatever the sum turns out to be
+        // (the batch was drawn before), so with the parameter count known from the last step
+        // they are drawn on the section's other thread while this one computes the clipped
+        // sum: the same draws in the same order (`rayon::join` inside the section; noise needs
+        // no graph).
+        let predraw = match self.dimension {
+            Some(dimension) if self.gradient_noise > 0.0 => Some(
+                DpSgdConfig {
+                    noise_multiplier: self.gradient_noise,
+                    clipping: Clipping::Flat { clip },
+                    dimension,
+                }
+                .build()?,
+            ),
+            _ => None,
+        };
+        let rng = &mut self.rng;
+        let (section, normals) = autodiff::exclusive(|| {
+            rayon::join(
+                || Self::clipped_sum_in_section(module, batch, per_sample, clip),
+                || predraw.as_ref().map(|mechanism| mechanism.draw_noise(rng)),
+            )
+        });
+        let (layout, clipped) = section?;
+        let dimension = layout.num_values();
+        self.dimension = Some(dimension);
+        let expected = self.expected_batch_size();
+        let released =
+            match (predraw, normals) {
+                (Some(mechanism), Some(normals)) => {
+                    mechanism.noisy_mean_of_clipped_sum_with(clipped.sum, expected, &normals)?
+                }
+                _ => gaussian_mechanism(clip, self.gradient_noise, dimension)?
+                    .release_clipped_sum(clipped.sum, expected, &mut self.rng)?,
+            };
+        if let Some(adaptive) = self.config.adaptive_clipping {
+            self.adapt_clip(&adaptive, &clipped.norms, expected)?;
+        }
+        self.schedule
+            .record(self.config.sample_rate, self.noise_multiplier, 1);
+        Ok(PrivateGradient {
+            gradient: layout.record(&released)?,
+            mean_loss: clipped.loss / batch.len() as f64,
+            batch_size: batch.len(),
+        })
+    }
+
+    /// The layout and the clipped sum of [`PrivacyEngine::private_step`], in a section.
+    fn clipped_sum_in_section<B, M>(
+        module: &M,
+        batch: &[usize],
+        per_sample: &(impl PerSampleGradients<B, M> + Sync),
+        clip: f64,
+    ) -> Result<(ParamLayout, ClippedSum), EngineError>
+    where
+        B: AutodiffBackend,
+        M: AutodiffModule<B> + Sync,
+    {
+        {
             let layout = ParamLayout::of(module);
             let dimension = layout.num_values();
             let clipped = if batch.is_empty() {
@@ -1639,21 +1701,7 @@ impl PrivacyEngine {
                 clipped
             };
             Ok((layout, clipped))
-        })?;
-        let dimension = layout.num_values();
-        let expected = self.expected_batch_size();
-        let released = gaussian_mechanism(clip, self.gradient_noise, dimension)?
-            .release_clipped_sum(clipped.sum, expected, &mut self.rng)?;
-        if let Some(adaptive) = self.config.adaptive_clipping {
-            self.adapt_clip(&adaptive, &clipped.norms, expected)?;
         }
-        self.schedule
-            .record(self.config.sample_rate, self.noise_multiplier, 1);
-        Ok(PrivateGradient {
-            gradient: layout.record(&released)?,
-            mean_loss: clipped.loss / batch.len() as f64,
-            batch_size: batch.len(),
-        })
     }
 
     /// C ← C·exp(−η (b̃ − γ)) from the noised count of norms ≤ C ([`AdaptiveClipping`]).

@@ -97,6 +97,12 @@ pub struct DpSgd {
     sensitivity: f64,
 }
 
+/// One coordinate of the release: (s + σS·z) / L in f64, saturated to f32.
+#[inline]
+fn noisy_mean_entry(sum: f32, std: f64, z: f64, batch_size: f64) -> f32 {
+    saturating_f32((f64::from(sum) + std * z) / batch_size)
+}
+
 /// Scales `g` in place to ‖g‖₂ ≤ `clip`: g / max(1, ‖g‖₂/clip).
 pub fn clip_l2(g: &mut [f32], clip: f64) {
     let norm = g.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>().sqrt();
@@ -142,6 +148,47 @@ impl DpSgd {
         batch_size: f64,
         rng: &mut impl Rng,
     ) -> Result<Vec<f32>, PrivacyError> {
+        self.check_clipped_sum(&clipped_sum, batch_size)?;
+        // One pass, noise and division fused: this is on every DP-SGD step's hot path.
+        let std = self.noise_std();
+        for x in clipped_sum.iter_mut() {
+            *x = noisy_mean_entry(*x, std, standard_normal(rng), batch_size);
+        }
+        Ok(clipped_sum)
+    }
+
+    /// The d standard normal draws [`DpSgd::noisy_mean_of_clipped_sum`] makes, in its order.
+    pub fn draw_noise(&self, rng: &mut impl Rng) -> Vec<f64> {
+        (0..self.config.dimension)
+            .map(|_| standard_normal(rng))
+            .collect()
+    }
+
+    /// [`DpSgd::noisy_mean_of_clipped_sum`] with its draws made beforehand by
+    /// [`DpSgd::draw_noise`], so that a caller can draw them while it computes the sum: the
+    /// same draws from the same generator give the same release, bit for bit.
+    pub fn noisy_mean_of_clipped_sum_with(
+        &self,
+        mut clipped_sum: Vec<f32>,
+        batch_size: f64,
+        normals: &[f64],
+    ) -> Result<Vec<f32>, PrivacyError> {
+        self.check_clipped_sum(&clipped_sum, batch_size)?;
+        if normals.len() != clipped_sum.len() {
+            return Err(PrivacyError::DimensionMismatch {
+                name: "pre-drawn noise",
+                expected: clipped_sum.len(),
+                found: normals.len(),
+            });
+        }
+        let std = self.noise_std();
+        for (x, &z) in clipped_sum.iter_mut().zip(normals) {
+            *x = noisy_mean_entry(*x, std, z, batch_size);
+        }
+        Ok(clipped_sum)
+    }
+
+    fn check_clipped_sum(&self, clipped_sum: &[f32], batch_size: f64) -> Result<(), PrivacyError> {
         positive("batch_size", batch_size)?;
         if clipped_sum.len() != self.config.dimension {
             return Err(PrivacyError::DimensionMismatch {
@@ -150,13 +197,7 @@ impl DpSgd {
                 found: clipped_sum.len(),
             });
         }
-        all_finite("clipped gradient sum", &clipped_sum)?;
-        // One pass, noise and division fused: this is on every DP-SGD step's hot path.
-        let std = self.noise_std();
-        for x in clipped_sum.iter_mut() {
-            *x = saturating_f32((f64::from(*x) + std * standard_normal(rng)) / batch_size);
-        }
-        Ok(clipped_sum)
+        all_finite("clipped gradient sum", clipped_sum)
     }
 
     /// Clips one per-sample gradient in place by the configured rule.
