@@ -1617,11 +1617,6 @@ impl PrivacyEngine {
             });
         }
         let clip = self.config.clip;
-        // Reading the parameters initialises Burn's lazy ones, which makes tracked leaves: in a
-        // section, like every other tracked op, and on `module` itself (a clone of an
-        // uninitialised module initialises its own, different, values). One section for the
-        // layout and the gradients: entering one hands the work to the section's thread, which
-        // costs a context switch on a loaded machine.
         // The Gaussian noise is the generator's next draws whatever the sum turns out to be
         // (the batch was drawn before), so with the parameter count known from the last step
         // they are drawn on the section's other thread while this one computes the clipped
@@ -1639,6 +1634,11 @@ impl PrivacyEngine {
             _ => None,
         };
         let rng = &mut self.rng;
+        // Reading the parameters initialises Burn's lazy ones, which makes tracked leaves: in a
+        // section, like every other tracked op, and on `module` itself (a clone of an
+        // uninitialised module initialises its own, different, values). One section for the
+        // layout and the gradients: entering one hands the work to the section's thread, which
+        // costs a context switch on a loaded machine.
         let (section, normals) = autodiff::exclusive(|| {
             rayon::join(
                 || Self::clipped_sum_in_section(module, batch, per_sample, clip),
@@ -1680,28 +1680,26 @@ impl PrivacyEngine {
         B: AutodiffBackend,
         M: AutodiffModule<B> + Sync,
     {
-        {
-            let layout = ParamLayout::of(module);
-            let dimension = layout.num_values();
-            let clipped = if batch.is_empty() {
-                ClippedSum {
-                    sum: vec![0.0; dimension],
-                    norms: Vec::new(),
-                    loss: f64::NAN,
-                }
-            } else {
-                let clipped = per_sample.clipped_sum(module, batch, &layout, clip)?;
-                if clipped.sum.len() != dimension || clipped.norms.len() != batch.len() {
-                    return Err(EngineError::Shape {
-                        what: "clipped per-sample gradients",
-                        expected: vec![batch.len(), dimension],
-                        got: vec![clipped.norms.len(), clipped.sum.len()],
-                    });
-                }
-                clipped
-            };
-            Ok((layout, clipped))
-        }
+        let layout = ParamLayout::of(module);
+        let dimension = layout.num_values();
+        let clipped = if batch.is_empty() {
+            ClippedSum {
+                sum: vec![0.0; dimension],
+                norms: Vec::new(),
+                loss: f64::NAN,
+            }
+        } else {
+            let clipped = per_sample.clipped_sum(module, batch, &layout, clip)?;
+            if clipped.sum.len() != dimension || clipped.norms.len() != batch.len() {
+                return Err(EngineError::Shape {
+                    what: "clipped per-sample gradients",
+                    expected: vec![batch.len(), dimension],
+                    got: vec![clipped.norms.len(), clipped.sum.len()],
+                });
+            }
+            clipped
+        };
+        Ok((layout, clipped))
     }
 
     /// C ← C·exp(−η (b̃ − γ)) from the noised count of norms ≤ C ([`AdaptiveClipping`]).

@@ -765,6 +765,20 @@ fn without_copy<E: Copy>(
         .into_shared())
 }
 
+/// privrl: `f(lhs)` element by element for a shared array in standard layout, read once into a
+/// new one (`lhs op scalar` copies a shared `lhs` first, then writes into the copy); the same
+/// values in the same standard layout. An unshared or other-layout `lhs` is handed back (`Err`)
+/// to the original expression, which writes in place.
+fn scalar_without_copy<E: Copy>(
+    lhs: SharedArray<E>,
+    f: impl Fn(E) -> E,
+) -> Result<SharedArray<E>, SharedArray<E>> {
+    if lhs.is_unique() || !lhs.is_standard_layout() {
+        return Err(lhs);
+    }
+    Ok(lhs.map(|&l| f(l)).into_shared())
+}
+
 impl<E> NdArrayMathOps<E>
 where
     E: Copy + NdArrayElement,
@@ -801,10 +815,11 @@ where
             f64
         );
 
-        // privrl: a shared array is read once into a new one, not copied first (PRIVRL.md)
-        if !lhs.is_unique() && lhs.is_standard_layout() {
-            return lhs.map(|&l| l + rhs).into_shared();
-        }
+        // privrl: no copy of a shared operand (PRIVRL.md)
+        let lhs = match scalar_without_copy(lhs, |l| l + rhs) {
+            Ok(out) => return out,
+            Err(lhs) => lhs,
+        };
         let array = lhs + rhs;
         array.into_shared()
     }
@@ -841,10 +856,11 @@ where
             f64
         );
 
-        // privrl: a shared array is read once into a new one, not copied first (PRIVRL.md)
-        if !lhs.is_unique() && lhs.is_standard_layout() {
-            return lhs.map(|&l| l - rhs).into_shared();
-        }
+        // privrl: no copy of a shared operand (PRIVRL.md)
+        let lhs = match scalar_without_copy(lhs, |l| l - rhs) {
+            Ok(out) => return out,
+            Err(lhs) => lhs,
+        };
         let array = lhs - rhs;
         array.into_shared()
     }
@@ -877,10 +893,11 @@ where
             f64
         );
 
-        // privrl: a shared array is read once into a new one, not copied first (PRIVRL.md)
-        if !lhs.is_unique() && lhs.is_standard_layout() {
-            return lhs.map(|&l| l * rhs).into_shared();
-        }
+        // privrl: no copy of a shared operand (PRIVRL.md)
+        let lhs = match scalar_without_copy(lhs, |l| l * rhs) {
+            Ok(out) => return out,
+            Err(lhs) => lhs,
+        };
         let array = lhs * rhs;
         array.into_shared()
     }
@@ -900,10 +917,11 @@ where
     pub fn div_scalar(lhs: SharedArray<E>, rhs: E) -> SharedArray<E> {
         let lhs = dispatch_binary_scalar_simd!(noq, E, VecDiv, lhs, rhs.elem(), f32, f64);
 
-        // privrl: a shared array is read once into a new one, not copied first (PRIVRL.md)
-        if !lhs.is_unique() && lhs.is_standard_layout() {
-            return lhs.map(|&l| l / rhs).into_shared();
-        }
+        // privrl: no copy of a shared operand (PRIVRL.md)
+        let lhs = match scalar_without_copy(lhs, |l| l / rhs) {
+            Ok(out) => return out,
+            Err(lhs) => lhs,
+        };
         let array = lhs / rhs;
         array.into_shared()
     }

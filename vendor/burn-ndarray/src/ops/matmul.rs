@@ -39,16 +39,13 @@ pub(crate) fn matmul<E: NdArrayElement>(
     // ndarray's own `dot` relies on. Other element types keep the zeroed buffer.
     let skip_zeroing = [TypeId::of::<f32>(), TypeId::of::<f64>()].contains(&TypeId::of::<E>());
     let out = run_par!(|| {
-        let out_shape = (num_out_batches, m, n);
-        let mut uninit = skip_zeroing.then(|| ndarray::Array3::<E>::uninit(out_shape));
-        let mut zeroed = (!skip_zeroing).then(|| ndarray::Array3::<E>::zeros(out_shape));
-        let mut out_view = match (&mut uninit, &mut zeroed) {
-            // SAFETY: the view is only written (by matrixmultiply, every element) before
-            // `assume_init` below; nothing reads it first.
-            (Some(uninit), _) => unsafe { uninit.raw_view_mut().cast::<E>().deref_into_view_mut() },
-            (_, Some(zeroed)) => zeroed.view_mut(),
-            _ => unreachable!("one of the two buffers exists"),
-        };
+        let mut out_array = ndarray::Array3::<E>::uninit((num_out_batches, m, n));
+        if !skip_zeroing {
+            out_array.fill(core::mem::MaybeUninit::new(0.0.elem()));
+        }
+        // SAFETY: the view is only written (by matrixmultiply, every element) before
+        // `assume_init` below, or was zeroed above; nothing reads uninitialised elements.
+        let mut out_view = unsafe { out_array.raw_view_mut().cast::<E>().deref_into_view_mut() };
         let unsafe_shared_out_array = UnsafeSharedRef::new(&mut out_view);
 
         iter_range_par!(0, num_out_batches).for_each(|out_batch| {
@@ -78,12 +75,8 @@ pub(crate) fn matmul<E: NdArrayElement>(
             }
         });
 
-        let out_array = match (uninit, zeroed) {
-            // SAFETY: general_mat_mul wrote every element of every batch above.
-            (Some(uninit), _) => unsafe { uninit.assume_init() },
-            (_, Some(zeroed)) => zeroed,
-            _ => unreachable!("one of the two buffers exists"),
-        };
+        // SAFETY: every element was zeroed above or written by general_mat_mul.
+        let out_array = unsafe { out_array.assume_init() };
         out_array.into_shared().into_dyn()
     });
 
