@@ -765,6 +765,64 @@ fn without_copy<E: Copy>(
         .into_shared())
 }
 
+/// privrl: `f(lhs, rhs)` for a matrix `lhs` `[rows, columns]` and a `rhs` broadcast along one
+/// axis (`[rows, 1]`, one value per row, or `[1, columns]`, one per column), both in standard
+/// layout: into `lhs` if it owns its buffer alone, else one pass into a new matrix. ndarray's
+/// `lhs op rhs` writes into `lhs` too, after copying a shared buffer; each element is
+/// `f(l, r)` either way and the result keeps the standard layout. Other shapes and layouts are
+/// handed back (`Err`).
+#[allow(clippy::type_complexity)]
+fn broadcast_without_copy<E: Copy>(
+    lhs: SharedArray<E>,
+    rhs: SharedArray<E>,
+    f: impl Fn(E, E) -> E,
+) -> Result<SharedArray<E>, (SharedArray<E>, SharedArray<E>)> {
+    let (&[rows, columns], &[rhs_rows, rhs_columns]) = (lhs.shape(), rhs.shape()) else {
+        return Err((lhs, rhs));
+    };
+    let per_row = rhs_rows == rows && rhs_columns == 1;
+    let per_column = rhs_rows == 1 && rhs_columns == columns;
+    if !(per_row || per_column)
+        || rows == 0
+        || columns == 0
+        || !lhs.is_standard_layout()
+        || !rhs.is_standard_layout()
+    {
+        return Err((lhs, rhs));
+    }
+    let Some(values) = rhs.as_slice() else {
+        return Err((lhs, rhs));
+    };
+    if lhs.is_unique() {
+        let mut lhs = lhs;
+        let data = lhs
+            .as_slice_mut()
+            .expect("a standard-layout array is one slice");
+        for (row, &row_value) in data.chunks_exact_mut(columns).zip(values.iter().cycle()) {
+            if per_row {
+                row.iter_mut().for_each(|l| *l = f(*l, row_value));
+            } else {
+                row.iter_mut().zip(values).for_each(|(l, &r)| *l = f(*l, r));
+            }
+        }
+        return Ok(lhs);
+    }
+    let input = lhs
+        .as_slice()
+        .expect("a standard-layout array is one slice");
+    let mut out = alloc::vec::Vec::with_capacity(input.len());
+    for (row, &row_value) in input.chunks_exact(columns).zip(values.iter().cycle()) {
+        if per_row {
+            out.extend(row.iter().map(|&l| f(l, row_value)));
+        } else {
+            out.extend(row.iter().zip(values).map(|(&l, &r)| f(l, r)));
+        }
+    }
+    Ok(ndarray::ArrayD::from_shape_vec(lhs.raw_dim(), out)
+        .expect("one value per element of lhs")
+        .into_shared())
+}
+
 /// privrl: `f(lhs)` element by element for a shared array in standard layout, read once into a
 /// new one (`lhs op scalar` copies a shared `lhs` first, then writes into the copy); the same
 /// values in the same standard layout. An unshared or other-layout `lhs` is handed back (`Err`)
@@ -871,6 +929,10 @@ where
 
         // privrl: no copy of a shared operand (PRIVRL.md)
         let (lhs, rhs) = match without_copy(lhs, rhs, |l, r| l * r) {
+            Ok(out) => return out,
+            Err(operands) => operands,
+        };
+        let (lhs, rhs) = match broadcast_without_copy(lhs, rhs, |l, r| l * r) {
             Ok(out) => return out,
             Err(operands) => operands,
         };

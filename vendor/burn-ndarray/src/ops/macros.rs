@@ -45,7 +45,49 @@ pub(crate) fn mean_dim<E: NdArrayElement>(tensor: SharedArray<E>, dim: usize) ->
 }
 
 pub(crate) fn sum_dim<E: NdArrayElement>(tensor: SharedArray<E>, dim: usize) -> SharedArray<E> {
+    // privrl: a matrix in standard layout is summed over its slices, in the order and with the
+    // operations `sum_axis` uses, without its per-row cost on dynamic dimensions (PRIVRL.md).
+    if let Some(sum) = sum_matrix_axis(&tensor, dim) {
+        return sum;
+    }
     tensor.sum_axis(Axis(dim)).into_shared()
+}
+
+/// privrl: `sum_axis` of a non-empty 2-D array whose strides are exactly the standard ones,
+/// with the same operations in the same order; `None` for any other array.
+///
+/// For such an array ndarray's `min_stride_axis` is axis 1 (the later axis wins a tie, as for
+/// `[n, 1]` with strides `[1, 1]`), so `sum_axis` takes one of its two branches: along axis 1
+/// it sums each row with `ArrayView1::sum` (for a contiguous lane, the eight-way unrolled fold
+/// over its slice: the same call here); along axis 0 it starts from zeros and adds the rows one
+/// after another (`res = res + &row`, i.e. `res[j] = res[j] + row[j]`): the same additions in
+/// one loop over the buffer. The result is the same one-dimensional standard-layout array.
+fn sum_matrix_axis<E: NdArrayElement>(
+    tensor: &SharedArray<E>,
+    dim: usize,
+) -> Option<SharedArray<E>> {
+    let &[rows, columns] = tensor.shape() else {
+        return None;
+    };
+    if rows == 0 || columns == 0 || dim > 1 || tensor.strides() != [columns as isize, 1] {
+        return None;
+    }
+    let data = tensor.as_slice_memory_order()?;
+    let rows_of = || data.chunks_exact(columns);
+    let sums: alloc::vec::Vec<E> = if dim == 1 {
+        rows_of()
+            .map(|row| ndarray::ArrayView1::from(row).sum())
+            .collect()
+    } else {
+        let mut sums = alloc::vec![E::zero(); columns];
+        for row in rows_of() {
+            for (sum, &x) in sums.iter_mut().zip(row) {
+                *sum = *sum + x;
+            }
+        }
+        sums
+    };
+    Some(ndarray::Array1::from(sums).into_dyn().into_shared())
 }
 
 pub(crate) fn prod_dim<E: NdArrayElement>(tensor: SharedArray<E>, dim: usize) -> SharedArray<E> {

@@ -58,6 +58,20 @@ where
         NdArrayTensor::from_data(data)
     }
 
+    // privrl: f32 and f64 zeros straight into an array (one zeroed allocation) instead of
+    // `TensorData::full_dtype`'s element-by-element fill and conversion (PRIVRL.md).
+    fn float_zeros(shape: Shape, device: &NdArrayDevice, dtype: FloatDType) -> FloatTensor<Self> {
+        match dtype {
+            FloatDType::F64 => ndarray::ArrayD::<f64>::zeros(shape.to_vec())
+                .into_shared()
+                .into(),
+            FloatDType::F32 => ndarray::ArrayD::<f32>::zeros(shape.to_vec())
+                .into_shared()
+                .into(),
+            _ => Self::float_from_data(TensorData::full_dtype(shape, 0., dtype.into()), device),
+        }
+    }
+
     fn float_random(
         shape: Shape,
         distribution: Distribution,
