@@ -130,10 +130,7 @@ fn column_major(tensor: &Tensor<NdArray, 2>) -> Tensor<NdArray, 2> {
         .flatten::<1>(0, 1)
         .into_data()
         .into_vec::<f32>()
-        .unwrap()
-        .iter()
-        .copied()
-        .collect();
+        .unwrap();
     Tensor::<NdArray, 2>::from_data(
         TensorData::new(transposed, [columns, rows]),
         &tensor.device(),
