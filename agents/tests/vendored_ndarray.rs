@@ -38,6 +38,10 @@ fn bits(tensor: Tensor<NdArray, 1>) -> Vec<u32> {
         .collect()
 }
 
+fn matrix_bits(tensor: Tensor<NdArray, 2>) -> Vec<u32> {
+    bits(tensor.flatten(0, 1))
+}
+
 #[test]
 fn matrix_sum_dim_has_the_bits_of_ndarray_sum_axis() {
     let device = Default::default();
@@ -66,7 +70,7 @@ fn matrix_sum_dim_has_the_bits_of_ndarray_sum_axis() {
                 &device,
             );
             for dim in 0..2 {
-                let fast = bits(matrix.clone().sum_dim(dim).flatten(0, 1));
+                let fast = matrix_bits(matrix.clone().sum_dim(dim));
                 let reference = bits(cube.clone().sum_dim(dim + 1).flatten(0, 2));
                 assert_eq!(
                     fast, reference,
@@ -87,17 +91,14 @@ fn matrix_sum_dim_matches_a_hand_worked_case() {
         &device,
     );
     assert_eq!(
-        bits(matrix.sum_dim(0).flatten(0, 1)),
+        matrix_bits(matrix.sum_dim(0)),
         vec![3f32.to_bits(), 0f32.to_bits()]
     );
     // 1e8 and −1e8 cancel only if added to each other before the small terms join them.
     let row = vec![1e8f32, 1.0, 1.0, 1.0, -1e8, 1.0, 1.0, 1.0, 0.5];
     let matrix = Tensor::<NdArray, 2>::from_data(TensorData::new(row, [1, 9]), &device);
     // ((((0 + (1e8 + −1e8)) + (1 + 1)) + (1 + 1)) + (1 + 1)) + 0.5 = 6.5
-    assert_eq!(
-        bits(matrix.sum_dim(1).flatten(0, 1)),
-        vec![6.5f32.to_bits()]
-    );
+    assert_eq!(matrix_bits(matrix.sum_dim(1)), vec![6.5f32.to_bits()]);
 }
 
 #[test]
@@ -113,10 +114,6 @@ fn zeros_are_positive_zeros_of_the_dtype() {
     let values = wide.into_data().into_vec::<f64>().unwrap();
     assert_eq!(values.len(), 16);
     assert!(values.iter().all(|x| x.to_bits() == 0));
-}
-
-fn matrix_bits(tensor: Tensor<NdArray, 2>) -> Vec<u32> {
-    bits(tensor.flatten(0, 1))
 }
 
 /// `tensor` with the same values in a transposed (column-major) layout: `t.transpose()` is a

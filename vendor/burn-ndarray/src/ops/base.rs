@@ -741,7 +741,7 @@ where
 /// is `f(l, r)` as before, so every value and every later reduction order is unchanged. Other
 /// shapes and layouts are handed back (`Err`) to the original expression.
 #[allow(clippy::type_complexity)]
-fn without_copy<E: Copy>(
+pub(crate) fn without_copy<E: Copy>(
     lhs: SharedArray<E>,
     rhs: SharedArray<E>,
     f: impl Fn(E, E) -> E,
