@@ -6,8 +6,9 @@ use std::time::Instant;
 use burn::backend::{Autodiff, NdArray};
 use burn::module::Module;
 use burn::tensor::{Distribution, Tensor};
-use privrl_agents::per_sample::probed_forward;
-use privrl_agents::{MlpConfig, PerSampleFactors};
+use privrl_agents::dp::probed_forward;
+use privrl_agents::dp::PerSampleFactors;
+use privrl_agents::MlpConfig;
 use privrl_privacy::{Clipping, DpSgdConfig};
 use rand::SeedableRng;
 

@@ -34,13 +34,13 @@ use crate::error::{
     check_count, check_non_negative, check_positive, check_unit_interval, AgentError,
 };
 use crate::heads::{
-    argmax, host_softmax, matrix, one_hot, sample_categorical, to_host, vector, ActorCritic,
-    ActorCriticConfig, Categorical,
+    argmax, host_softmax, sample_categorical, ActorCritic, ActorCriticConfig, Categorical,
 };
 use crate::network::{trainable_from_inner, HostMlp, Network};
 use crate::nn::Activation;
 use crate::optim::{AgentOptimizer, OptimizerKind};
 use crate::record::GradientRecord;
+use crate::tensor::{matrix, one_hot, to_host, vector};
 
 // ---------------------------------------------------------------------------------------------
 // Config

@@ -24,11 +24,12 @@ use crate::autodiff;
 use crate::buffer::{ReplayBuffer, TransitionBatch};
 use crate::env::{discrete_env_dims, RolloutEnv};
 use crate::error::{check_count, check_positive, check_unit_interval, AgentError};
-use crate::heads::{argmax, matrix, max_q, one_hot, q_of_actions, to_host, vector};
+use crate::heads::{argmax, max_q, q_of_actions};
 use crate::network::{forward_one, HostMlp, Network, TrainableNetwork};
 use crate::nn::{Activation, Mlp, MlpConfig};
 use crate::optim::{AgentOptimizer, OptimizerKind};
 use crate::record::GradientRecord;
+use crate::tensor::{matrix, one_hot, to_host, vector};
 
 // ---------------------------------------------------------------------------------------------
 // Config
@@ -322,7 +323,7 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Dqn<B, N> {
 
     /// [`Dqn::step`] with each gradient step done by `gradient_step`, which returns its loss
     /// and mean Q (e.g. a DP-SGD step on its own sample of the replay buffer, see
-    /// [`crate::private_training`]).
+    /// [`crate::dp`]).
     pub(crate) fn step_with(
         &mut self,
         mut gradient_step: impl FnMut(&mut Self) -> Result<(f64, f64), AgentError>,

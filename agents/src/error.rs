@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use privrl_envs::EnvError;
+use privrl_privacy::PrivacyError;
 use thiserror::Error;
 
 /// Everything that can go wrong when building, running or checkpointing an agent.
@@ -52,7 +53,7 @@ pub enum AgentError {
     },
     /// A privacy mechanism refused its input.
     #[error(transparent)]
-    Privacy(#[from] privrl_privacy::PrivacyError),
+    Privacy(#[from] PrivacyError),
     /// The environment refused a step or a reset.
     #[error(transparent)]
     Env(#[from] EnvError),
@@ -70,7 +71,7 @@ pub enum AgentError {
     /// The DP-SGD engine refused a step (a per-sample gradient path or a layer it does not
     /// cover).
     #[error(transparent)]
-    Engine(Box<crate::dp_engine::EngineError>),
+    Engine(Box<EngineError>),
     /// A loss became NaN or infinite (reported instead of training on it).
     #[error("non-finite {what} ({value}) at update {update}; lower the learning rate or check the rewards")]
     NonFinite {
@@ -193,5 +194,80 @@ pub(crate) fn check_count(name: &'static str, value: usize) -> Result<(), AgentE
             value: value as f64,
             expected: ">= 1",
         })
+    }
+}
+
+/// Why the [`PrivacyEngine`](crate::PrivacyEngine) refused a step or a configuration.
+#[derive(Debug, Error)]
+pub enum EngineError {
+    /// A privacy parameter is out of range, or a target ε cannot be met.
+    #[error(transparent)]
+    Privacy(#[from] PrivacyError),
+    /// A gradient does not fit the module.
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    /// An agent-level failure.
+    #[error(transparent)]
+    Agent(#[from] AgentError),
+    /// The [`Traced`](crate::dp::Traced) fast path gave no per-sample gradient for a
+    /// parameter: the layer that owns it was not passed through
+    /// [`Tape::trace`](crate::dp::Tape::trace) (or is not a
+    /// [`GradSampleLayer`](crate::dp::GradSampleLayer)).
+    #[error(
+        "parameter `{name}` has no per-sample gradient: trace its layer with Tape::trace, or \
+         use MicroBatches for this model"
+    )]
+    Untraced {
+        /// Dotted path of the parameter.
+        name: String,
+    },
+    /// A layer configuration the fast path does not cover.
+    #[error("{layer}: {reason}; use MicroBatches for this model")]
+    UnsupportedLayer {
+        /// The layer type.
+        layer: &'static str,
+        /// What is not covered.
+        reason: String,
+    },
+    /// The per-sample losses or gradients have the wrong shape.
+    #[error("shape mismatch in {what}: expected {expected:?}, got {got:?}")]
+    Shape {
+        /// What has the wrong shape.
+        what: &'static str,
+        /// The shape that fits.
+        expected: Vec<usize>,
+        /// The shape that was given.
+        got: Vec<usize>,
+    },
+    /// A record index outside the dataset.
+    #[error("record index {index} is outside the dataset of {size} records")]
+    Index {
+        /// The index.
+        index: usize,
+        /// The dataset size N.
+        size: usize,
+    },
+}
+
+impl EngineError {
+    /// A privacy parameter outside its range.
+    pub(crate) fn out_of_range(name: &'static str, value: f64, expected: &'static str) -> Self {
+        EngineError::Privacy(PrivacyError::OutOfRange {
+            name,
+            value,
+            expected,
+        })
+    }
+}
+
+impl From<EngineError> for AgentError {
+    /// The agent's own error where the engine only passed one on.
+    fn from(error: EngineError) -> Self {
+        match error {
+            EngineError::Agent(e) => e,
+            EngineError::Privacy(e) => AgentError::Privacy(e),
+            EngineError::Record(e) => AgentError::Record(e),
+            other => AgentError::Engine(Box::new(other)),
+        }
     }
 }

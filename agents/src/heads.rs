@@ -9,54 +9,11 @@ use burn::config::Config;
 use burn::module::Module;
 use burn::tensor::activation::log_softmax;
 use burn::tensor::backend::Backend;
-use burn::tensor::{Tensor, TensorData};
+use burn::tensor::Tensor;
 use rand::Rng;
 
-use crate::dtype::float_options;
 use crate::network::{HostMlp, Network};
 use crate::nn::{Activation, Dense, DenseConfig, Mlp};
-
-/// One-hot rows `[actions.len(), num_actions]` for the given actions.
-pub fn one_hot<B: Backend>(
-    actions: &[usize],
-    num_actions: usize,
-    device: &B::Device,
-) -> Tensor<B, 2> {
-    let mut values = vec![0.0f32; actions.len() * num_actions];
-    for (row, &a) in actions.iter().enumerate() {
-        values[row * num_actions + a] = 1.0;
-    }
-    Tensor::from_data(
-        TensorData::new(values, [actions.len(), num_actions]).convert::<B::FloatElem>(),
-        float_options::<B>(device),
-    )
-}
-
-/// Rows of a host matrix as a `[rows, cols]` tensor.
-pub fn matrix<B: Backend>(values: &[f32], cols: usize, device: &B::Device) -> Tensor<B, 2> {
-    let rows = values.len().checked_div(cols).unwrap_or(0);
-    Tensor::from_data(
-        TensorData::new(values.to_vec(), [rows, cols]).convert::<B::FloatElem>(),
-        float_options::<B>(device),
-    )
-}
-
-/// A host vector as a `[len]` tensor.
-pub fn vector<B: Backend>(values: &[f32], device: &B::Device) -> Tensor<B, 1> {
-    Tensor::from_data(
-        TensorData::new(values.to_vec(), [values.len()]).convert::<B::FloatElem>(),
-        float_options::<B>(device),
-    )
-}
-
-/// Copies a tensor's values to the host.
-pub(crate) fn to_host<B: Backend, const D: usize>(tensor: Tensor<B, D>) -> Vec<f32> {
-    tensor
-        .into_data()
-        .convert::<f32>()
-        .into_vec::<f32>()
-        .expect("float tensor data")
-}
 
 /// Categorical policy head: a distribution over discrete actions given by logits
 /// `[batch, num_actions]` (PyTorch's `Categorical(logits=...)`).

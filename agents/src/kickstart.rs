@@ -46,12 +46,12 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::agent::{load_json, save_json};
-use crate::dtype::{float_of_mask, float_options};
 use crate::error::{check_count, check_non_negative, check_positive, AgentError};
 use crate::heads::host_softmax;
 use crate::network::HostMlp;
 use crate::nn::{Activation, Mlp};
 use crate::ppo::AuxiliaryPolicyLoss;
+use crate::tensor::{float_of_mask, float_options};
 
 // ---------------------------------------------------------------------------------------------
 // Teacher

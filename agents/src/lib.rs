@@ -9,9 +9,12 @@
 //! - [`kickstart`]: privacy-preserving kickstarting: Dirichlet-privatised teacher with a
 //!   ledger, the privacy-aware student's penalty E\[φ_λ\] for PPO.
 //! - [`a3c`]: A3C with worker threads submitting per-episode gradients to shared parameters.
-//! - [`private_training`]: DP-SGD REINFORCE and DQN with their ε, and noise on observations.
-//! - [`pgc`]: PGC-A3C, locally private distributed A3C over threads or Redis Streams.
+//! - [`dp`]: DP-SGD for any Burn module ([`PrivacyEngine`], per-sample gradients one rule per
+//!   layer, the ε spent), and the DP-SGD REINFORCE and DQN agents built on it.
+//! - [`pgc`]: PGC-A3C, locally private distributed A3C over threads or (with the `redis`
+//!   feature) Redis Streams.
 //! - [`autodiff`]: autodiff sections, which make concurrent use of Burn 0.21's autodiff safe.
+//! - [`tensor`]: tensors in the backend's own float type; host data to tensors and back.
 //!
 //! Every agent exposes `act`, `update(batch)`, `gradient(batch) -> GradientRecord` and
 //! checkpoints; the [`Agent`] trait is the loop-level part that `cargo xtask train` uses.
@@ -64,9 +67,8 @@ pub mod a3c;
 pub mod agent;
 pub mod autodiff;
 mod buffer;
-pub mod dp_engine;
+pub mod dp;
 pub mod dqn;
-pub mod dtype;
 mod env;
 mod error;
 mod gradient;
@@ -75,12 +77,11 @@ pub mod kickstart;
 pub mod network;
 pub mod nn;
 pub mod optim;
-pub mod per_sample;
 pub mod pgc;
 pub mod ppo;
-pub mod private_training;
 pub mod record;
 pub mod reinforce;
+pub mod tensor;
 
 pub use a3c::{
     A3c, A3cConfig, A3cEpisode, A3cStats, EnvFactory, Exploration, ExplorationClock,
@@ -88,8 +89,12 @@ pub use a3c::{
 };
 pub use agent::{ActMode, Agent, EpisodeLog, EpochStats};
 pub use buffer::{ReplayBuffer, RolloutBatch, TransitionBatch};
+pub use dp::{
+    DpSgdDqn, DpSgdReinforce, DpSgdTrainingConfig, NoiseCalibration, NoisyObservationEnv,
+    PrivacyEngine, PrivacyEngineConfig, PrivacyTally, PrivacyUnit,
+};
 pub use dqn::{Dqn, DqnConfig, DqnStats, TdLoss};
-pub use error::{AgentError, RecordError};
+pub use error::{AgentError, EngineError, RecordError};
 pub use gradient::{param_gradients, ParamGradient};
 pub use heads::{ActorCritic, ActorCriticConfig, Categorical};
 pub use kickstart::{
@@ -104,16 +109,12 @@ pub use nn::{
     MultimodalNet, MultimodalNetConfig,
 };
 pub use optim::{AgentOptimizer, FlatAdam, OptimizerKind};
-pub use per_sample::{dp_sgd_gradient, per_sample_gradients_by_loop, PerSampleFactors};
+#[cfg(feature = "redis")]
+pub use pgc::RedisTransport;
 pub use pgc::{
-    Aggregator, InProcess, Parameters, PgcAgent, PgcConfig, PgcError, RedisTransport, Submission,
-    Transport,
+    Aggregator, InProcess, Parameters, PgcAgent, PgcConfig, PgcError, Submission, Transport,
 };
 pub use ppo::{AuxiliaryPolicyLoss, Ppo, PpoConfig, PpoStats};
-pub use private_training::{
-    private_td_gradient, DpSgdDqn, DpSgdReinforce, DpSgdTrainingConfig, NoisyObservationEnv,
-    PrivacyTally, PrivacyUnit,
-};
 pub use record::{GradientRecord, NamedGradient};
 pub use reinforce::{EpisodeBatch, Reinforce, ReinforceConfig, ReinforceStats};
 

@@ -15,8 +15,8 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Tensor, TensorData};
 use rand::Rng;
 
-use crate::dtype::float_options;
 use crate::nn::{Activation, Mlp, MultimodalNet};
+use crate::tensor::float_options;
 
 /// A network that maps flat observations to one output row per observation (logits,
 /// Q-values or a value).

@@ -32,9 +32,9 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
-use crate::dtype::float_options;
 use crate::error::RecordError;
 use crate::gradient::param_gradients;
+use crate::tensor::float_options;
 
 /// The gradient of one parameter, on the host.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -25,13 +25,12 @@ use crate::error::{
     check_non_negative, check_positive, check_probability_below_one, check_unit_interval,
     AgentError,
 };
-use crate::heads::{
-    argmax, host_softmax, matrix, one_hot, sample_categorical, to_host, vector, Categorical,
-};
+use crate::heads::{argmax, host_softmax, sample_categorical, Categorical};
 use crate::network::{draw_dropout_mask, forward_one, HostMlp, TrainableNetwork};
 use crate::nn::{Activation, Mlp, MlpConfig};
 use crate::optim::{AgentOptimizer, OptimizerKind};
 use crate::record::GradientRecord;
+use crate::tensor::{matrix, one_hot, to_host, vector};
 
 // ---------------------------------------------------------------------------------------------
 // Config

@@ -12,16 +12,16 @@ use burn::tensor::activation::{relu, tanh};
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Tensor, TensorData};
 use privrl_agents::autodiff;
-use privrl_agents::dp_engine::{
+use privrl_agents::dp::{
     adaptive_gradient_noise, clip_per_sample, per_sample_norms, select_records, AdaptiveClipping,
     EngineError, MicroBatches, NoiseCalibration, ParamLayout, PerSampleGradients, PrivacyEngine,
-    PrivacyEngineConfig, ReleaseSchedule, Tape, Traced,
+    PrivacyEngineConfig, Tape, Traced,
 };
 use privrl_agents::nn::{Dense, DenseConfig};
 use privrl_agents::GradientRecord;
 use privrl_privacy::{
     dp_sgd_epsilon_under, noise_multiplier_for_under, pld, AccountantKind, Adjacency, PldConfig,
-    RandomnessSource, SubsampledGaussianSteps,
+    RandomnessSource, ReleaseSchedule, SubsampledGaussianSteps,
 };
 use rand::{Rng, SeedableRng};
 
@@ -518,8 +518,9 @@ fn engine_with_noise(n: usize) -> PrivacyEngine {
 /// (`PerSampleFactors::materialize`, the DQN's path): two fast paths, one answer.
 #[test]
 fn an_mlp_traced_equals_its_analytic_factors() {
-    use privrl_agents::per_sample::{probed_forward, traced_forward};
-    use privrl_agents::{MlpConfig, PerSampleFactors};
+    use privrl_agents::dp::PerSampleFactors;
+    use privrl_agents::dp::{probed_forward, traced_forward};
+    use privrl_agents::MlpConfig;
     let device = Default::default();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(8);
     let mlp = MlpConfig::new(3, vec![6, 5], 2).init::<B>(&device, &mut rng);

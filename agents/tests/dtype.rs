@@ -7,7 +7,7 @@
 
 use burn::backend::{Autodiff, NdArray};
 use burn::tensor::{DType, Tensor};
-use privrl_agents::heads::{matrix, one_hot, vector};
+use privrl_agents::tensor::{matrix, one_hot, vector};
 use privrl_agents::{Activation, MlpConfig};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;

@@ -3,11 +3,10 @@
 use burn::backend::{Autodiff, NdArray};
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Tensor, TensorData};
-use privrl_agents::per_sample::probed_forward;
-use privrl_agents::{
-    dp_sgd_gradient, per_sample_gradients_by_loop, Activation, GradientRecord, Mlp, MlpConfig,
-    PerSampleFactors,
+use privrl_agents::dp::{
+    dp_sgd_gradient, per_sample_gradients_by_loop, probed_forward, PerSampleFactors,
 };
+use privrl_agents::{Activation, GradientRecord, Mlp, MlpConfig};
 use privrl_privacy::{Clipping, DpSgdConfig};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -6,10 +6,10 @@
 use burn::backend::{Autodiff, NdArray};
 use burn::module::Module;
 use burn::tensor::Tensor;
-use privrl_agents::private_training::{DpSgdDqn, DpSgdReinforce, NoisyObservationEnv};
+use privrl_agents::dp::{private_td_gradient, DpSgdDqn, DpSgdReinforce, NoisyObservationEnv};
 use privrl_agents::{
-    private_td_gradient, AgentError, DpSgdTrainingConfig, Dqn, DqnConfig, GradientRecord, Mlp,
-    PrivacyTally, PrivacyUnit, Reinforce, ReinforceConfig, TdLoss, TransitionBatch,
+    AgentError, DpSgdTrainingConfig, Dqn, DqnConfig, GradientRecord, Mlp, PrivacyTally,
+    PrivacyUnit, Reinforce, ReinforceConfig, TdLoss, TransitionBatch,
 };
 use privrl_envs::Env;
 use privrl_privacy::{

@@ -6,7 +6,7 @@
 use burn::config::Config;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
-use privrl_agents::dtype::float_options;
+use privrl_agents::tensor::float_options;
 
 use crate::error::{check_positive, check_unit_interval_open, AttackError};
 

@@ -18,7 +18,7 @@ use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::tensor::backend::Backend;
 use burn::tensor::{DType, Tensor, TensorData};
 use burn_store::{ModuleSnapshot, ModuleStore, SafetensorsStore};
-use privrl_agents::dtype::float_options;
+use privrl_agents::tensor::float_options;
 use privrl_agents::{GradientRecord, NamedGradient};
 
 use crate::error::AttackError;

@@ -6,8 +6,8 @@
 use burn::config::Config;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
-use privrl_agents::dtype::float_options;
 use privrl_agents::nn::matmul_by_row_blocks;
+use privrl_agents::tensor::float_options;
 use rand::Rng;
 
 /// How the reconstruction's weight gradient g_rec is computed.

@@ -5,7 +5,7 @@
 use burn::tensor::activation::softmax;
 use burn::tensor::backend::Backend;
 use privrl_agents::autodiff;
-use privrl_agents::heads::{matrix, one_hot, vector};
+use privrl_agents::tensor::{matrix, one_hot, vector};
 use privrl_agents::{param_gradients, GradientRecord};
 use serde::{Deserialize, Serialize};
 

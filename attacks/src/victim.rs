@@ -20,10 +20,10 @@ use burn::tensor::ElementConversion;
 use burn::tensor::{Tensor, TensorData};
 use privrl_agents::autodiff;
 use privrl_agents::dqn::td_loss;
-use privrl_agents::dtype::float_options;
-use privrl_agents::heads::{self, matrix, one_hot};
 use privrl_agents::optim::ADAM_EPSILON;
 use privrl_agents::reinforce::reinforce_loss;
+use privrl_agents::tensor::float_options;
+use privrl_agents::tensor::{matrix, one_hot};
 use privrl_agents::{GradientRecord, MultimodalNet, MultimodalNetConfig};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -272,7 +272,7 @@ impl<B: Backend, M: InvertibleModel<Outer<B>>> Victim<B, M> {
         Ok(self.kind.objective(
             output,
             one_hot::<Outer<B>>(&actions, self.num_actions(), &self.device),
-            heads::vector::<Outer<B>>(&signals, &self.device),
+            privrl_agents::tensor::vector::<Outer<B>>(&signals, &self.device),
         ))
     }
 

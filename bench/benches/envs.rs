@@ -4,7 +4,7 @@
 //! `cargo bench -p privrl-bench --bench envs`
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use privrl_bench::{run_random_steps, run_random_steps_allocating, RandomActions};
+use privrl_envs::throughput::{run_random_steps, run_random_steps_allocating, RandomActions};
 use privrl_envs::{make, registry, VecEnv};
 
 /// Steps per measured iteration: long enough to include many resets.

@@ -16,7 +16,7 @@
 //! is skipped with the reason.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use privrl_bench::{run_random_steps, RandomActions};
+use privrl_envs::throughput::{run_random_steps, RandomActions};
 use privrl_envs::{make, Env, VecEnv};
 
 /// Steps per measured iteration of the native environment.

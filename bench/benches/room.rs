@@ -5,8 +5,8 @@
 //! `cargo bench -p privrl-bench --bench room`
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use privrl_bench::{run_random_steps, RandomActions};
 use privrl_envs::room::{RoomConfig, RoomSetting, NUM_ACTIONS};
+use privrl_envs::throughput::{run_random_steps, RandomActions};
 use privrl_envs::Env;
 
 /// Frames per measured iteration.

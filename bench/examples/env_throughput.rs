@@ -2,7 +2,7 @@
 //!
 //! `cargo run --release -p privrl-bench --example env_throughput [steps]`
 
-use privrl_bench::{
+use privrl_envs::throughput::{
     env_steps_per_second_allocating, env_throughput_table, vec_env_steps_per_second,
 };
 

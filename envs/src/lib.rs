@@ -58,6 +58,7 @@ pub mod python;
 mod registry;
 pub mod room;
 mod space;
+pub mod throughput;
 mod vec_env;
 
 pub use acrobot::Acrobot;

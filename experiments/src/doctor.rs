@@ -6,7 +6,7 @@ use anyhow::{ensure, Result};
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Distribution, ElementConversion, Tensor};
-use privrl_agents::dtype::float_options;
+use privrl_agents::tensor::float_options;
 use privrl_agents::{autodiff, param_gradients, MlpConfig};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;

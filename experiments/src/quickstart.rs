@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 use clap::Args;
-use privrl_bench::RandomActions;
+use privrl_envs::throughput::RandomActions;
 use privrl_envs::{make, registry};
 use serde::Serialize;
 

@@ -14,9 +14,11 @@
 //! | [`rdp`] | RDP accountant of the subsampled Gaussian, (ε, δ) conversion, σ for a target ε | Mironov et al. 2019; Balle et al. 2020; Opacus |
 //! | [`pld`] | PLD accountant of the subsampled Gaussian (tighter ε, an upper bound), heterogeneous schedules, both adjacencies; [`AccountantKind`], the choice between RDP and PLD | Koskela et al. 2020; Doroshenko et al. 2022; dp-accounting |
 //! | [`composition`] | basic and advanced composition, the `Accountant` trait | DRV 2010; Kairouz et al. 2015 |
+//! | [`accountants`] | [`ReleaseSchedule`]: a DP-SGD run's releases (each at the q it used) and their ε by RDP or PLD, the one DP-SGD accounting | Opacus' accountant history |
 //! | [`ledger`] | record of every release; spent so far; budget checks | |
 //! | [`observation_noise`] | σ·IQR Gaussian noise on observations | paper 004, local DP |
 //! | [`randomness`] | seeded or OS randomness, samplers; the floating-point caveat | Mironov 2012 |
+//! | [`adjacency`] | add/remove and substitution neighbours of the subsampled Gaussian's RDP | Balle et al. 2018; Mironov et al. 2019 |
 //!
 //! Configs are validated once, by `XConfig::build(self) -> Result<X, PrivacyError>`; the built
 //! value's hot path does not check its parameters again. Every mechanism takes `&mut impl Rng`.
@@ -50,6 +52,7 @@
 
 #![warn(missing_docs)]
 
+pub mod accountants;
 pub mod adjacency;
 pub mod composition;
 pub mod dirichlet;
@@ -70,6 +73,7 @@ pub mod randomness;
 pub mod rdp;
 mod special;
 
+pub use accountants::ReleaseSchedule;
 pub use adjacency::{rdp_subsampled_gaussian_under, Adjacency};
 pub use composition::{
     advanced_composition, basic_composition, drv_advanced_composition, Accountant,

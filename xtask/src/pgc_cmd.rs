@@ -26,6 +26,10 @@ use privrl_experiments::suites::pgc::{for_mechanism, LearnerArgs, OptimizerChoic
 use privrl_experiments::sweep::progress_bar;
 use privrl_privacy::{Epsilon, GradientMechanismConfig, MechanismKind};
 
+/// `pgc agents`: abort after this many accepted sends per worker (fault injection for the
+/// audit-trail test; unset in any real run).
+pub const CRASH_AFTER_SENDS: &str = "PRIVRL_FAULT_CRASH_AFTER_SENDS";
+
 /// The PGC-A3C parameters shared by the aggregator, the agents and the benchmark.
 #[derive(Args, Clone, Debug, Serialize)]
 pub struct PgcParams {
@@ -215,8 +219,9 @@ pub struct AgentsArgs {
     /// Write `{"sent": n}` here as JSON (n: submissions sent by this process).
     #[arg(long)]
     pub summary: Option<PathBuf>,
-    /// Append every submission sent, with its stream id, to this file as JSON lines (an audit
-    /// trail of what this process released).
+    /// Append every submission to this file as JSON lines, an audit trail of what this
+    /// process released: a `release` line written and fsynced before the send, a `sent` line
+    /// with the stream id after it (a `release` without one may have been sent: count it).
     #[arg(long)]
     pub sent_log: Option<PathBuf>,
     /// Backend of the agents' gradients.
@@ -436,6 +441,13 @@ impl BackendTask for AgentsArgs {
             ))),
             None => None,
         };
+        // Fault injection for the audit-trail test (xtask/tests/pgc_redis.rs): each worker's
+        // transport aborts the process after that many accepted sends.
+        let crash_after_sends = std::env::var(CRASH_AFTER_SENDS)
+            .ok()
+            .map(|n| n.parse::<u64>())
+            .transpose()
+            .with_context(|| format!("{CRASH_AFTER_SENDS} must be a count"))?;
         let stop = AtomicBool::new(false);
         let sent: u64 = std::thread::scope(|scope| -> Result<u64> {
             let handles: Vec<_> = per_worker
@@ -450,6 +462,9 @@ impl BackendTask for AgentsArgs {
                         let mut transport = redis.connect()?;
                         if let Some(log) = sent_log {
                             transport = transport.with_sent_log(log);
+                        }
+                        if let Some(sends) = crash_after_sends {
+                            transport = transport.with_crash_after_sends(sends);
                         }
                         let mut agent = PgcAgent::<Autodiff<B>>::new(
                             config,

@@ -92,11 +92,17 @@ fn temp_dir(label: &str) -> PathBuf {
 
 /// `xtask pgc <args>`, its stderr to `log` (read back for error messages).
 fn xtask(args: &[String], log: &Path) -> Killed {
+    xtask_with_env(args, log, &[])
+}
+
+/// [`xtask`] with extra environment variables.
+fn xtask_with_env(args: &[String], log: &Path, env: &[(&str, &str)]) -> Killed {
     let stderr = std::fs::File::create(log).unwrap();
     Killed(
         Command::new(env!("CARGO_BIN_EXE_xtask"))
             .arg("pgc")
             .args(args)
+            .envs(env.iter().copied())
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -253,17 +259,66 @@ fn stream_order(id: &str) -> (u64, u64) {
     (ms.parse().unwrap(), seq.parse().unwrap())
 }
 
+/// An agent process's sent log (`--sent-log`): every release by (source, seq), written ahead
+/// of its send, and the stream id of those whose send was confirmed.
+struct SentLog {
+    released: BTreeMap<(String, u64), Submission>,
+    sent: BTreeMap<(String, u64), String>,
+}
+
+impl SentLog {
+    fn read(path: &Path) -> Self {
+        let mut log = Self {
+            released: BTreeMap::new(),
+            sent: BTreeMap::new(),
+        };
+        for line in std::fs::read_to_string(path).unwrap().lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            match v["event"].as_str().unwrap() {
+                "release" => {
+                    let s: Submission = serde_json::from_value(v["submission"].clone()).unwrap();
+                    log.released.insert((s.source.clone(), s.seq), s);
+                }
+                "sent" => {
+                    let key = (
+                        v["source"].as_str().unwrap().to_string(),
+                        v["seq"].as_u64().unwrap(),
+                    );
+                    assert!(
+                        log.released.contains_key(&key),
+                        "{key:?} sent before its release was logged"
+                    );
+                    log.sent.insert(key, v["id"].as_str().unwrap().to_string());
+                }
+                other => panic!("unknown event {other} in {}", path.display()),
+            }
+        }
+        log
+    }
+
+    /// Releases whose send was never confirmed.
+    fn unconfirmed(&self) -> Vec<&(String, u64)> {
+        self.released
+            .keys()
+            .filter(|k| !self.sent.contains_key(*k))
+            .collect()
+    }
+}
+
 /// The submissions of the sent logs in stream order, applied once each by a fresh aggregator
 /// (θ₀ from seed 0, as the CLI's): the model the run must end with.
 fn replay(logs: &[PathBuf]) -> (Vec<f32>, u64, u64) {
     let mut entries: Vec<((u64, u64), Submission)> = Vec::new();
     for log in logs {
-        for line in std::fs::read_to_string(log).unwrap().lines() {
-            let v: serde_json::Value = serde_json::from_str(line).unwrap();
-            entries.push((
-                stream_order(v["id"].as_str().unwrap()),
-                serde_json::from_value(v["submission"].clone()).unwrap(),
-            ));
+        let trail = SentLog::read(log);
+        assert!(
+            trail.unconfirmed().is_empty(),
+            "{}: releases without a sent line in a run that finished: {:?}",
+            log.display(),
+            trail.unconfirmed()
+        );
+        for (key, id) in &trail.sent {
+            entries.push((stream_order(id), trail.released[key].clone()));
         }
     }
     entries.sort_by_key(|(id, _)| *id);
@@ -388,6 +443,64 @@ fn agent_killed_and_restarted_loses_and_duplicates_nothing() {
         serde_json::from_value(run.state()["high_water"].clone()).unwrap();
     assert_eq!(marks.values().sum::<u64>(), total, "{marks:?}");
     assert!(marks.values().all(|&m| m == per_process / 2), "{marks:?}");
+    run.cleanup();
+}
+
+/// The audit trail never lists fewer releases than were made: an agent process that dies
+/// after the server accepted a submission but before it confirmed the send in its sent log
+/// (the fault injected at the 5th send of a worker) still lists that submission, and every
+/// submission the stream holds for its workers, as released. A log written after the send
+/// (as before) loses exactly that one.
+#[test]
+fn agent_crash_after_send_leaves_the_release_in_the_sent_log() {
+    let Some(url) = redis_url() else {
+        return;
+    };
+    let run = Run::new(&url, "crash-log");
+    let mut aggregator = run.aggregator(100, "aggregator.log");
+    let mut args = strings(&["agents"]);
+    args.extend(common(&run.url, &run.run_id));
+    args.extend(strings(&[
+        "--count",
+        "100",
+        "--workers",
+        "2",
+        "--name",
+        "crash",
+        "--sent-log",
+        run.sent_log("crash").to_str().unwrap(),
+    ]));
+    let mut crashed = xtask_with_env(
+        &args,
+        &run.dir.join("crash.log"),
+        &[("PRIVRL_FAULT_CRASH_AFTER_SENDS", "5")],
+    );
+    let status = crashed.wait(Duration::from_secs(120), "the crashing agent process");
+    assert!(!status.success(), "the fault was not injected ({status})");
+    let trail = SentLog::read(&run.sent_log("crash"));
+    let transport = RedisTransport::connect(&url, &run.run_id).unwrap();
+    let mut accepted = 0;
+    for w in 0..2 {
+        let source = format!("crash-w{w}");
+        let last = transport.last_seq(&source).unwrap();
+        accepted += last;
+        for seq in 1..=last {
+            assert!(
+                trail.released.contains_key(&(source.clone(), seq)),
+                "{source} seq {seq} reached the stream but is not in the sent log"
+            );
+        }
+    }
+    assert!(
+        accepted >= 5,
+        "fewer sends than the fault's count: {accepted}"
+    );
+    // The injected crash fell between an accepted send and its confirmation.
+    assert!(
+        !trail.unconfirmed().is_empty(),
+        "no release left unconfirmed by the crash"
+    );
+    aggregator.kill9();
     run.cleanup();
 }
 

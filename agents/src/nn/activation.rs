@@ -5,7 +5,7 @@ use burn::tensor::activation;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 
-use crate::dtype::float_of_mask;
+use crate::tensor::float_of_mask;
 
 /// Element-wise non-linearity between layers.
 #[derive(Config, Debug, Copy, PartialEq, Eq)]

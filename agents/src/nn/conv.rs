@@ -8,7 +8,7 @@ use rand::Rng;
 
 use super::params::{param_from_values, uniform_values, with_unique_param_ids};
 use super::Activation;
-use crate::dtype::zero_pad;
+use crate::tensor::zero_pad;
 
 /// Configuration of a [`Conv2dLayer`].
 #[derive(Config, Debug)]

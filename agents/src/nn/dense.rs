@@ -7,7 +7,7 @@ use burn::tensor::Tensor;
 use rand::Rng;
 
 use super::params::{param_from_values, uniform_values};
-use crate::dtype::float_options;
+use crate::tensor::float_options;
 
 /// Configuration of a [`Dense`] layer.
 #[derive(Config, Debug)]

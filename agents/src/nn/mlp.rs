@@ -10,7 +10,7 @@ use rand::Rng;
 
 use super::params::with_unique_param_ids;
 use super::{Activation, Dense, DenseConfig};
-use crate::dtype::float_options;
+use crate::tensor::float_options;
 
 /// Configuration of a [`Mlp`].
 #[derive(Config, Debug)]

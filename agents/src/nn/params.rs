@@ -6,7 +6,7 @@ use burn::tensor::{Tensor, TensorData};
 use rand::Rng;
 use std::hash::{Hash, Hasher};
 
-use crate::dtype::float_options;
+use crate::tensor::float_options;
 
 /// Draws `len` values from U(−bound, bound), PyTorch's default for `nn.Linear` and `nn.Conv2d`
 /// (Kaiming-uniform with a = √5 gives bound = 1/√fan_in for weights and biases alike).

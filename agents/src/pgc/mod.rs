@@ -12,8 +12,8 @@
 //! With `rounds = T > 1`, an agent submits T times with ε/T each (Section 3.2.1).
 //!
 //! Submissions travel over a [`Transport`]: [`InProcess`] (threads, the default; the paper
-//! uses 9 agent threads) or [`RedisTransport`] (Redis Streams across processes, one key prefix
-//! per run id). Delivery is at least once and the aggregator applies exactly once: each
+//! uses 9 agent threads) or `RedisTransport` (the `redis` feature: Redis Streams across
+//! processes, one key prefix per run id). Delivery is at least once and the aggregator applies exactly once: each
 //! submission carries its agent's `(source, seq)` (a restarted agent resumes its sequence),
 //! the aggregator remembers the highest applied `seq` per source in its checkpoint (written
 //! durably), and acknowledges a submission only after its update is saved. An aggregator
@@ -38,6 +38,7 @@ mod messages;
 mod metrics;
 mod ordered;
 mod params;
+#[cfg(feature = "redis")]
 mod redis;
 mod run;
 mod transport;
@@ -53,6 +54,7 @@ pub use self::metrics::{
 };
 pub use self::ordered::{RoundRobin, SubmissionOrder};
 pub use self::params::{flatten_parameters, initial_parameters, load_flat_parameters};
+#[cfg(feature = "redis")]
 pub use self::redis::{RedisTransport, DEFAULT_RECONNECT_TIMEOUT};
 pub use self::run::{run_pgc, PgcOutcome};
 pub use self::transport::{InProcess, Transport};

@@ -7,9 +7,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::{PgcConfig, PgcError};
-use crate::dtype::float_options;
 use crate::error::RecordError;
 use crate::heads::ActorCritic;
+use crate::tensor::float_options;
 
 /// θ of `module` flattened in visiting order (the order of [`GradientRecord::flatten`]).
 ///

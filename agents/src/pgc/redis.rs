@@ -296,8 +296,12 @@ pub struct RedisTransport {
     /// This aggregator's fencing token, once it has claimed the run.
     epoch: Mutex<Option<u64>>,
     script_sha: String,
-    /// Agents: every submission sent, with its stream id, as JSON lines (an audit trail).
+    /// Agents: every submission released, written ahead of the send, and its stream id once
+    /// sent, as JSON lines (an audit trail).
     sent_log: Option<Arc<Mutex<File>>>,
+    /// Fault injection ([`RedisTransport::with_crash_after_sends`]): the send count at which
+    /// the process aborts, and the sends so far.
+    crash_after: Option<(u64, std::sync::atomic::AtomicU64)>,
     /// Entries acknowledged since the stream was last trimmed.
     acked_since_trim: Mutex<usize>,
 }
@@ -362,6 +366,7 @@ impl RedisTransport {
             epoch: Mutex::new(None),
             script_sha,
             sent_log: None,
+            crash_after: None,
             acked_since_trim: Mutex::new(0),
         })
     }
@@ -374,11 +379,39 @@ impl RedisTransport {
         Ok(transport)
     }
 
-    /// Agents: also append every submission sent, with its stream id, to `log` as one JSON
-    /// line `{"id": …, "submission": …}` (what this process released, in order).
+    /// Agents: also append every submission to `log`, an audit trail of what this process
+    /// released that never lists fewer releases than were made. Two JSON lines per
+    /// submission: `{"event": "release", "submission": …}`, written and fsynced **before** the
+    /// submission is sent, and `{"event": "sent", "source": …, "seq": …, "id": …}` with its
+    /// stream id once the server accepted it. A `release` without its `sent` line (the process
+    /// died, or the send failed, in between) may have reached the stream: count it as
+    /// released.
     pub fn with_sent_log(mut self, log: Arc<Mutex<File>>) -> Self {
         self.sent_log = Some(log);
         self
+    }
+
+    /// Fault injection for the tests of the audit trail (`xtask/tests/pgc_redis.rs`): abort
+    /// the process right after the server accepted the `sends`-th submission of this
+    /// transport, before its `sent` line is written, the window in which a log written after
+    /// the send would lose a release.
+    #[doc(hidden)]
+    pub fn with_crash_after_sends(mut self, sends: u64) -> Self {
+        self.crash_after = Some((sends, std::sync::atomic::AtomicU64::new(0)));
+        self
+    }
+
+    /// Appends `line` to the sent log, if any, and with `durable` waits for it to reach the
+    /// disk.
+    fn log_sent(&self, line: serde_json::Value, durable: bool) -> Result<(), PgcError> {
+        let Some(log) = &self.sent_log else {
+            return Ok(());
+        };
+        let mut file = lock(log)?;
+        writeln!(file, "{line}")
+            .and_then(|()| file.flush())
+            .and_then(|()| if durable { file.sync_data() } else { Ok(()) })
+            .map_err(|e| transport_error(format!("writing the sent log: {e}")))
     }
 
     /// The run id.
@@ -697,6 +730,13 @@ impl Transport for RedisTransport {
         let payload = serde_json::to_vec(submission)
             .map_err(|e| transport_error(format!("encoding a submission: {e}")))?;
         let keys = &self.keys;
+        // Write ahead: the release is on disk (fsynced) before it can reach the stream, so a
+        // process killed between the two still lists it; an entry without its `sent` line
+        // below may or may not have been released, and counts as released.
+        self.log_sent(
+            serde_json::json!({ "event": "release", "submission": submission }),
+            true,
+        )?;
         // The entry and the agent's sequence number together or not at all.
         let (id,): (String,) = lock(&self.link)?.run("XADD", Duration::ZERO, |c| {
             let mut pipe = redis::pipe();
@@ -713,14 +753,22 @@ impl Transport for RedisTransport {
                 .ignore();
             pipe.query(c)
         })?;
-        if let Some(log) = &self.sent_log {
-            let line = serde_json::json!({ "id": id, "submission": submission });
-            let mut file = lock(log)?;
-            writeln!(file, "{line}")
-                .and_then(|()| file.flush())
-                .map_err(|e| transport_error(format!("writing the sent log: {e}")))?;
+        if let Some((at, sends)) = &self.crash_after {
+            if sends.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == *at {
+                std::process::abort();
+            }
         }
-        Ok(())
+        // The confirmation needs no fsync: lost, it leaves the release listed as unconfirmed,
+        // which over-reports, never under-reports.
+        self.log_sent(
+            serde_json::json!({
+                "event": "sent",
+                "source": submission.source,
+                "seq": submission.seq,
+                "id": id,
+            }),
+            false,
+        )
     }
 
     fn receive(&self, max: usize, wait: Duration) -> Result<Vec<Delivery>, PgcError> {

@@ -18,13 +18,12 @@ use crate::autodiff;
 use crate::buffer::{RolloutBatch, RolloutBuffer};
 use crate::env::{discrete_env_dims, RolloutEnv};
 use crate::error::AgentError;
-use crate::heads::{
-    argmax, host_log_prob, host_softmax, matrix, one_hot, sample_categorical, state_value, vector,
-};
+use crate::heads::{argmax, host_log_prob, host_softmax, sample_categorical, state_value};
 use crate::network::{forward_one, trainable_from_inner, HostMlp, Network, TrainableNetwork};
 use crate::nn::{Mlp, MlpConfig};
 use crate::optim::{AgentOptimizer, OptimizerKind};
 use crate::record::GradientRecord;
+use crate::tensor::{matrix, one_hot, vector};
 
 /// A PPO agent: actor, critic, their optimizers, its environment and its generator.
 pub struct Ppo<B: AutodiffBackend, N: TrainableNetwork<B> = Mlp<B>> {

@@ -6,9 +6,10 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::Tensor;
 
 use super::AuxiliaryPolicyLoss;
-use crate::dtype::{float_of_mask, float_options};
-use crate::heads::{to_host, Categorical};
+use crate::heads::Categorical;
 use crate::network::Network;
+use crate::tensor::to_host;
+use crate::tensor::{float_of_mask, float_options};
 
 /// The clipped surrogate loss and its diagnostics (each a `[1]` tensor; only `loss` carries
 /// a gradient).

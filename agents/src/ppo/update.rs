@@ -10,9 +10,10 @@ use super::loss::{policy_loss, BatchTensors};
 use super::{value_loss, AuxiliaryPolicyLoss, PpoConfig};
 use crate::autodiff;
 use crate::error::AgentError;
-use crate::heads::{state_value, to_host};
+use crate::heads::state_value;
 use crate::network::{Network, TrainableNetwork};
 use crate::optim::AgentOptimizer;
+use crate::tensor::to_host;
 
 /// What one PPO update did (Spinning Up's logged values).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

@@ -2,7 +2,7 @@
 //! actions read off ∇_{b_last} J to the samples goes through stage 1, the best one on.
 
 use burn::tensor::backend::Backend;
-use privrl_agents::heads::matrix;
+use privrl_agents::tensor::matrix;
 use rand_chacha::ChaCha8Rng;
 
 use super::problem::Problem;

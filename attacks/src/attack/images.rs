@@ -1,7 +1,7 @@
 //! Stage 2: the images from all gradients, with s_c fixed at stage 1's result.
 
 use burn::tensor::backend::Backend;
-use privrl_agents::heads::matrix;
+use privrl_agents::tensor::matrix;
 use rand_chacha::ChaCha8Rng;
 
 use super::problem::Problem;

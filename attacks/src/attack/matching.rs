@@ -5,8 +5,8 @@ use burn::tensor::activation::softmax;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use privrl_agents::autodiff;
+use privrl_agents::dp::{probed_forward, PerSampleFactors};
 use privrl_agents::param_gradients;
-use privrl_agents::per_sample::{probed_forward, PerSampleFactors};
 
 use super::problem::Problem;
 use super::reconstruction::Stage;
@@ -113,7 +113,7 @@ impl<B: Backend, M: InvertibleModel<Outer<B>>> Problem<'_, B, M> {
 mod tests {
     use burn::backend::NdArray;
     use burn::tensor::TensorData;
-    use privrl_agents::dtype::float_options;
+    use privrl_agents::tensor::float_options;
     use privrl_agents::{ConvEncoderConfig, MultimodalNetConfig};
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;

@@ -4,7 +4,7 @@
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use privrl_agents::autodiff;
-use privrl_agents::heads::vector;
+use privrl_agents::tensor::vector;
 use rand_chacha::ChaCha8Rng;
 
 use super::problem::Problem;

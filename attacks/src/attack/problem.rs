@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use burn::module::{ModuleVisitor, Param};
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
-use privrl_agents::heads::{matrix, one_hot, vector};
+use privrl_agents::tensor::{matrix, one_hot, vector};
 use privrl_agents::GradientRecord;
 
 use super::config::AttackConfig;

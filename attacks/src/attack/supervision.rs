@@ -3,7 +3,7 @@
 
 use burn::tensor::activation::softmax;
 use burn::tensor::backend::Backend;
-use privrl_agents::heads::matrix;
+use privrl_agents::tensor::matrix;
 use privrl_agents::GradientRecord;
 use rand_chacha::ChaCha8Rng;
 

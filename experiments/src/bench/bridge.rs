@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use privrl_bench::{env_steps_per_second, vec_env_steps_per_second};
+use privrl_envs::throughput::{env_steps_per_second, vec_env_steps_per_second};
 
 use super::compare::{load_average, machine_description, number, run_peer, write_dated};
 use super::BenchArgs;
@@ -155,7 +155,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         repeats.push(repeat);
     }
     write_dated(
-        &args.results_dir,
+        &args.results_dir(),
         "-bridge",
         &report(args, spec, &python, &machine, &repeats),
     )
@@ -260,14 +260,14 @@ fn report(
 ) -> Report {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let mut report = Report::new(
-        &args.results_dir,
+        &args.results_dir(),
         "The Gymnasium bridge against native Gymnasium",
     );
     let mut machine = machine.to_vec();
     machine.push(format!(
         "Python: `{}` for both sides (the bridge's interpreter: PRIVRL_PYTHON, else the \
          workspace's .venv, else python3)",
-        python.display()
+        super::shown_python(&python)
     ));
     report
         .paragraph(&format!(

@@ -322,7 +322,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         None
     };
     let report = report(args, &machine, &torch, &repeats, complexity);
-    write_dated(&args.results_dir, "", &report)
+    write_dated(&args.results_dir(), "", &report)
 }
 
 /// Writes `report` to `<dir>/<UTC date><suffix>.md` and prints it.
@@ -414,13 +414,13 @@ fn report(
     repeats: &[Repeat],
     complexity: Option<Vec<ComplexityRow>>,
 ) -> Report {
-    let mut report = Report::new(&args.results_dir, "privrl against like-for-like PyTorch");
+    let mut report = Report::new(&args.results_dir(), "privrl against like-for-like PyTorch");
     let mut machine = machine.to_vec();
     machine.push(match torch {
         Ok((version, threads)) => format!(
             "PyTorch {version} under `{}` ({threads} threads by default); each peer ran at \
              --torch-threads {} and the faster run is the reference",
-            python(args).display(),
+            super::shown_python(&python(args)),
             comma_list(&args.torch_threads)
         ),
         Err(why) => format!("PyTorch peers skipped: {why}"),
@@ -570,7 +570,7 @@ fn report(
         args.qgi_iterations,
         comma_list(&args.torch_threads),
         if args.complexity { " --complexity" } else { "" },
-        python(args).display()
+        super::shown_python(&python(args))
     )]);
     report
 }

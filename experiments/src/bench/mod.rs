@@ -13,11 +13,11 @@ use burn::tensor::backend::Backend;
 use clap::Args;
 use privrl_agents::{DpSgdDqn, DpSgdTrainingConfig, Dqn};
 use privrl_attacks::{attack, Victim};
-use privrl_bench::{
-    env_steps_per_second, env_steps_per_second_allocating, vec_env_steps_per_second,
-};
 use privrl_envs::registry;
 use privrl_envs::room::RoomSetting;
+use privrl_envs::throughput::{
+    env_steps_per_second, env_steps_per_second_allocating, vec_env_steps_per_second,
+};
 use privrl_privacy::DirichletConfig;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -104,9 +104,36 @@ pub struct BenchArgs {
     /// both sides (the complexity table).
     #[arg(long)]
     pub complexity: bool,
-    /// --compare-pytorch, --compare-gymnasium: where the dated results file goes.
-    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/results"))]
-    pub results_dir: std::path::PathBuf,
+    /// --compare-pytorch, --compare-gymnasium: where the dated results file goes [default:
+    /// the workspace's bench/results].
+    #[arg(long)]
+    pub results_dir: Option<std::path::PathBuf>,
+}
+
+impl BenchArgs {
+    /// `--results-dir`, else the workspace's `bench/results` (found from this crate's
+    /// directory at run time, so that `--help` prints no path of the build machine).
+    pub fn results_dir(&self) -> std::path::PathBuf {
+        self.results_dir.clone().unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/results")
+        })
+    }
+}
+
+/// How a report names a Python interpreter: a bare command (`python3`) or a path under the
+/// working directory as given, anything else as `PYTHON`, so that committed reports carry no
+/// path of the machine that wrote them.
+pub fn shown_python(python: &std::path::Path) -> String {
+    let cwd = std::env::current_dir().ok();
+    let relative = cwd
+        .as_deref()
+        .and_then(|cwd| python.strip_prefix(cwd).ok())
+        .filter(|_| python.is_absolute());
+    match relative {
+        Some(inside) => inside.display().to_string(),
+        None if python.is_relative() => python.display().to_string(),
+        None => "PYTHON".to_string(),
+    }
 }
 
 /// What `bench/pytorch/qgi_attack.py` printed.
@@ -597,7 +624,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         args.backend,
         args.python
             .as_ref()
-            .map_or(String::new(), |p| format!(" --python {}", p.display())),
+            .map_or(String::new(), |p| format!(" --python {}", shown_python(p))),
     )]);
     let path = report.write()?;
     println!("{}", report.markdown());

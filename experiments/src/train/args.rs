@@ -55,8 +55,8 @@ pub struct TrainArgs {
     #[arg(long)]
     #[serde(skip)]
     pub seeds: Option<Seeds>,
-    /// Environment steps per seed (summed over workers for A3C).
-    #[arg(long, default_value_t = 300_000)]
+    /// Environment steps per seed (summed over workers for A3C); at least 1.
+    #[arg(long, default_value_t = 300_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub steps: u64,
     /// Also stop a seed after this many finished episodes.
     #[arg(long)]
@@ -190,5 +190,20 @@ mod tests {
         let mut r = args(Algorithm::Reinforce);
         r.steps_per_epoch = Some(10);
         assert!(AgentConfig::resolve(&r).is_err());
+    }
+
+    /// `--steps 0` is refused by name at parse time (it used to fail inside the plotter).
+    #[test]
+    fn zero_steps_is_a_named_error() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            train: TrainArgs,
+        }
+        use clap::Parser;
+        let parse = |steps: &str| Cli::try_parse_from(["train", "--algo", "ppo", "--steps", steps]);
+        let err = parse("0").err().expect("--steps 0 must be refused");
+        assert!(err.to_string().contains("--steps"), "{err}");
+        assert_eq!(parse("1").map(|cli| cli.train.steps).ok(), Some(1));
     }
 }

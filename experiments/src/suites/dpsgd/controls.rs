@@ -12,7 +12,7 @@
 //! - **Huber**: the TD error under smooth L1 instead of MSE, at the control σ and C.
 //!
 //! ε is per transition (add/remove, δ), composed over every gradient step at its own q_t by
-//! the [`privrl_agents::dp_engine::PrivacyEngine`] with the `--accountant` (RDP by default;
+//! the [`privrl_agents::PrivacyEngine`] with the `--accountant` (RDP by default;
 //! each unit records which).
 
 use std::path::{Path, PathBuf};

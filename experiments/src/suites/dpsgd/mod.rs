@@ -4,7 +4,7 @@
 //! average and median training reward and the convergence time (episodes until the mean
 //! return of 25 consecutive episodes reaches 475) against σ, each point annotated with the ε
 //! it spent (δ = 1e-5 unless set; the unit of privacy is documented in
-//! `privrl_agents::private_training`).
+//! `privrl_agents::dp`).
 
 mod controls;
 mod headline;

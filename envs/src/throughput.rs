@@ -1,4 +1,5 @@
-//! Throughput measurements for `cargo xtask bench` and the criterion benches in `benches/`.
+//! Throughput of the environments, for `cargo xtask bench` and the criterion benches in
+//! `bench/benches/`, and the uniformly random policy that the suites' baselines use.
 //!
 //! Every measurement steps environments single-threaded with uniformly random actions from a
 //! cheap generator (Xoshiro256++), resets on `done`, and counts steps per wall-clock second.
@@ -8,7 +9,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use privrl_envs::{make, registry, Env, EnvError, Obs, RoomConfig, VecEnv};
+use crate::{make, registry, Env, EnvError, Obs, RoomConfig, VecEnv};
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 

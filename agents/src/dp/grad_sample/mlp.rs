@@ -19,11 +19,14 @@ use privrl_privacy::{Clipping, DpSgd};
 use rand::Rng;
 
 use crate::autodiff;
-use crate::dp_engine::Tape;
-use crate::dtype::float_options;
+use crate::dp::Tape;
 use crate::error::AgentError;
 use crate::nn::Mlp;
 use crate::record::{GradientRecord, NamedGradient};
+use crate::tensor::{float_options, to_host};
+
+use super::clip_factors;
+use super::linear::{linear_squared_norms, linear_weighted_sums};
 
 /// Output of [`probed_forward`]: the network output, every Dense layer's input `a_l`, and the
 /// zero probes added to every layer's output.
@@ -66,7 +69,7 @@ pub fn probed_forward<B: AutodiffBackend>(mlp: &Mlp<B>, x: Tensor<B, 2>) -> Prob
 }
 
 /// `mlp.forward(x)` with every Dense layer passed through `tape`, so that an [`Mlp`] takes the
-/// [`crate::dp_engine::PrivacyEngine`]'s fast path ([`crate::dp_engine::Traced`]); the same
+/// [`crate::dp::PrivacyEngine`]'s fast path ([`crate::dp::Traced`]); the same
 /// layers, activation and dropout as [`probed_forward`].
 pub fn traced_forward<B: AutodiffBackend>(
     mlp: &Mlp<B>,
@@ -209,7 +212,7 @@ impl<B: Backend> PerSampleFactors<B> {
             params.push(NamedGradient {
                 name: format!("layers.{l}.weight"),
                 shape: vec![d_input, d_output],
-                values: host(weight),
+                values: to_host(weight),
             });
             if layer.has_bias {
                 let bias = if shared {
@@ -221,7 +224,7 @@ impl<B: Backend> PerSampleFactors<B> {
                 params.push(NamedGradient {
                     name: format!("layers.{l}.bias"),
                     shape: vec![d_output],
-                    values: host(bias),
+                    values: to_host(bias),
                 });
             }
         }
@@ -234,8 +237,8 @@ impl<B: Backend> PerSampleFactors<B> {
         let batch = self.batch_size();
         let mut out = vec![Vec::new(); batch];
         for layer in &self.layers {
-            let inputs = host(layer.inputs.clone());
-            let errors = host(layer.errors.clone());
+            let inputs = to_host(layer.inputs.clone());
+            let errors = to_host(layer.errors.clone());
             let [_, d_input] = layer.inputs.dims();
             let [_, d_output] = layer.errors.dims();
             for (i, flat) in out.iter_mut().enumerate() {
@@ -251,82 +254,6 @@ impl<B: Backend> PerSampleFactors<B> {
         }
         out
     }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Linear layers: the one place where per-sample gradients of z = a W + b are computed, for
-// `PerSampleFactors` (DQN's analytic path) and the `PrivacyEngine`'s traced fast path alike.
-// ---------------------------------------------------------------------------------------------
-
-/// Per-sample gradients of `z = a W + b` with W `[d_in, d_out]`, materialised, for
-/// activations `[batch, ..., d_in]` and backprops `[batch, ..., d_out]`: ∇W_i = Σ_t a_itᵀ δ_it
-/// `[batch, d_in·d_out]` (one term per position t of the middle axes, one for a plain
-/// `[batch, d]` input) and ∇b_i = Σ_t δ_it `[batch, d_out]`.
-pub(crate) fn linear_grad_samples<B: Backend, const D: usize>(
-    activations: Tensor<B, D>,
-    backprops: Tensor<B, D>,
-) -> (Tensor<B, 2>, Tensor<B, 2>) {
-    let dims_a = activations.dims();
-    let dims_d = backprops.dims();
-    let (batch, d_in, d_out) = (dims_a[0], dims_a[D - 1], dims_d[D - 1]);
-    let a: Tensor<B, 3> = activations.reshape([batch as i32, -1, d_in as i32]);
-    let delta: Tensor<B, 3> = backprops.reshape([batch as i32, -1, d_out as i32]);
-    let w = a
-        .swap_dims(1, 2)
-        .matmul(delta.clone())
-        .reshape([batch, d_in * d_out]);
-    (w, delta.sum_dim(1).reshape([batch, d_out]))
-}
-
-/// Per-sample squared norms of a linear layer's weight and bias gradients `[batch]` each,
-/// without materialising them, for one position per sample (`a` `[batch, d_in]`, `δ`
-/// `[batch, d_out]`): ‖a_iᵀ δ_i‖_F² = ‖a_i‖² ‖δ_i‖² and ‖δ_i‖².
-pub(crate) fn linear_squared_norms<B: Backend>(
-    a: &Tensor<B, 2>,
-    delta: &Tensor<B, 2>,
-) -> (Tensor<B, 1>, Tensor<B, 1>) {
-    let input_sq = row_squared_norms(a.clone());
-    let error_sq = row_squared_norms(delta.clone());
-    (input_sq * error_sq.clone(), error_sq)
-}
-
-/// Σ_i c_i ∇W_i = aᵀ diag(c) δ `[d_in, d_out]` and Σ_i c_i ∇b_i `[d_out]`: the clipped sum of
-/// a linear layer's per-sample gradients in one matmul (one position per sample).
-pub(crate) fn linear_weighted_sums<B: Backend>(
-    a: &Tensor<B, 2>,
-    delta: &Tensor<B, 2>,
-    factors: Tensor<B, 1>,
-) -> (Tensor<B, 2>, Tensor<B, 1>) {
-    let weighted = delta.clone() * factors.unsqueeze_dim::<2>(1);
-    let weight = a.clone().transpose().matmul(weighted.clone());
-    (weight, weighted.sum_dim(0).squeeze_dim::<1>(0))
-}
-
-/// `Σ_j x_ij²` of every row of `x`.
-fn row_squared_norms<B: Backend>(x: Tensor<B, 2>) -> Tensor<B, 1> {
-    (x.clone() * x).sum_dim(1).squeeze_dim(1)
-}
-
-/// `√Σ_p s_p` of per-parameter squared norms.
-fn total_norm<B: Backend>(squared: Vec<Tensor<B, 1>>) -> Tensor<B, 1> {
-    squared
-        .into_iter()
-        .reduce(|a, b| a + b)
-        .expect("an Mlp has at least one layer")
-        .sqrt()
-}
-
-/// `min(1, C / ‖g_i‖)`; a zero gradient keeps factor 1.
-pub(crate) fn clip_factors<B: Backend>(norms: Tensor<B, 1>, clip: f64) -> Tensor<B, 1> {
-    (norms.clamp_min(1e-12).recip() * clip).clamp_max(1.0)
-}
-
-pub(crate) fn host<B: Backend, const D: usize>(tensor: Tensor<B, D>) -> Vec<f32> {
-    tensor
-        .into_data()
-        .convert::<f32>()
-        .into_vec::<f32>()
-        .expect("float data")
 }
 
 /// One DP-SGD gradient (Abadi et al. 2016, Algorithm 1; paper 004): per-sample gradients of
@@ -377,4 +304,13 @@ where
             })
             .collect()
     })
+}
+
+/// `√Σ_p s_p` of per-parameter squared norms.
+fn total_norm<B: Backend>(squared: Vec<Tensor<B, 1>>) -> Tensor<B, 1> {
+    squared
+        .into_iter()
+        .reduce(|a, b| a + b)
+        .expect("an Mlp has at least one layer")
+        .sqrt()
 }

@@ -1,4 +1,7 @@
-//! Tensors created in the backend's own float type, whatever else the process does.
+//! Tensor helpers, in one place: tensors created in the backend's own float type, host data
+//! to tensors and back.
+//!
+//! # The backend's own float type
 //!
 //! Burn 0.21 resolves the dtype of a tensor created without one (`from_data`, `zeros`, `ones`,
 //! a bool or int tensor's `float()`) from a per-device default, and the first backend to touch
@@ -11,7 +14,9 @@
 //! explicitly.
 
 use burn::tensor::backend::Backend;
-use burn::tensor::{Bool, Element, FloatDType, IntoPadding, Tensor, TensorCreationOptions};
+use burn::tensor::{
+    Bool, Element, FloatDType, IntoPadding, Tensor, TensorCreationOptions, TensorData,
+};
 
 /// The float dtype of backend `B` (`B::FloatElem`), not the device's process-wide default.
 pub fn float_dtype<B: Backend>() -> FloatDType {
@@ -45,4 +50,46 @@ pub fn zero_pad<B: Backend, const D: usize>(
     let ranges: [std::ops::Range<usize>; D] =
         std::array::from_fn(|i| pairs[i].0..dims[i] - pairs[i].1);
     Tensor::zeros(dims, float_options::<B>(&x.device())).slice_assign(ranges, x)
+}
+
+/// One-hot rows `[actions.len(), num_actions]` for the given actions.
+pub fn one_hot<B: Backend>(
+    actions: &[usize],
+    num_actions: usize,
+    device: &B::Device,
+) -> Tensor<B, 2> {
+    let mut values = vec![0.0f32; actions.len() * num_actions];
+    for (row, &a) in actions.iter().enumerate() {
+        values[row * num_actions + a] = 1.0;
+    }
+    Tensor::from_data(
+        TensorData::new(values, [actions.len(), num_actions]).convert::<B::FloatElem>(),
+        float_options::<B>(device),
+    )
+}
+
+/// Rows of a host matrix as a `[rows, cols]` tensor.
+pub fn matrix<B: Backend>(values: &[f32], cols: usize, device: &B::Device) -> Tensor<B, 2> {
+    let rows = values.len().checked_div(cols).unwrap_or(0);
+    Tensor::from_data(
+        TensorData::new(values.to_vec(), [rows, cols]).convert::<B::FloatElem>(),
+        float_options::<B>(device),
+    )
+}
+
+/// A host vector as a `[len]` tensor.
+pub fn vector<B: Backend>(values: &[f32], device: &B::Device) -> Tensor<B, 1> {
+    Tensor::from_data(
+        TensorData::new(values.to_vec(), [values.len()]).convert::<B::FloatElem>(),
+        float_options::<B>(device),
+    )
+}
+
+/// Copies a tensor's values to the host.
+pub fn to_host<B: Backend, const D: usize>(tensor: Tensor<B, D>) -> Vec<f32> {
+    tensor
+        .into_data()
+        .convert::<f32>()
+        .into_vec::<f32>()
+        .expect("float tensor data")
 }

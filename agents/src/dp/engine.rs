@@ -1,0 +1,609 @@
+//! [`PrivacyEngine`]: DP-SGD for any Burn module, as Opacus' `PrivacyEngine`.
+
+use std::fmt;
+
+use burn::module::AutodiffModule;
+use burn::optim::Optimizer;
+use burn::tensor::backend::AutodiffBackend;
+use privrl_privacy::{
+    noise_multiplier_for_under, poisson_sample, AccountantKind, Adjacency, Clipping, DpSgdConfig,
+    GradientMechanism, GradientMechanismConfig, MechanismRng, MechanismRngState, PrivacyError,
+    RandomnessSource, RdpAccountant, ReleaseSchedule,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::autodiff;
+use crate::dp::{
+    adaptive_gradient_noise, AdaptiveClipping, ClippedSum, ParamLayout, PerSampleGradients,
+};
+use crate::error::EngineError;
+use crate::record::GradientRecord;
+
+/// Where σ comes from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum NoiseCalibration {
+    /// A given noise multiplier σ ≥ 0 (σ = 0: clipping without noise, ε = ∞).
+    NoiseMultiplier(f64),
+    /// The smallest σ whose ε after `steps` steps at the engine's q, δ and adjacency is at
+    /// most `epsilon` (Opacus' `make_private_with_epsilon`), **by the RDP accountant** whatever
+    /// the engine's [`AccountantKind`]: RDP's ε is an upper bound, so the run meets the target
+    /// by either account (under PLD its reported ε is typically below the target, the
+    /// calibration conservative by the gap between the two). Calibrating under PLD would cost
+    /// a PLD composition per bisection step (tens of them, each up to seconds).
+    TargetEpsilon {
+        /// Target ε > 0.
+        epsilon: f64,
+        /// Number of steps the budget must last (≥ 1).
+        steps: u64,
+    },
+}
+
+/// Parameters of a [`PrivacyEngine`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrivacyEngineConfig {
+    /// Number of records N of the private dataset.
+    pub dataset_size: usize,
+    /// Poisson sampling rate q ∈ (0, 1]; the expected batch size is qN.
+    pub sample_rate: f64,
+    /// L2 bound C > 0 on each record's gradient.
+    pub clip: f64,
+    /// σ, given or calibrated.
+    pub noise: NoiseCalibration,
+    /// δ ∈ (0, 1) of the reported (ε, δ); default 1e-5.
+    pub delta: f64,
+    /// Neighbouring relation of the reported ε; default add/remove, as Opacus.
+    pub adjacency: Adjacency,
+    /// Quantile-based adaptive clipping starting from `clip`; `None` (default): C fixed.
+    pub adaptive_clipping: Option<AdaptiveClipping>,
+    /// Which accountant gives the spent ε; default RDP, as Opacus.
+    pub accountant: AccountantKind,
+}
+
+impl PrivacyEngineConfig {
+    /// N records sampled at rate q, each gradient clipped to C, with σ from `noise`; δ = 1e-5,
+    /// add/remove.
+    pub fn new(dataset_size: usize, sample_rate: f64, clip: f64, noise: NoiseCalibration) -> Self {
+        Self {
+            dataset_size,
+            sample_rate,
+            clip,
+            noise,
+            delta: 1e-5,
+            adjacency: Adjacency::AddRemove,
+            adaptive_clipping: None,
+            accountant: AccountantKind::Rdp,
+        }
+    }
+
+    /// The same with δ.
+    pub fn with_delta(mut self, delta: f64) -> Self {
+        self.delta = delta;
+        self
+    }
+
+    /// The same under `adjacency`.
+    pub fn with_adjacency(mut self, adjacency: Adjacency) -> Self {
+        self.adjacency = adjacency;
+        self
+    }
+
+    /// The same with ε by `accountant`.
+    pub fn with_accountant(mut self, accountant: AccountantKind) -> Self {
+        self.accountant = accountant;
+        self
+    }
+
+    /// The same with quantile-based adaptive clipping.
+    pub fn with_adaptive_clipping(mut self, adaptive: AdaptiveClipping) -> Self {
+        self.adaptive_clipping = Some(adaptive);
+        self
+    }
+}
+
+/// DP-SGD for any Burn module (module docs): Poisson sampling, per-sample clipping to C,
+/// Gaussian noise σC, division by the expected batch size, an optimiser step, and the ε spent.
+///
+/// Making a small MLP of one's own private, with the [`Traced`] fast path:
+///
+/// ```
+/// use burn::backend::{Autodiff, NdArray};
+/// use burn::module::Module;
+/// use burn::nn::{Linear, LinearConfig};
+/// use burn::optim::SgdConfig;
+/// use burn::tensor::{activation::relu, Tensor};
+/// use privrl_agents::dp::{select_records, Tape, Traced};
+/// use privrl_agents::{NoiseCalibration, PrivacyEngine, PrivacyEngineConfig};
+/// use privrl_privacy::RandomnessSource;
+///
+/// type B = Autodiff<NdArray>;
+///
+/// #[derive(Module, Debug)]
+/// struct Net<B: burn::tensor::backend::Backend> {
+///     hidden: Linear<B>,
+///     out: Linear<B>,
+/// }
+///
+/// impl<B: burn::tensor::backend::AutodiffBackend> Net<B> {
+///     // Layers with parameters go through the tape; the rest is ordinary Burn.
+///     fn forward(&self, x: Tensor<B, 2>, tape: &mut Tape<B>) -> Tensor<B, 2> {
+///         let h = relu(tape.trace(&self.hidden, x));
+///         tape.trace(&self.out, h)
+///     }
+/// }
+///
+/// let device = Default::default();
+/// let net = Net::<B> {
+///     hidden: LinearConfig::new(2, 8).init(&device),
+///     out: LinearConfig::new(8, 1).init(&device),
+/// };
+/// // 64 records (x, y = x₀ − x₁).
+/// let x = Tensor::<B, 2>::random([64, 2], burn::tensor::Distribution::Default, &device);
+/// let y = x.clone().narrow(1, 0, 1) - x.clone().narrow(1, 1, 1);
+/// // Per-sample squared errors of the records `batch`.
+/// let loss = Traced(|net: &Net<B>, batch: &[usize], tape: &mut Tape<B>| {
+///     let error = net.forward(select_records(&x, batch), tape) - select_records(&y, batch);
+///     error.powi_scalar(2).sum_dim(1).squeeze_dim::<1>(1)
+/// });
+///
+/// // σ for ε = 3 at δ = 1e-5 over 20 steps of expected batch 16 (q = 0.25), C = 1.
+/// let config = PrivacyEngineConfig::new(
+///     64,
+///     0.25,
+///     1.0,
+///     NoiseCalibration::TargetEpsilon { epsilon: 3.0, steps: 20 },
+/// );
+/// let mut engine = PrivacyEngine::new(config, RandomnessSource::Seeded(7)).unwrap();
+/// let mut optimizer = SgdConfig::new().init();
+/// let mut net = net;
+/// for _ in 0..20 {
+///     net = engine.step(net, &mut optimizer, 0.1, &loss).unwrap();
+/// }
+/// let epsilon = engine.epsilon().unwrap();
+/// assert!(epsilon <= 3.0 && epsilon > 2.9, "{epsilon}");
+/// println!("σ = {:.3}: ε = {epsilon:.3} ({})", engine.noise_multiplier(), engine.label());
+/// ```
+pub struct PrivacyEngine {
+    config: PrivacyEngineConfig,
+    noise_multiplier: f64,
+    /// σ_Δ of the gradient: σ, or less with adaptive clipping (its count takes the rest).
+    gradient_noise: f64,
+    rng: MechanismRng,
+    schedule: ReleaseSchedule,
+    /// The module's parameter count at the last step: the number of noise draws the next step
+    /// makes, which it draws while the clipped sum is computed (none known yet: in turn).
+    dimension: Option<usize>,
+}
+
+impl fmt::Debug for PrivacyEngine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PrivacyEngine")
+            .field("config", &self.config)
+            .field("noise_multiplier", &self.noise_multiplier)
+            .field("steps", &self.steps())
+            .finish()
+    }
+}
+
+/// What a [`PrivacyEngine`] must carry over a checkpoint so that a resumed run continues
+/// where it stopped: every release so far (ε continues, never restarts), the current N, q
+/// and C (C moves under adaptive clipping), σ, δ, the adjacency, the accountant, and the position of the
+/// sampling-and-noise generator (`None` for the operating system's, which has none).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineState {
+    /// N of the next step.
+    pub dataset_size: usize,
+    /// q of the next step.
+    pub sample_rate: f64,
+    /// C of the next step.
+    pub clip: f64,
+    /// σ (the accounted one; with adaptive clipping the gradient's is σ_Δ).
+    pub noise_multiplier: f64,
+    /// Every release so far, with δ, the adjacency and the accountant.
+    pub schedule: ReleaseSchedule,
+    /// The generator's position.
+    pub rng: Option<MechanismRngState>,
+}
+
+/// What [`PrivacyEngine::private_step`] returns.
+#[derive(Debug, Clone)]
+pub struct PrivateGradient {
+    /// The released gradient, in the module's parameter layout.
+    pub gradient: GradientRecord,
+    /// Σ_i ℓ_i / (drawn batch size) where the strategy sees the losses (NaN otherwise, and for
+    /// an empty batch).
+    pub mean_loss: f64,
+    /// Records in the drawn batch.
+    pub batch_size: usize,
+}
+
+fn check_sampling(dataset_size: usize, sample_rate: f64) -> Result<(), EngineError> {
+    if dataset_size == 0 {
+        return Err(PrivacyError::Empty {
+            name: "dataset_size",
+        }
+        .into());
+    }
+    if !(sample_rate > 0.0 && sample_rate <= 1.0) {
+        return Err(EngineError::out_of_range(
+            "sample_rate",
+            sample_rate,
+            "in (0, 1]",
+        ));
+    }
+    Ok(())
+}
+
+impl PrivacyEngine {
+    /// Validates `config`, calibrates σ if a target ε is given, and draws sampling and noise
+    /// from `source` (a seed, or the operating system's CSPRNG). C may be ∞ (no clipping)
+    /// only without noise and without adaptive clipping.
+    pub fn new(config: PrivacyEngineConfig, source: RandomnessSource) -> Result<Self, EngineError> {
+        check_sampling(config.dataset_size, config.sample_rate)?;
+        let q = config.sample_rate;
+        if !(config.delta > 0.0 && config.delta < 1.0) {
+            return Err(EngineError::out_of_range(
+                "delta",
+                config.delta,
+                "in (0, 1)",
+            ));
+        }
+        let noise_multiplier = match config.noise {
+            NoiseCalibration::NoiseMultiplier(sigma) => {
+                if !(sigma.is_finite() && sigma >= 0.0) {
+                    return Err(EngineError::out_of_range(
+                        "noise_multiplier",
+                        sigma,
+                        ">= 0 and finite",
+                    ));
+                }
+                sigma
+            }
+            NoiseCalibration::TargetEpsilon { epsilon, steps } => {
+                noise_multiplier_for_under(config.adjacency, epsilon, config.delta, q, steps)?
+            }
+        };
+        let unclipped_ok = noise_multiplier == 0.0 && config.adaptive_clipping.is_none();
+        if !(config.clip > 0.0 && (config.clip.is_finite() || unclipped_ok)) {
+            return Err(EngineError::out_of_range(
+                "clip",
+                config.clip,
+                "> 0 and finite (∞ only without noise or adaptive clipping)",
+            ));
+        }
+        let gradient_noise = match &config.adaptive_clipping {
+            Some(adaptive) => {
+                adaptive.validate(noise_multiplier)?;
+                adaptive_gradient_noise(noise_multiplier, adaptive.count_noise)?
+            }
+            None => noise_multiplier,
+        };
+        Ok(Self {
+            schedule: ReleaseSchedule::new(config.adjacency, config.delta)
+                .with_accountant(config.accountant),
+            config,
+            noise_multiplier,
+            gradient_noise,
+            rng: MechanismRng::new(source)?,
+            dimension: None,
+        })
+    }
+
+    /// The configuration, with the current N, q and C.
+    pub fn config(&self) -> &PrivacyEngineConfig {
+        &self.config
+    }
+
+    /// σ (calibrated, for a target ε): what every step is accounted at.
+    pub fn noise_multiplier(&self) -> f64 {
+        self.noise_multiplier
+    }
+
+    /// σ_Δ, the noise multiplier on the gradient: σ, or with adaptive clipping
+    /// [`adaptive_gradient_noise`].
+    pub fn gradient_noise_multiplier(&self) -> f64 {
+        self.gradient_noise
+    }
+
+    /// C of the next step.
+    pub fn clip(&self) -> f64 {
+        self.config.clip
+    }
+
+    /// qN, what a step's clipped noisy sum is divided by.
+    pub fn expected_batch_size(&self) -> f64 {
+        self.config.sample_rate * self.config.dataset_size as f64
+    }
+
+    /// Sets N and q of the following steps, for a dataset that changes between steps (a
+    /// replay buffer that fills): each step is accounted at the q it used. N and q must be
+    /// public (functions of the step count, not of the data) for the accounting to hold.
+    pub fn set_sampling(
+        &mut self,
+        dataset_size: usize,
+        sample_rate: f64,
+    ) -> Result<(), EngineError> {
+        check_sampling(dataset_size, sample_rate)?;
+        self.config.dataset_size = dataset_size;
+        self.config.sample_rate = sample_rate;
+        Ok(())
+    }
+
+    /// One Poisson batch: each record index in 0..N independently with probability q.
+    pub fn sample(&mut self) -> Result<Vec<usize>, EngineError> {
+        Ok(poisson_sample(
+            self.config.dataset_size,
+            self.config.sample_rate,
+            &mut self.rng,
+        )?)
+    }
+
+    /// The private gradient of `module` on `batch` (which must be a Poisson batch drawn by
+    /// [`PrivacyEngine::sample`] for the accounting to hold): Σ_i clip_C(g_i) + N(0, σ²C²I),
+    /// divided by qN, as a record in `module`'s parameter layout. Counts one release. An
+    /// empty batch releases pure noise: skipping it would break the accounting.
+    pub fn private_gradient<B, M>(
+        &mut self,
+        module: &M,
+        batch: &[usize],
+        per_sample: &(impl PerSampleGradients<B, M> + Sync),
+    ) -> Result<GradientRecord, EngineError>
+    where
+        B: AutodiffBackend,
+        M: AutodiffModule<B> + Sync,
+    {
+        Ok(self.private_step(module, batch, per_sample)?.gradient)
+    }
+
+    /// [`PrivacyEngine::private_gradient`] with the batch's mean loss; with adaptive clipping
+    /// it then moves C (module docs of [`AdaptiveClipping`]).
+    pub fn private_step<B, M>(
+        &mut self,
+        module: &M,
+        batch: &[usize],
+        per_sample: &(impl PerSampleGradients<B, M> + Sync),
+    ) -> Result<PrivateGradient, EngineError>
+    where
+        B: AutodiffBackend,
+        M: AutodiffModule<B> + Sync,
+    {
+        if let Some(&index) = batch.iter().find(|&&i| i >= self.config.dataset_size) {
+            return Err(EngineError::Index {
+                index,
+                size: self.config.dataset_size,
+            });
+        }
+        let clip = self.config.clip;
+        // The Gaussian noise is the generator's next draws whatever the sum turns out to be
+        // (the batch was drawn before), so with the parameter count known from the last step
+        // they are drawn on the section's other thread while this one computes the clipped
+        // sum: the same draws in the same order (`rayon::join` inside the section; noise needs
+        // no graph).
+        let predraw = match self.dimension {
+            Some(dimension) if self.gradient_noise > 0.0 => Some(
+                DpSgdConfig {
+                    noise_multiplier: self.gradient_noise,
+                    clipping: Clipping::Flat { clip },
+                    dimension,
+                }
+                .build()?,
+            ),
+            _ => None,
+        };
+        let rng = &mut self.rng;
+        // Reading the parameters initialises Burn's lazy ones, which makes tracked leaves: in a
+        // section, like every other tracked op, and on `module` itself (a clone of an
+        // uninitialised module initialises its own, different, values). One section for the
+        // layout and the gradients: entering one hands the work to the section's thread, which
+        // costs a context switch on a loaded machine.
+        let (section, normals) = autodiff::exclusive(|| {
+            rayon::join(
+                || Self::clipped_sum_in_section(module, batch, per_sample, clip),
+                || predraw.as_ref().map(|mechanism| mechanism.draw_noise(rng)),
+            )
+        });
+        let (layout, clipped) = section?;
+        let dimension = layout.num_values();
+        self.dimension = Some(dimension);
+        let expected = self.expected_batch_size();
+        let released =
+            match (predraw, normals) {
+                (Some(mechanism), Some(normals)) => {
+                    mechanism.noisy_mean_of_clipped_sum_with(clipped.sum, expected, &normals)?
+                }
+                _ => gaussian_mechanism(clip, self.gradient_noise, dimension)?
+                    .release_clipped_sum(clipped.sum, expected, &mut self.rng)?,
+            };
+        if let Some(adaptive) = self.config.adaptive_clipping {
+            self.adapt_clip(&adaptive, &clipped.norms, expected)?;
+        }
+        self.schedule
+            .record(self.config.sample_rate, self.noise_multiplier, 1);
+        Ok(PrivateGradient {
+            gradient: layout.record(&released)?,
+            mean_loss: clipped.loss / batch.len() as f64,
+            batch_size: batch.len(),
+        })
+    }
+
+    /// The layout and the clipped sum of [`PrivacyEngine::private_step`], in a section.
+    fn clipped_sum_in_section<B, M>(
+        module: &M,
+        batch: &[usize],
+        per_sample: &(impl PerSampleGradients<B, M> + Sync),
+        clip: f64,
+    ) -> Result<(ParamLayout, ClippedSum), EngineError>
+    where
+        B: AutodiffBackend,
+        M: AutodiffModule<B> + Sync,
+    {
+        let layout = ParamLayout::of(module);
+        let dimension = layout.num_values();
+        let clipped = if batch.is_empty() {
+            ClippedSum {
+                sum: vec![0.0; dimension],
+                norms: Vec::new(),
+                loss: f64::NAN,
+            }
+        } else {
+            let clipped = per_sample.clipped_sum(module, batch, &layout, clip)?;
+            if clipped.sum.len() != dimension || clipped.norms.len() != batch.len() {
+                return Err(EngineError::Shape {
+                    what: "clipped per-sample gradients",
+                    expected: vec![batch.len(), dimension],
+                    got: vec![clipped.norms.len(), clipped.sum.len()],
+                });
+            }
+            clipped
+        };
+        Ok((layout, clipped))
+    }
+
+    /// C ← C·exp(−η (b̃ − γ)) from the noised count of norms ≤ C ([`AdaptiveClipping`]).
+    fn adapt_clip(
+        &mut self,
+        adaptive: &AdaptiveClipping,
+        norms: &[f32],
+        expected_batch_size: f64,
+    ) -> Result<(), EngineError> {
+        let clip = self.config.clip;
+        let under = norms.iter().filter(|&&n| f64::from(n) <= clip).count() as f64;
+        let centred = under - 0.5 * norms.len() as f64;
+        // Σ_i (b_i − ½) has sensitivity ½: the Gaussian with noise multiplier 2σ_b on it adds
+        // N(0, σ_b²).
+        let count_noise = if self.noise_multiplier > 0.0 {
+            adaptive.count_noise
+        } else {
+            0.0
+        };
+        let noisy = gaussian_mechanism(0.5, 2.0 * count_noise, 1)?.release_clipped_sum(
+            vec![centred as f32],
+            1.0,
+            &mut self.rng,
+        )?[0];
+        let fraction = f64::from(noisy) / expected_batch_size + 0.5;
+        let next = clip * (-adaptive.learning_rate * (fraction - adaptive.target_quantile)).exp();
+        if !(next.is_finite() && next > 0.0) {
+            return Err(EngineError::out_of_range(
+                "clip",
+                next,
+                "> 0 and finite after adaptation",
+            ));
+        }
+        self.config.clip = next;
+        Ok(())
+    }
+
+    /// One DP-SGD step: a Poisson batch, its private gradient, and `optimizer`'s update of
+    /// `module` with learning rate `lr` (in an autodiff section). Returns the updated module.
+    pub fn step<B, M, O>(
+        &mut self,
+        module: M,
+        optimizer: &mut O,
+        lr: f64,
+        per_sample: &(impl PerSampleGradients<B, M> + Sync),
+    ) -> Result<M, EngineError>
+    where
+        B: AutodiffBackend,
+        M: AutodiffModule<B> + Sync,
+        O: Optimizer<M, B>,
+    {
+        let batch = self.sample()?;
+        let gradient = self.private_gradient(&module, &batch, per_sample)?;
+        autodiff::exclusive(move || {
+            let grads = gradient.to_gradients_params(&module)?;
+            Ok(optimizer.step(lr, module, grads))
+        })
+    }
+
+    /// Releases so far.
+    pub fn steps(&self) -> u64 {
+        self.schedule.steps()
+    }
+
+    /// The releases so far, exactly ([`ReleaseSchedule`]).
+    pub fn schedule(&self) -> &ReleaseSchedule {
+        &self.schedule
+    }
+
+    /// The RDP accountant holding every release so far, under the engine's adjacency.
+    pub fn accountant(&self) -> Result<RdpAccountant, EngineError> {
+        Ok(self.schedule.accountant()?)
+    }
+
+    /// ε spent so far at the configured δ, per record, under the configured adjacency, by the
+    /// configured accountant: 0 before any step, ∞ for σ = 0. Under PLD a new value costs a
+    /// composition of the whole schedule (up to seconds); asking again before the next step
+    /// is free.
+    pub fn epsilon(&self) -> Result<f64, EngineError> {
+        Ok(self.schedule.epsilon()?)
+    }
+
+    /// What an ε of this engine means, to print beside it: `per record, add/remove,
+    /// δ = 1e-5, RDP accountant`.
+    pub fn label(&self) -> String {
+        format!(
+            "per record, {}, δ = {}, {}",
+            self.config.adjacency.name(),
+            self.config.delta,
+            self.config.accountant.name()
+        )
+    }
+
+    /// What a checkpoint must hold for [`PrivacyEngine::restore`] ([`EngineState`]).
+    pub fn state(&self) -> EngineState {
+        EngineState {
+            dataset_size: self.config.dataset_size,
+            sample_rate: self.config.sample_rate,
+            clip: self.config.clip,
+            noise_multiplier: self.noise_multiplier,
+            schedule: self.schedule.clone(),
+            rng: self.rng.state(),
+        }
+    }
+
+    /// Continues from `state`: the releases (so ε continues), N, q, C and the generator's
+    /// position. Refused if `state` was written by an engine with another σ, δ, adjacency or
+    /// accountant: its ε would be continued under the wrong parameters (or, for the
+    /// accountant, printed as another accountant's).
+    pub fn restore(&mut self, state: &EngineState) -> Result<(), EngineError> {
+        let (got, want) = (&state.schedule, &self.schedule);
+        if state.noise_multiplier != self.noise_multiplier
+            || got.adjacency() != want.adjacency()
+            || got.delta() != want.delta()
+            || got.accountant_kind() != want.accountant_kind()
+        {
+            return Err(EngineError::Privacy(PrivacyError::Inconsistent(
+                "an engine state saved with another noise multiplier, δ, adjacency or accountant",
+            )));
+        }
+        check_sampling(state.dataset_size, state.sample_rate)?;
+        if state.clip.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+            return Err(EngineError::out_of_range("clip", state.clip, "> 0"));
+        }
+        self.rng.restore(state.rng.as_ref())?;
+        self.config.dataset_size = state.dataset_size;
+        self.config.sample_rate = state.sample_rate;
+        self.config.clip = state.clip;
+        self.schedule = state.schedule.clone();
+        Ok(())
+    }
+}
+
+/// The Gaussian mechanism on a clipped sum: N(0, σ²C²) per value (σ > 0), or none (σ = 0).
+fn gaussian_mechanism(
+    clip: f64,
+    noise_multiplier: f64,
+    dimension: usize,
+) -> Result<Box<dyn GradientMechanism>, EngineError> {
+    Ok(if noise_multiplier > 0.0 {
+        GradientMechanismConfig::DpSgd {
+            clip,
+            noise_multiplier,
+        }
+    } else if clip.is_finite() {
+        GradientMechanismConfig::Clip { clip }
+    } else {
+        GradientMechanismConfig::None
+    }
+    .build(dimension, 1)?)
+}
