@@ -15,6 +15,13 @@
 //!   feature) Redis Streams.
 //! - [`autodiff`]: autodiff sections, which make concurrent use of Burn 0.21's autodiff safe.
 //! - [`tensor`]: tensors in the backend's own float type; host data to tensors and back.
+//! - [`nn`]: the layers and networks (`Dense`, `Mlp`, convolutions, the multimodal victim);
+//!   [`network`]: what an agent needs of a network; [`heads`]: policy, value and Q heads.
+//! - [`agent`]: the [`Agent`] trait and checkpoints; [`optim`]: the optimisers agents use;
+//!   [`record`]: [`GradientRecord`], the named gradient an agent shares.
+//! - private: `buffer` (replay and rollout buffers), `env` (observations to tensors), `error`
+//!   (every error type of the crate, re-exported here), `gradient` (per-parameter gradients
+//!   of a module).
 //!
 //! Every agent exposes `act`, `update(batch)`, `gradient(batch) -> GradientRecord` and
 //! checkpoints; the [`Agent`] trait is the loop-level part that `cargo xtask train` uses.

@@ -14,6 +14,10 @@
 //! - `gymnasium` (cargo feature `gymnasium`): any Gymnasium environment, e.g.
 //!   `make("gymnasium:ALE/AirRaid-v5?obs_type=ram")`, run in a Python worker process
 //!   (`GymnasiumEnv`; the module's docs give the naming syntax and the protocol).
+//! - [`python`]: which Python interpreter the Gymnasium bridge (and its benchmark) starts.
+//! - [`throughput`]: environment steps per second under a uniformly random policy
+//!   ([`throughput::RandomActions`]), for `cargo xtask bench`, the criterion benches and the
+//!   suites' random baselines.
 //!
 //! Nothing here panics on bad input: stepping a finished episode, an out-of-range action or an
 //! unknown name returns an [`EnvError`] that lists what is valid. Reset distributions are

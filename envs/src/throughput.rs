@@ -119,7 +119,7 @@ pub fn run_random_steps_allocating(
 }
 
 /// Single-threaded steps per second of the registered environment `name` (see
-/// [`privrl_envs::make`]), through `step_into`, with random actions seeded by `seed`.
+/// [`crate::make`]), through `step_into`, with random actions seeded by `seed`.
 pub fn env_steps_per_second(name: &str, steps: u64, seed: u64) -> Result<f64, EnvError> {
     check_steps(steps)?;
     let mut env = make(name)?;

@@ -5,9 +5,6 @@
 //! killed run keeps the rows it logged), and writes `summary.json` last: a run with a summary
 //! is complete.
 
-// Used by suites added in later issues; until then only the tests call some items.
-#![allow(dead_code)]
-
 use anyhow::{bail, ensure, Context, Result};
 use serde::de::{DeserializeOwned, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};

@@ -208,9 +208,15 @@ impl RngCore for MechanismRng {
 
 /// A uniform double in the open interval (0, 1): 53 random bits, offset by half a step, so that
 /// `ln` of it is always finite.
+///
+/// The top value, (2⁵³ − ½)·2⁻⁵³ = 1 − 2⁻⁵⁴, lies halfway between 1 − 2⁻⁵³ and 1 and rounds
+/// to even, i.e. to exactly 1.0 (probability 2⁻⁵³; a Laplace draw then was +∞). It is returned
+/// as the largest double below 1 instead; every other value is unchanged, so seeded runs keep
+/// their bytes.
 #[inline]
 pub(crate) fn open01<R: Rng + ?Sized>(rng: &mut R) -> f64 {
-    ((rng.next_u64() >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64)
+    let u = ((rng.next_u64() >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64);
+    u.min(1.0 - f64::EPSILON / 2.0)
 }
 
 /// A standard normal draw.
@@ -344,6 +350,43 @@ mod tests {
         }
         assert!(open01(&mut Zeros) > 0.0);
         assert!(open01(&mut Zeros).ln().is_finite());
+        // The top draw: (2⁵³ − ½)·2⁻⁵³ rounds to 1.0 unless clamped.
+        struct Ones;
+        impl RngCore for Ones {
+            fn next_u32(&mut self) -> u32 {
+                u32::MAX
+            }
+            fn next_u64(&mut self) -> u64 {
+                u64::MAX
+            }
+            fn fill_bytes(&mut self, d: &mut [u8]) {
+                d.fill(u8::MAX)
+            }
+        }
+        let top = open01(&mut Ones);
+        assert!(top < 1.0, "{top}");
+        assert_eq!(top, 1.0 - f64::EPSILON / 2.0);
+        assert!((1.0 - top).ln().is_finite());
+        assert!(laplace(&mut Ones, 1.0).is_finite());
+        // Every other value is what it was.
+        let mut rng = ChaCha20Rng::seed_from_u64(2);
+        for _ in 0..10_000 {
+            let bits = rng.next_u64();
+            let before = ((bits >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64);
+            struct Fixed(u64);
+            impl RngCore for Fixed {
+                fn next_u32(&mut self) -> u32 {
+                    self.0 as u32
+                }
+                fn next_u64(&mut self) -> u64 {
+                    self.0
+                }
+                fn fill_bytes(&mut self, d: &mut [u8]) {
+                    d.fill(0)
+                }
+            }
+            assert_eq!(open01(&mut Fixed(bits)).to_bits(), before.to_bits());
+        }
     }
 
     #[test]

@@ -142,6 +142,9 @@ fn dirichlet(args: DirichletArgs) -> anyhow::Result<()> {
         let k = base
             .solve_concentration(target)
             .context("solving eq. 12 for k")?;
+        // k rounded down (less accurate, more private): the printed k, used again, stays
+        // within the target, and δ below is computed at it.
+        let k = floor6(k);
         println!("target epsilon {target}: largest k = {k:.6}");
         ks.push(("solved k", k));
     }
@@ -158,18 +161,19 @@ fn dirichlet(args: DirichletArgs) -> anyhow::Result<()> {
                 )
             }
         };
+        let shown = format!("{k:.6}");
         println!(
-            "{label} = {k:.6}: epsilon = {:.6} (eq. 12)",
-            privacy.epsilon()
+            "{label} = {shown}: epsilon = {} (eq. 12)",
+            up6(privacy.epsilon())
         );
         println!(
-            "{label} = {k:.6}: delta = {:.6} ± {:.6} ({how}); account with delta <= {:.6}",
+            "{label} = {shown}: delta = {:.6} ± {:.6} ({how}); account with delta <= {}",
             delta.delta,
             delta.half_width,
-            delta.upper()
+            up6(delta.upper())
         );
         if delta.upper() >= 1.0 {
-            println!("{label} = {k:.6}: delta >= 1 means no guarantee: raise k or lower tau");
+            println!("{label} = {shown}: delta >= 1 means no guarantee: raise k or lower tau");
         }
     }
     Ok(())
@@ -184,10 +188,13 @@ fn dpsgd(args: DpsgdArgs) -> anyhow::Result<()> {
     if let Some(target) = args.target_eps {
         let sigma = noise_multiplier_for_under(adjacency, target, args.delta, args.q, args.steps)
             .context("solving for the noise multiplier")?;
+        // σ rounded up (more noise), ε up: the printed σ, used again, stays within the target.
+        let sigma = ceil6(sigma);
         let eps = dp_sgd_epsilon_under(adjacency, args.q, sigma, args.steps, args.delta)?;
         println!(
-            "target epsilon {target}: noise multiplier sigma = {sigma:.6} (epsilon = {eps:.6} at \
+            "target epsilon {target}: noise multiplier sigma = {sigma:.6} (epsilon = {} at \
              delta = {}, {} adjacency, RDP accountant)",
+            up6(eps),
             args.delta,
             adjacency.name()
         );
@@ -206,15 +213,40 @@ fn dpsgd(args: DpsgdArgs) -> anyhow::Result<()> {
             AccountantKind::Pld => pld_epsilon(&args, sigma)?,
         };
         println!(
-            "q = {}, sigma = {sigma}, steps = {}: epsilon = {eps:.6} at delta = {}, {} \
+            "q = {}, sigma = {sigma}, steps = {}: epsilon = {} at delta = {}, {} \
              adjacency ({accountant})",
             args.q,
             args.steps,
+            up6(eps),
             args.delta,
             adjacency.name()
         );
     }
     Ok(())
+}
+
+/// Printed figures lean the conservative way (six decimals): ε and δ up, a noise multiplier
+/// up, a concentration k down, so that a printed value is a guarantee and reusing it never
+/// overshoots the target it was solved for. (Rounding to nearest printed σ and k that, used
+/// again, exceeded their target ε.)
+fn ceil6(x: f64) -> f64 {
+    if x.is_finite() {
+        (x * 1e6).ceil() / 1e6
+    } else {
+        x
+    }
+}
+
+fn up6(x: f64) -> String {
+    format!("{:.6}", ceil6(x))
+}
+
+fn floor6(x: f64) -> f64 {
+    if x.is_finite() {
+        (x * 1e6).floor() / 1e6
+    } else {
+        x
+    }
 }
 
 /// ε by the PLD accountant, and the words that say so (with the grid interval used).

@@ -188,3 +188,59 @@ fn the_pld_accountant_is_an_option_named_beside_epsilon() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("accountant"), "{stderr}");
 }
+
+/// The number after `key` in `stdout`.
+fn number_after(stdout: &str, key: &str) -> f64 {
+    stdout
+        .split(key)
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|number| number.parse().ok())
+        .unwrap_or_else(|| panic!("no number after {key:?}: {stdout}"))
+}
+
+/// Printed figures are conservative: the σ printed for a target ε, given back as --sigma,
+/// spends at most the target, and so does the k printed for a target ε of the Dirichlet
+/// mechanism (rounded to nearest, both overshot their targets in some cases).
+#[test]
+fn printed_sigma_and_k_reused_stay_within_their_target() {
+    for q in [0.001, 0.01, 0.1, 1.0] {
+        for steps in [1, 100, 10_000] {
+            for target in [0.5, 1.0, 2.0, 8.0] {
+                let (code, stdout, stderr) = privacy(&format!(
+                    "dpsgd --q {q} --steps {steps} --delta 1e-5 --target-eps {target}"
+                ));
+                if code != 0 {
+                    assert!(stderr.contains("cannot be reached"), "{stderr}");
+                    continue;
+                }
+                let sigma = number_after(&stdout, "noise multiplier sigma = ");
+                let (code, stdout, stderr) = privacy(&format!(
+                    "dpsgd --q {q} --steps {steps} --delta 1e-5 --sigma {sigma}"
+                ));
+                assert_eq!(code, 0, "{stderr}");
+                let spent = number_after(&stdout, "epsilon = ");
+                assert!(
+                    spent <= target,
+                    "q {q}, {steps} steps: printed sigma {sigma} spends {spent} > {target}"
+                );
+            }
+        }
+    }
+    for target in [0.1, 0.5, 1.0, 3.0] {
+        for lipschitz in [0.5, 1.0, 4.0] {
+            let base =
+                format!("dirichlet --m 2 --lipschitz {lipschitz} --b 0.01 --tau 0.01 --eta 0.1");
+            let (code, stdout, stderr) = privacy(&format!("{base} --target-eps {target}"));
+            assert_eq!(code, 0, "{stderr}");
+            let k = number_after(&stdout, "largest k = ");
+            let (code, stdout, stderr) = privacy(&format!("{base} --k {k}"));
+            assert_eq!(code, 0, "{stderr}");
+            let spent = number_after(&stdout, "epsilon = ");
+            assert!(
+                spent <= target,
+                "L = {lipschitz}: printed k {k} spends {spent} > {target}"
+            );
+        }
+    }
+}

@@ -103,7 +103,7 @@ impl PrivacyEngineConfig {
 /// DP-SGD for any Burn module (module docs): Poisson sampling, per-sample clipping to C,
 /// Gaussian noise σC, division by the expected batch size, an optimiser step, and the ε spent.
 ///
-/// Making a small MLP of one's own private, with the [`Traced`] fast path:
+/// Making a small MLP of one's own private, with the [`Traced`](crate::dp::Traced) fast path:
 ///
 /// ```
 /// use burn::backend::{Autodiff, NdArray};

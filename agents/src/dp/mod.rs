@@ -13,11 +13,11 @@
 //! 2. computes every sampled record's gradient g_i (per-sample gradients, below);
 //! 3. clips each to ‖g_i‖₂ ≤ C, sums, adds N(0, σ²C²I) and divides by the **expected** batch
 //!    size qN (the drawn size depends on the data; Opacus divides by qN too);
-//! 4. hands the result to any Burn [`Optimizer`];
+//! 4. hands the result to any Burn [`Optimizer`](burn::optim::Optimizer);
 //! 5. records the release (q, σ) so that [`PrivacyEngine::epsilon`] composes every step with
-//!    the chosen accountant of [`privrl_privacy`] ([`AccountantKind`]): RDP (Mironov, Talwar &
+//!    the chosen accountant of [`privrl_privacy`] ([`AccountantKind`](privrl_privacy::AccountantKind)): RDP (Mironov, Talwar &
 //!    Zhang 2019; the default, as Opacus) or the tighter PLD ([`privrl_privacy::pld`]), under
-//!    the chosen [`Adjacency`] (add/remove by default, as Opacus).
+//!    the chosen [`Adjacency`](privrl_privacy::Adjacency) (add/remove by default, as Opacus).
 //!
 //! σ is given, or calibrated from a target (ε, δ) and a number of steps
 //! ([`NoiseCalibration::TargetEpsilon`]), as Opacus' `make_private_with_epsilon`, always under
@@ -28,7 +28,7 @@
 //! [`PerSampleGradients`] computes the `[batch, P]` matrix of per-sample gradients, one row per
 //! record, in the module's parameter order ([`ParamLayout`]). Two strategies:
 //! - [`Traced`], the fast path, as Opacus' grad samplers: the model's forward passes its
-//!   [`GradSampleLayer`]s (Burn's `Linear` and `Conv2d`, privrl's [`Dense`]) through a
+//!   [`GradSampleLayer`]s (Burn's `Linear` and `Conv2d`, privrl's [`Dense`](crate::Dense)) through a
 //!   [`Tape`], which records each layer's input activations a and adds a zero probe to its
 //!   output, whose gradient is the backprop δ = ∂(Σ_i ℓ_i)/∂z. One backward then gives every
 //!   sample's gradient: ∇W_i = a_iᵀ δ_i for a linear layer; for a convolution,
@@ -37,11 +37,11 @@
 //! - [`MicroBatches`], the fallback for **any** `AutodiffModule`: one forward and backward per
 //!   record. Slow (one backward per sample), but it needs nothing from the model.
 //!
-//! Every graph is built and differentiated inside an [`autodiff`] section.
+//! Every graph is built and differentiated inside an [`autodiff`](crate::autodiff) section.
 //!
 //! # Reproducibility
 //!
-//! Sampling and noise come from one [`MechanismRng`]: ChaCha20 from a seed (same seed, same
+//! Sampling and noise come from one [`MechanismRng`](privrl_privacy::MechanismRng): ChaCha20 from a seed (same seed, same
 
 mod adaptive;
 mod engine;

@@ -1,6 +1,7 @@
 //! Synthetic samples for the attack tests: smooth images with a blob and an edge, a bounding
 //! box in [−1, 1], a random action and signal.
 
+// Each test binary that includes this module uses a different subset of it.
 #![allow(dead_code)]
 
 use privrl_agents::{ConvEncoderConfig, MultimodalNetConfig};

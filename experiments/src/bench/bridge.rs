@@ -260,14 +260,14 @@ fn report(
 ) -> Report {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let mut report = Report::new(
-        &args.results_dir(),
+        args.results_dir(),
         "The Gymnasium bridge against native Gymnasium",
     );
     let mut machine = machine.to_vec();
     machine.push(format!(
         "Python: `{}` for both sides (the bridge's interpreter: PRIVRL_PYTHON, else the \
          workspace's .venv, else python3)",
-        super::shown_python(&python)
+        super::shown_python(python)
     ));
     report
         .paragraph(&format!(

@@ -414,7 +414,7 @@ fn report(
     repeats: &[Repeat],
     complexity: Option<Vec<ComplexityRow>>,
 ) -> Report {
-    let mut report = Report::new(&args.results_dir(), "privrl against like-for-like PyTorch");
+    let mut report = Report::new(args.results_dir(), "privrl against like-for-like PyTorch");
     let mut machine = machine.to_vec();
     machine.push(match torch {
         Ok((version, threads)) => format!(

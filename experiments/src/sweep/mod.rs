@@ -7,9 +7,6 @@
 //! which the suite redraws its tables and plots. An unsharded sweep is shard `0/1` and goes
 //! through the same path.
 
-// Used by suites added in later issues; until then only the tests call some items.
-#![allow(dead_code)]
-
 mod jobs;
 mod merge;
 mod seeds;

@@ -12,9 +12,6 @@
 //! Also the throughput measurements of `cargo xtask bench` ([`bench_ppo_steps_per_s`],
 //! [`bench_dqn_updates_per_s`]) and the quickstart's short PPO run ([`quick_ppo`]).
 
-// Some items are used only by `bench` and `quickstart`.
-#![allow(dead_code)]
-
 mod args;
 mod quick;
 mod report;

@@ -31,7 +31,7 @@ pub use traced::Traced;
 pub trait PerSampleGradients<B: AutodiffBackend, M: AutodiffModule<B>> {
     /// The `[batch.len(), P]` per-sample gradients of the records `batch` (indices into the
     /// dataset), row i the gradient of record `batch[i]`'s loss, columns in `layout` order.
-    /// Runs its graphs in an [`autodiff`] section.
+    /// Runs its graphs in an [`autodiff`](crate::autodiff) section.
     fn per_sample_gradients(
         &self,
         module: &M,
@@ -150,12 +150,6 @@ pub(super) fn check_losses<B: Backend>(
     }
     Ok(())
 }
-
-/// The fast path: the closure maps the module, the batch's record indices and a [`Tape`] to
-/// the per-sample losses `[indices.len()]`, computed by a forward that passes every layer with
-/// parameters through [`Tape::trace`]. One backward gives every per-sample gradient.
-///
-/// The same closure with [`Tape::off`] is the plain forward, so
 
 /// Each row g_i of `per_sample` `[batch, P]` scaled to g_i / max(1, ‖g_i‖₂/C) (Abadi et al.,
 /// Algorithm 1).

@@ -12,8 +12,8 @@ use crate::tensor::float_options;
 use super::traced::Part;
 
 /// A layer whose per-sample gradients follow from its input activations a and the backprops δ
-/// at its output (Opacus' grad samplers). Implemented for Burn's [`Linear`] and [`Conv2d`]
-/// and privrl's [`Dense`].
+/// at its output (Opacus' grad samplers). Implemented for Burn's [`Linear`](burn::nn::Linear) and [`Conv2d`](burn::nn::conv::Conv2d)
+/// and privrl's [`Dense`](crate::Dense).
 pub trait GradSampleLayer<B: AutodiffBackend, const D: usize>: Module<B> + 'static {
     /// The layer's ordinary forward.
     fn forward_layer(&self, x: Tensor<B, D>) -> Tensor<B, D>;
@@ -35,7 +35,7 @@ pub trait GradSampleLayer<B: AutodiffBackend, const D: usize>: Module<B> + 'stat
     }
 }
 
-/// Records what [`Traced`] needs during a forward: each traced layer's input and a probe on its
+/// Records what [`Traced`](crate::dp::Traced) needs during a forward: each traced layer's input and a probe on its
 /// output. [`Tape::off`] records nothing: the forward is the ordinary one.
 pub struct Tape<B: AutodiffBackend> {
     recording: bool,

@@ -14,6 +14,11 @@ use crate::tensor::to_host;
 use super::linear::{linear_param_samples, linear_squared_norms, linear_weighted_sums};
 use super::{check_losses, clip_factors, clip_rows};
 
+/// The fast path: the closure maps the module, the batch's record indices and a [`Tape`] to
+/// the per-sample losses `[indices.len()]`, computed by a forward that passes every layer with
+/// parameters through [`Tape::trace`]. One backward gives every per-sample gradient.
+///
+/// The same closure with [`Tape::off`] is the plain forward, so
 /// `MicroBatches(|m, b| f(m, b, &mut Tape::off()))` is its reference.
 pub struct Traced<F>(pub F);
 
@@ -132,17 +137,32 @@ fn materialized_rows<B: AutodiffBackend>(
         };
         by_id.insert(id, g);
     }
-    let mut columns = Vec::with_capacity(layout.entries().len());
-    for entry in layout.entries() {
-        let g = by_id
-            .remove(&entry.id)
-            .ok_or_else(|| EngineError::Untraced {
-                name: entry.name.clone(),
-            })?;
-        check_part_shape(g.dims(), batch, entry)?;
-        columns.push(g);
-    }
+    let columns = in_layout_order(by_id, layout, |g, entry| {
+        check_part_shape(g.dims(), batch, entry)
+    })?;
     Ok(Tensor::cat(columns, 1))
+}
+
+/// The parts of `by_id` in `layout`'s order, each checked by `check`; a parameter without a
+/// part was not traced.
+fn in_layout_order<T>(
+    mut by_id: HashMap<ParamId, T>,
+    layout: &ParamLayout,
+    check: impl Fn(&T, &ParamEntry) -> Result<(), EngineError>,
+) -> Result<Vec<T>, EngineError> {
+    layout
+        .entries()
+        .iter()
+        .map(|entry| {
+            let g = by_id
+                .remove(&entry.id)
+                .ok_or_else(|| EngineError::Untraced {
+                    name: entry.name.clone(),
+                })?;
+            check(&g, entry)?;
+            Ok(g)
+        })
+        .collect()
 }
 
 fn check_part_shape(dims: [usize; 2], batch: usize, entry: &ParamEntry) -> Result<(), EngineError> {
@@ -232,16 +252,9 @@ fn factored_clipped_sum<B: AutodiffBackend>(
             }
         }
     }
-    let mut columns = Vec::with_capacity(layout.entries().len());
-    for entry in layout.entries() {
-        let g = by_id
-            .remove(&entry.id)
-            .ok_or_else(|| EngineError::Untraced {
-                name: entry.name.clone(),
-            })?;
-        check_part_shape([batch, g.dims()[0]], batch, entry)?;
-        columns.push(g);
-    }
+    let columns = in_layout_order(by_id, layout, |g, entry| {
+        check_part_shape([batch, g.dims()[0]], batch, entry)
+    })?;
     Ok(ClippedSum {
         sum: to_host(Tensor::cat(columns, 0)),
         norms: to_host(norms),

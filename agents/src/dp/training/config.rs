@@ -28,7 +28,7 @@ pub struct DpSgdTrainingConfig {
     pub adjacency: Adjacency,
     /// DP-SGD REINFORCE: episodes L per DP-SGD step, each clipped to C on its own, the noise
     /// added once to their sum and the sum divided by L (ignored by DQN, whose batch is
-    /// [`DqnConfig::batch_size`]). L = 1 is the slides' one episode per gradient.
+    /// [`DqnConfig::batch_size`](crate::DqnConfig::batch_size)). L = 1 is the slides' one episode per gradient.
     #[config(default = 1)]
     pub episodes_per_step: usize,
     /// Where the noise (and DQN's Poisson sampling) comes from: a generator seeded by the

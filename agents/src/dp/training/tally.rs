@@ -88,7 +88,7 @@ impl PrivacyTally {
         self.schedule.record(q, self.noise_multiplier, count);
     }
 
-    /// The tally that [`DpSgdDqn`] reaches after `env_steps` environment steps with `config`,
+    /// The tally that [`DpSgdDqn`](crate::dp::DpSgdDqn) reaches after `env_steps` environment steps with `config`,
     /// predicted from the schedule alone: the replay buffer holds n_t = min(t, capacity)
     /// transitions after step t (one per step, episodes or not), a gradient step runs at every
     /// t ≥ `learning_starts` that `train_frequency` divides (`gradient_steps` of them), and

@@ -8,9 +8,6 @@
 //! - [`LineChart`]: several `(x, y)` series with optional per-point text (e.g. ε);
 //! - [`BarChart`]: category → value with optional error bars.
 
-// Used by suites added in later issues; until then only the tests call some items.
-#![allow(dead_code)]
-
 mod bars;
 mod learning_curves;
 mod lines;
