@@ -90,6 +90,21 @@ pub enum AttackError {
     /// Two attack parts that cannot be combined.
     #[error("incompatible attack configuration: {0}")]
     Incompatible(String),
+    /// The model has a layer whose backward Burn 0.21 cannot differentiate again, which the
+    /// attack needs (it differentiates the weight gradient with respect to the
+    /// reconstruction); found up front, before the autodiff thread would panic on it.
+    #[error(
+        "parameter `{parameter}` belongs to a {layer}, whose backward cannot be differentiated \
+         again (the attack needs second-order gradients): use {fix} instead"
+    )]
+    NotTwiceDifferentiable {
+        /// Dotted path of the parameter (`fc1.weight`).
+        parameter: String,
+        /// The layer type.
+        layer: &'static str,
+        /// The twice-differentiable replacement.
+        fix: &'static str,
+    },
     /// A defence could not privatise the gradient (a bad parameter, a mechanism error).
     #[error("defence: {0}")]
     Defence(String),

@@ -165,6 +165,7 @@ impl<B: Backend, M: InvertibleModel<Outer<B>>> Victim<B, M> {
                 "the model reads no observation part (no image, an empty vector)".into(),
             ));
         }
+        check_twice_differentiable(&model)?;
         Ok(Self {
             net: model,
             kind,
@@ -597,6 +598,62 @@ impl<B2: Backend> ModuleVisitor<B2> for ParamCollector {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B2, D>>) {
         self.values.push(param.val().into_data().convert::<f32>());
     }
+}
+
+/// Burn layers with parameters whose backward Burn 0.21 cannot differentiate again, by the
+/// container type Burn's derive names them with, with privrl's replacement.
+const NOT_TWICE_DIFFERENTIABLE: &[(&str, &str, &str)] = &[(
+    "Struct:Linear",
+    "burn::nn::Linear (its fused `linear` op)",
+    "privrl_agents::Dense (the same z = xW + b as two matrix products; DenseConfig)",
+)];
+
+/// Refuses a model with a parameter inside a layer of [`NOT_TWICE_DIFFERENTIABLE`], naming
+/// the parameter, the layer and the fix.
+fn check_twice_differentiable<B: Backend, M: Module<B>>(model: &M) -> Result<(), AttackError> {
+    struct Layers {
+        path: Vec<(String, String)>,
+        found: Option<AttackError>,
+    }
+    impl<B: Backend> ModuleVisitor<B> for Layers {
+        fn enter_module(&mut self, name: &str, container_type: &str) {
+            self.path
+                .push((name.to_string(), container_type.to_string()));
+        }
+        fn exit_module(&mut self, _name: &str, _container_type: &str) {
+            self.path.pop();
+        }
+        fn visit_float<const D: usize>(&mut self, _param: &Param<Tensor<B, D>>) {
+            let Some((_, container)) = self.path.last() else {
+                return;
+            };
+            if self.found.is_some() {
+                return;
+            }
+            if let Some(&(_, layer, fix)) = NOT_TWICE_DIFFERENTIABLE
+                .iter()
+                .find(|(kind, _, _)| kind == container)
+            {
+                let parameter = self
+                    .path
+                    .iter()
+                    .map(|(name, _)| name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(".");
+                self.found = Some(AttackError::NotTwiceDifferentiable {
+                    parameter,
+                    layer,
+                    fix,
+                });
+            }
+        }
+    }
+    let mut layers = Layers {
+        path: Vec::new(),
+        found: None,
+    };
+    model.visit(&mut layers);
+    layers.found.map_or(Ok(()), Err)
 }
 
 struct ParamCounter {

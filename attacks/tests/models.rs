@@ -203,3 +203,59 @@ fn the_multimodal_victim_is_one_implementation_and_an_empty_model_is_refused() {
         Err(AttackError::Incompatible(_))
     ));
 }
+
+/// A user's network built with `burn::nn::Linear` (whose fused backward cannot be
+/// differentiated again) is refused when the victim is built, naming the parameter and the
+/// fix, instead of panicking inside the autodiff thread during the attack.
+#[test]
+fn a_burn_linear_layer_is_a_named_error_up_front() {
+    use burn::nn::{Linear, LinearConfig};
+
+    #[derive(Module, Debug)]
+    struct WithLinear<B: Backend> {
+        body: Mlp<B>,
+        head: Linear<B>,
+    }
+    impl<B: Backend> InvertibleModel<B> for WithLinear<B> {
+        fn observation_parts(&self) -> ObservationParts {
+            ObservationParts {
+                rgb: None,
+                depth: None,
+                vector: 4,
+            }
+        }
+        fn num_outputs(&self) -> usize {
+            3
+        }
+        fn forward_parts(
+            &self,
+            _: Option<Tensor<B, 4>>,
+            _: Option<Tensor<B, 4>>,
+            state: Option<Tensor<B, 2>>,
+        ) -> Tensor<B, 2> {
+            self.head
+                .forward(self.body.forward(state.expect("a state")))
+        }
+    }
+
+    let device = Default::default();
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    let model = WithLinear {
+        body: MlpConfig::new(4, vec![8], 8).init::<Outer<B>>(&device, &mut rng),
+        head: LinearConfig::new(8, 3).init(&device),
+    };
+    let error = Victim::<B, _>::new(model, VictimKind::Dqn, &device)
+        .err()
+        .expect("a burn::nn::Linear must be refused");
+    match &error {
+        AttackError::NotTwiceDifferentiable {
+            parameter, layer, ..
+        } => {
+            assert_eq!(parameter, "head.weight");
+            assert!(layer.contains("burn::nn::Linear"), "{layer}");
+        }
+        other => panic!("expected NotTwiceDifferentiable, got {other:?}"),
+    }
+    let message = error.to_string();
+    assert!(message.contains("privrl_agents::Dense"), "{message}");
+}

@@ -34,7 +34,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::rdp::rdp_subsampled_gaussian;
+use crate::rdp_step::rdp_subsampled_gaussian;
 use crate::PrivacyError;
 
 /// The neighbouring relation an ε holds under (module docs). The default is add/remove, as in

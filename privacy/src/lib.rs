@@ -11,7 +11,7 @@
 //! | [`gaussian`] | Gaussian mechanism, classic and analytic calibration | Dwork & Roth; Balle & Wang 2018 |
 //! | [`gradient_mechanism`] | one object-safe trait for every gradient mechanism (none, clip, DP-SGD, Laplace, PRS), their names and configs | papers 003, 004 |
 //! | [`dpsgd`] | DP-SGD clipping (flat, per layer), noise, averaging, Poisson sampling | paper 004, Figure 7 |
-//! | [`rdp`] | RDP accountant of the subsampled Gaussian, (ε, δ) conversion, σ for a target ε | Mironov et al. 2019; Balle et al. 2020; Opacus |
+//! | [`rdp`] | RDP accountant of the subsampled Gaussian, (ε, δ) conversion, σ for a target ε (the per-step RDP in the private `rdp_step`) | Mironov et al. 2019; Balle et al. 2020; Opacus |
 //! | [`pld`] | PLD accountant of the subsampled Gaussian (tighter ε, an upper bound), heterogeneous schedules, both adjacencies; [`AccountantKind`], the choice between RDP and PLD | Koskela et al. 2020; Doroshenko et al. 2022; dp-accounting |
 //! | [`composition`] | basic and advanced composition, the `Accountant` trait | DRV 2010; Kairouz et al. 2015 |
 //! | [`accountants`] | [`ReleaseSchedule`]: a DP-SGD run's releases (each at the q it used) and their ε by RDP or PLD, the one DP-SGD accounting | Opacus' accountant history |
@@ -71,6 +71,7 @@ pub mod pld;
 pub mod projected_random_sign;
 pub mod randomness;
 pub mod rdp;
+mod rdp_step;
 mod special;
 
 pub use accountants::ReleaseSchedule;
