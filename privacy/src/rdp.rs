@@ -14,8 +14,8 @@ use crate::error::{open_unit, positive};
 use crate::mechanism::PrivacyCost;
 use crate::PrivacyError;
 
-pub(crate) use crate::rdp_step::{check_order, check_sgm};
 pub use crate::rdp_step::rdp_subsampled_gaussian;
+pub(crate) use crate::rdp_step::{check_order, check_sgm};
 
 /// Opacus' default orders: `[1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64))`.
 pub fn default_orders() -> Vec<f64> {
