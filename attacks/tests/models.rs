@@ -245,8 +245,7 @@ fn a_burn_linear_layer_is_a_named_error_up_front() {
         head: LinearConfig::new(8, 3).init(&device),
     };
     let error = Victim::<B, _>::new(model, VictimKind::Dqn, &device)
-        .err()
-        .expect("a burn::nn::Linear must be refused");
+        .expect_err("a burn::nn::Linear must be refused");
     match &error {
         AttackError::NotTwiceDifferentiable {
             parameter, layer, ..

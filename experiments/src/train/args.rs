@@ -202,7 +202,10 @@ mod tests {
         }
         use clap::Parser;
         let parse = |steps: &str| Cli::try_parse_from(["train", "--algo", "ppo", "--steps", steps]);
-        let err = parse("0").err().expect("--steps 0 must be refused");
+        let err = match parse("0") {
+            Ok(_) => panic!("--steps 0 must be refused"),
+            Err(err) => err,
+        };
         assert!(err.to_string().contains("--steps"), "{err}");
         assert_eq!(parse("1").map(|cli| cli.train.steps).ok(), Some(1));
     }
