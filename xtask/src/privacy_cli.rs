@@ -230,11 +230,7 @@ fn dpsgd(args: DpsgdArgs) -> anyhow::Result<()> {
 /// overshoots the target it was solved for. (Rounding to nearest printed σ and k that, used
 /// again, exceeded their target ε.)
 fn ceil6(x: f64) -> f64 {
-    if x.is_finite() {
-        (x * 1e6).ceil() / 1e6
-    } else {
-        x
-    }
+    to_six_decimals(x, f64::ceil)
 }
 
 fn up6(x: f64) -> String {
@@ -242,8 +238,13 @@ fn up6(x: f64) -> String {
 }
 
 fn floor6(x: f64) -> f64 {
+    to_six_decimals(x, f64::floor)
+}
+
+/// `x` rounded to six decimals by `round` (ceil or floor); ±∞ and NaN as they are.
+fn to_six_decimals(x: f64, round: fn(f64) -> f64) -> f64 {
     if x.is_finite() {
-        (x * 1e6).floor() / 1e6
+        round(x * 1e6) / 1e6
     } else {
         x
     }
