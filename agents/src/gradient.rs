@@ -1,9 +1,11 @@
 //! Named per-parameter gradients of a module, the unit that a federated or distributed learner
 //! shares and that the gradient inversion attacks consume.
 
-use burn::module::{Module, ModuleVisitor, Param};
+use burn::module::{Module, Param};
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Tensor;
+
+use crate::params::{visit_params, ParamVisitor};
 
 /// The gradient of one parameter, flattened, on the inner backend.
 ///
@@ -28,33 +30,23 @@ pub fn param_gradients<B: AutodiffBackend, M: Module<B>>(
 ) -> Vec<ParamGradient<B>> {
     let mut collector = GradientCollector {
         grads,
-        path: Vec::new(),
         out: Vec::new(),
     };
-    module.visit(&mut collector);
+    visit_params(module, &mut collector);
     collector.out
 }
 
 struct GradientCollector<'a, B: AutodiffBackend> {
     grads: &'a B::Gradients,
-    path: Vec<String>,
     out: Vec<ParamGradient<B>>,
 }
 
-impl<B: AutodiffBackend> ModuleVisitor<B> for GradientCollector<'_, B> {
-    fn enter_module(&mut self, name: &str, _container_type: &str) {
-        self.path.push(name.to_string());
-    }
-
-    fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.path.pop();
-    }
-
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+impl<B: AutodiffBackend> ParamVisitor<B> for GradientCollector<'_, B> {
+    fn visit<const D: usize>(&mut self, path: &str, param: &Param<Tensor<B, D>>) {
         let tensor = param.val();
         if let Some(gradient) = tensor.grad(self.grads) {
             self.out.push(ParamGradient {
-                name: self.path.join("."),
+                name: path.to_string(),
                 shape: gradient.dims().to_vec(),
                 gradient: gradient.flatten(0, D - 1),
             });

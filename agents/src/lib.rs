@@ -18,7 +18,8 @@
 //! - [`nn`]: the layers and networks (`Dense`, `Mlp`, convolutions, the multimodal victim);
 //!   [`network`]: what an agent needs of a network; [`heads`]: policy, value and Q heads.
 //! - [`agent`]: the [`Agent`] trait and checkpoints; [`optim`]: the optimisers agents use;
-//!   [`record`]: [`GradientRecord`], the named gradient an agent shares.
+//!   [`record`]: [`GradientRecord`], the named gradient an agent shares; [`params`]: every
+//!   parameter with its path from the module tree, the one place paths are named.
 //! - private: `buffer` (replay and rollout buffers), `env` (observations to tensors), `error`
 //!   (every error type of the crate, re-exported here), `gradient` (per-parameter gradients
 //!   of a module).
@@ -84,6 +85,7 @@ pub mod kickstart;
 pub mod network;
 pub mod nn;
 pub mod optim;
+pub mod params;
 pub mod pgc;
 pub mod ppo;
 pub mod record;

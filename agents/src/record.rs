@@ -26,7 +26,7 @@
 //! let _mlp = optim.step(0.1, mlp, grads);
 //! ```
 
-use burn::module::{AutodiffModule, Module, ModuleVisitor, Param};
+use burn::module::{AutodiffModule, Module, Param};
 use burn::optim::GradientsParams;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Tensor, TensorData};
@@ -34,6 +34,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::RecordError;
 use crate::gradient::param_gradients;
+use crate::params::{visit_params, ParamVisitor};
 use crate::tensor::float_options;
 
 /// The gradient of one parameter, on the host.
@@ -252,13 +253,12 @@ impl GradientRecord {
         let mut converter = ParamsConverter::<B> {
             record: self,
             used: vec![false; self.params.len()],
-            path: Vec::new(),
             known: Vec::new(),
             out: GradientsParams::new(),
             error: None,
             _backend: std::marker::PhantomData,
         };
-        module.visit(&mut converter);
+        visit_params(module, &mut converter);
         if let Some(error) = converter.error {
             return Err(error);
         }
@@ -275,24 +275,15 @@ impl GradientRecord {
 struct ParamsConverter<'a, B: AutodiffBackend> {
     record: &'a GradientRecord,
     used: Vec<bool>,
-    path: Vec<String>,
     known: Vec<String>,
     out: GradientsParams,
     error: Option<RecordError>,
     _backend: std::marker::PhantomData<B>,
 }
 
-impl<B: AutodiffBackend> ModuleVisitor<B> for ParamsConverter<'_, B> {
-    fn enter_module(&mut self, name: &str, _container_type: &str) {
-        self.path.push(name.to_string());
-    }
-
-    fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.path.pop();
-    }
-
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-        let name = self.path.join(".");
+impl<B: AutodiffBackend> ParamVisitor<B> for ParamsConverter<'_, B> {
+    fn visit<const D: usize>(&mut self, path: &str, param: &Param<Tensor<B, D>>) {
+        let name = path.to_string();
         let Some(index) = self.record.params.iter().position(|p| p.name == name) else {
             self.known.push(name);
             return;

@@ -421,6 +421,16 @@ fn a_target_epsilon_calibrates_sigma_and_is_met_after_the_planned_steps() {
     );
     let error = PrivacyEngine::new(unreachable, RandomnessSource::Seeded(0)).unwrap_err();
     assert!(error.to_string().contains("cannot be reached"), "{error}");
+    // The check is the engine's one validation: what it accepts, with σ resolved, builds the
+    // engine that `new` builds.
+    let checked = PrivacyEngineConfig::new(20, 0.2, 1.0, target)
+        .check()
+        .unwrap();
+    assert_eq!(checked.noise_multiplier(), sigma);
+    assert_eq!(checked.config().sample_rate, 0.2);
+    let from_valid = PrivacyEngine::from_valid(checked, RandomnessSource::Seeded(3)).unwrap();
+    assert_eq!(from_valid.noise_multiplier(), sigma);
+    assert_eq!(from_valid.label(), engine.label());
 }
 
 #[test]
@@ -735,7 +745,11 @@ fn the_schedules_cached_epsilon_equals_a_fresh_accountant() {
     for t in 1..=30u64 {
         schedule.record(0.5 / t as f64, 1.2, 1 + t % 3);
         let eps = schedule.epsilon().unwrap();
-        let fresh = schedule.accountant().unwrap().epsilon(1e-5).unwrap().0;
+        let fresh = privrl_privacy::RdpAccountant::of_schedule(&schedule)
+            .unwrap()
+            .epsilon(1e-5)
+            .unwrap()
+            .0;
         assert!((eps - fresh).abs() < 1e-9 * fresh, "{eps} vs {fresh}");
         assert!(eps > last);
         last = eps;

@@ -43,6 +43,7 @@ fn main() {
     };
     let prior = config
         .prior
+        .as_ref()
         .map(|_| ImagePrior::TotalVariation { weight: tv });
     let config = config
         .with_iterations_per_stage(iterations)

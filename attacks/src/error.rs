@@ -78,6 +78,17 @@ pub enum AttackError {
         /// What needs the linear part.
         needed_by: &'static str,
     },
+    /// An [`ImagePrior::Registered`](crate::ImagePrior::Registered) whose name was not
+    /// registered for the attack's backend ([`crate::register_image_prior`]).
+    #[error("image prior `{name}` is not registered for backend {backend} (registered there: [{known}])")]
+    UnknownPrior {
+        /// The name asked for.
+        name: String,
+        /// The backend the attack's free variables live on.
+        backend: &'static str,
+        /// The names registered for it.
+        known: String,
+    },
     /// A safetensors file that could not be written or read, or whose tensors do not fit the
     /// model.
     #[error("safetensors file {path}: {message}")]

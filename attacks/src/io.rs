@@ -14,10 +14,11 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
+use burn::module::{Module, Param};
 use burn::tensor::backend::Backend;
 use burn::tensor::{DType, Tensor, TensorData};
 use burn_store::{ModuleSnapshot, ModuleStore, SafetensorsStore};
+use privrl_agents::params::{map_params, visit_params, ParamMapper, ParamVisitor};
 use privrl_agents::tensor::float_options;
 use privrl_agents::{GradientRecord, NamedGradient};
 
@@ -110,11 +111,10 @@ impl<B: Backend, M: InvertibleModel<Outer<B>>> Victim<B, M> {
     /// to `path` as a safetensors file of the victim's module.
     pub fn save_gradient(&self, gradient: &GradientRecord, path: &Path) -> Result<(), AttackError> {
         let mut setter = GradientSetter {
-            path: Vec::new(),
             gradient,
             error: None,
         };
-        let module = self.net.clone().map(&mut setter);
+        let module = map_params(self.net.clone(), &mut setter);
         if let Some(error) = setter.error {
             return Err(error);
         }
@@ -126,7 +126,7 @@ impl<B: Backend, M: InvertibleModel<Outer<B>>> Victim<B, M> {
     pub fn load_gradient(&self, path: &Path) -> Result<GradientRecord, AttackError> {
         let module = load_into(&self.net, path)?;
         let mut collector = NamedValues::default();
-        module.visit(&mut collector);
+        visit_params(&module, &mut collector);
         Ok(GradientRecord {
             params: collector.params,
         })
@@ -135,22 +135,17 @@ impl<B: Backend, M: InvertibleModel<Outer<B>>> Victim<B, M> {
 
 /// Replaces every parameter with its gradient's values.
 struct GradientSetter<'a> {
-    path: Vec<String>,
     gradient: &'a GradientRecord,
     error: Option<AttackError>,
 }
 
-impl<BB: Backend> ModuleMapper<BB> for GradientSetter<'_> {
-    fn enter_module(&mut self, name: &str, _container_type: &str) {
-        self.path.push(name.to_string());
-    }
-
-    fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.path.pop();
-    }
-
-    fn map_float<const D: usize>(&mut self, param: Param<Tensor<BB, D>>) -> Param<Tensor<BB, D>> {
-        let name = self.path.join(".");
+impl<BB: Backend> ParamMapper<BB> for GradientSetter<'_> {
+    fn map<const D: usize>(
+        &mut self,
+        path: &str,
+        param: Param<Tensor<BB, D>>,
+    ) -> Param<Tensor<BB, D>> {
+        let name = path.to_string();
         let shape = param.shape();
         let Some(entry) = self.gradient.get(&name) else {
             self.error
@@ -173,23 +168,14 @@ impl<BB: Backend> ModuleMapper<BB> for GradientSetter<'_> {
 /// Every float parameter's path, shape and values.
 #[derive(Default)]
 struct NamedValues {
-    path: Vec<String>,
     params: Vec<NamedGradient>,
 }
 
-impl<BB: Backend> ModuleVisitor<BB> for NamedValues {
-    fn enter_module(&mut self, name: &str, _container_type: &str) {
-        self.path.push(name.to_string());
-    }
-
-    fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.path.pop();
-    }
-
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<BB, D>>) {
+impl<BB: Backend> ParamVisitor<BB> for NamedValues {
+    fn visit<const D: usize>(&mut self, path: &str, param: &Param<Tensor<BB, D>>) {
         let tensor = param.val();
         self.params.push(NamedGradient {
-            name: self.path.join("."),
+            name: path.to_string(),
             shape: tensor.dims().to_vec(),
             values: tensor
                 .into_data()

@@ -13,7 +13,9 @@
 //! - [`victim`]: the attacked network and its shared gradient for a batch of [`Sample`]s,
 //!   under DQN's or REINFORCE's loss.
 //! - [`parts`]: the named, swappable parts (gradient source, matching loss, prior, stages,
-//!   action rules, schedule); [`adam`]: Adam over raw tensors.
+//!   action rules, schedule); the image prior is a trait, [`ImageRegulariser`], so a prior
+//!   of one's own plugs in by name ([`register_image_prior`], private module `prior`);
+//!   [`adam`]: Adam over raw tensors.
 //! - [`attack`](mod@attack): the one optimisation loop and the attack pipeline;
 //!   [`AttackConfig::qgi`], [`AttackConfig::rgi`], [`AttackConfig::dlg`] and
 //!   [`AttackConfig::inverting_gradients`] are configurations of it.
@@ -66,6 +68,7 @@ mod io;
 pub mod metrics;
 pub mod model;
 pub mod parts;
+mod prior;
 pub mod recovery;
 pub mod suite;
 pub mod victim;
@@ -84,9 +87,9 @@ pub use metrics::{
 };
 pub use model::{InvertibleModel, LinearSplit, ObservationParts};
 pub use parts::{
-    gaussian_noise, total_variation, ActionRecovery, ActionRule, GradientMatchingLoss,
-    GradientSource, ImagePrior, LrSchedule, MatchedGradient, ReconstructedGradient, SignalRule,
-    StateOptimisation,
+    gaussian_noise, register_image_prior, total_variation, ActionRecovery, ActionRule,
+    GradientMatchingLoss, GradientSource, ImagePrior, ImageRegulariser, LrSchedule,
+    MatchedGradient, ReconstructedGradient, SignalRule, StateOptimisation, TotalVariation,
 };
 pub use recovery::{
     action_from_bias_gradient, odd_sign_action, policy_gradient_recovery,

@@ -106,12 +106,8 @@ pub trait InvertibleModel<B: Backend>: Module<B> + Sync {
     /// `head.layers.1.bias`); `None` if the output layer has no bias.
     fn output_bias_name(&self) -> Option<String> {
         self.linear_split().and_then(|split| {
-            let head = split.head();
-            let last = head.layers.len().checked_sub(1)?;
-            head.layers[last]
-                .bias
-                .as_ref()
-                .map(|_| format!("{}layers.{last}.bias", split.head_prefix()))
+            let (_, bias) = split.head().layer_param_paths().pop()?;
+            bias.map(|bias| format!("{}{bias}", split.head_prefix()))
         })
     }
 

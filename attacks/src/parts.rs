@@ -7,8 +7,11 @@ use burn::config::Config;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use privrl_agents::nn::matmul_by_row_blocks;
-use privrl_agents::tensor::float_options;
 use rand::Rng;
+
+pub use crate::prior::{
+    register_image_prior, total_variation, ImagePrior, ImageRegulariser, TotalVariation,
+};
 
 /// How the reconstruction's weight gradient g_rec is computed.
 #[derive(Config, Debug, Copy, PartialEq, Eq)]
@@ -229,56 +232,6 @@ impl<BB: Backend> ReconstructedGradient<BB> {
             }
         }
     }
-}
-
-/// A prior on the reconstructed images, added to the matching loss of the image stage.
-#[derive(Config, Debug, Copy, PartialEq)]
-pub enum ImagePrior {
-    /// λ·TV(x) (Rudin et al.), summed over the RGB and the depth image:
-    /// L_img = L(g_rec, g) + λ(TV(s_i) + TV(s_d)) (Section IV-A; the paper uses λ = 0.1).
-    TotalVariation {
-        /// Weight λ.
-        weight: f64,
-    },
-}
-
-impl ImagePrior {
-    /// The paper's prior: total variation with λ = 0.1.
-    pub fn paper() -> Self {
-        ImagePrior::TotalVariation { weight: 0.1 }
-    }
-
-    /// The weighted penalty of one image batch `[batch, channels, h, w]`.
-    pub fn penalty<BB: Backend>(&self, images: Tensor<BB, 4>) -> Tensor<BB, 1> {
-        match self {
-            ImagePrior::TotalVariation { weight } => total_variation(images) * *weight,
-        }
-    }
-
-    /// The weight λ.
-    pub fn weight(&self) -> f64 {
-        match self {
-            ImagePrior::TotalVariation { weight } => *weight,
-        }
-    }
-}
-
-/// Anisotropic total variation as Geiping et al. implement it:
-/// TV(x) = mean |x[…, i+1, j] − x[…, i, j]| + mean |x[…, i, j+1] − x[…, i, j]|.
-/// A dimension of size 1 contributes nothing.
-pub fn total_variation<BB: Backend>(images: Tensor<BB, 4>) -> Tensor<BB, 1> {
-    let [_, _, h, w] = images.dims();
-    let device = images.device();
-    let mut tv = Tensor::<BB, 1>::zeros([1], float_options::<BB>(&device));
-    if h > 1 {
-        let dy = images.clone().narrow(2, 1, h - 1) - images.clone().narrow(2, 0, h - 1);
-        tv = tv + dy.abs().mean();
-    }
-    if w > 1 {
-        let dx = images.clone().narrow(3, 1, w - 1) - images.narrow(3, 0, w - 1);
-        tv = tv + dx.abs().mean();
-    }
-    tv
 }
 
 /// How the multimodal state is optimised.

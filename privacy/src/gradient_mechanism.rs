@@ -108,6 +108,33 @@ pub trait GradientMechanism: fmt::Debug + fmt::Display + Send + Sync {
         self.release(&mean, rng)
     }
 
+    /// The random draws [`GradientMechanism::release_clipped_sum`] would make, drawn ahead, so
+    /// that a caller can draw them on one thread while it computes the clipped sum on another
+    /// (`None`: this mechanism draws nothing, or nothing that can be drawn before the sum is
+    /// known). Passing them to [`GradientMechanism::release_clipped_sum_with`] gives the same
+    /// release, bit for bit, as [`GradientMechanism::release_clipped_sum`] on the same
+    /// generator.
+    fn draw_sum_noise(&self, _rng: &mut dyn RngCore) -> Option<Vec<f64>> {
+        None
+    }
+
+    /// [`GradientMechanism::release_clipped_sum`] with the draws of
+    /// [`GradientMechanism::draw_sum_noise`] (`None`: draw them from `rng` now).
+    fn release_clipped_sum_with(
+        &self,
+        clipped_sum: Vec<f32>,
+        expected_batch_size: f64,
+        noise: Option<Vec<f64>>,
+        rng: &mut dyn RngCore,
+    ) -> Result<Vec<f32>, PrivacyError> {
+        match noise {
+            None => self.release_clipped_sum(clipped_sum, expected_batch_size, rng),
+            Some(_) => Err(PrivacyError::Inconsistent(
+                "pre-drawn noise for a mechanism that draws none ahead",
+            )),
+        }
+    }
+
     /// A batch of per-record gradients: each clipped to [`GradientMechanism::record_clip`]
     /// (if any), summed in f64, then [`GradientMechanism::release_clipped_sum`].
     fn release_batch(
@@ -298,6 +325,22 @@ impl GradientMechanismConfig {
     /// PGC's PRS setting: C = 1.
     pub fn prs(epsilon: Epsilon) -> Self {
         Self::Prs { epsilon, clip: 1.0 }
+    }
+
+    /// DP-SGD's release at clip C and noise multiplier σ ≥ 0 (the one place privrl decides what
+    /// σ = 0 means): DP-SGD for σ > 0, clipping alone for σ = 0 with a finite C, and the raw
+    /// gradient for σ = 0 with C = ∞. Validated by [`GradientMechanismConfig::build`].
+    pub fn clipped_gaussian(clip: f64, noise_multiplier: f64) -> Self {
+        if noise_multiplier > 0.0 {
+            Self::DpSgd {
+                clip,
+                noise_multiplier,
+            }
+        } else if clip.is_finite() {
+            Self::Clip { clip }
+        } else {
+            Self::None
+        }
     }
 
     /// Which mechanism this is.
@@ -611,6 +654,24 @@ impl GradientMechanism for GaussianSum {
     ) -> Result<Vec<f32>, PrivacyError> {
         self.0
             .noisy_mean_of_clipped_sum(sum, expected_batch_size, &mut RngRef(rng))
+    }
+    fn draw_sum_noise(&self, rng: &mut dyn RngCore) -> Option<Vec<f64>> {
+        Some(self.0.draw_noise(&mut RngRef(rng)))
+    }
+    fn release_clipped_sum_with(
+        &self,
+        sum: Vec<f32>,
+        expected_batch_size: f64,
+        noise: Option<Vec<f64>>,
+        rng: &mut dyn RngCore,
+    ) -> Result<Vec<f32>, PrivacyError> {
+        match noise {
+            Some(normals) => {
+                self.0
+                    .noisy_mean_of_clipped_sum_with(sum, expected_batch_size, &normals)
+            }
+            None => self.release_clipped_sum(sum, expected_batch_size, rng),
+        }
     }
     fn release_batch(
         &self,

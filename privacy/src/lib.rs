@@ -74,7 +74,7 @@ pub mod rdp;
 mod rdp_step;
 mod special;
 
-pub use accountants::ReleaseSchedule;
+pub use accountants::{RdpAccountant, ReleaseSchedule};
 pub use adjacency::{rdp_subsampled_gaussian_under, Adjacency};
 pub use composition::{
     advanced_composition, basic_composition, drv_advanced_composition, Accountant,
@@ -113,5 +113,5 @@ pub use randomness::{MechanismRng, MechanismRngState, NoiseMode, RandomnessSourc
 pub use rdp::{
     compute_rdp, compute_rdp_under, default_orders, dp_sgd_epsilon, dp_sgd_epsilon_under,
     noise_multiplier_for, noise_multiplier_for_under, rdp_subsampled_gaussian, rdp_to_dp,
-    RdpAccountant, SubsampledGaussianSteps,
+    SubsampledGaussianSteps,
 };

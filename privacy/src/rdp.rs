@@ -9,9 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::adjacency::{rdp_subsampled_gaussian_under, Adjacency};
-use crate::composition::Accountant;
 use crate::error::{open_unit, positive};
-use crate::mechanism::PrivacyCost;
 use crate::PrivacyError;
 
 pub use crate::rdp_step::rdp_subsampled_gaussian;
@@ -99,110 +97,6 @@ pub struct SubsampledGaussianSteps {
     pub noise_multiplier: f64,
     /// Number of steps.
     pub steps: u64,
-}
-
-/// RDP accountant: composes blocks of subsampled-Gaussian steps by adding RDP order-wise,
-/// under one neighbouring relation (add/remove unless [`RdpAccountant::with_adjacency`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RdpAccountant {
-    orders: Vec<f64>,
-    rdp: Vec<f64>,
-    target_delta: f64,
-    history: Vec<SubsampledGaussianSteps>,
-    #[serde(default)]
-    adjacency: Adjacency,
-}
-
-impl RdpAccountant {
-    /// An empty accountant over [`default_orders`] that reports ε at `target_delta` ∈ (0, 1).
-    pub fn new(target_delta: f64) -> Result<Self, PrivacyError> {
-        Self::with_orders(default_orders(), target_delta)
-    }
-
-    /// The same with chosen orders (each > 1).
-    pub fn with_orders(orders: Vec<f64>, target_delta: f64) -> Result<Self, PrivacyError> {
-        if orders.is_empty() {
-            return Err(PrivacyError::Empty { name: "orders" });
-        }
-        for &a in &orders {
-            check_order(a)?;
-        }
-        open_unit("target_delta", target_delta)?;
-        let rdp = vec![0.0; orders.len()];
-        Ok(Self {
-            orders,
-            rdp,
-            target_delta,
-            history: Vec::new(),
-            adjacency: Adjacency::AddRemove,
-        })
-    }
-
-    /// The same accountant under `adjacency`. Refused once steps are recorded: their RDP was
-    /// computed under the old relation.
-    pub fn with_adjacency(mut self, adjacency: Adjacency) -> Result<Self, PrivacyError> {
-        if !self.history.is_empty() && adjacency != self.adjacency {
-            return Err(PrivacyError::Inconsistent(
-                "the adjacency of an accountant that has recorded steps",
-            ));
-        }
-        self.adjacency = adjacency;
-        Ok(self)
-    }
-
-    /// The neighbouring relation its ε holds under.
-    pub fn adjacency(&self) -> Adjacency {
-        self.adjacency
-    }
-
-    /// Records `steps` steps with sampling rate q and noise multiplier σ.
-    pub fn step(
-        &mut self,
-        sample_rate: f64,
-        noise_multiplier: f64,
-        steps: u64,
-    ) -> Result<(), PrivacyError> {
-        let added = compute_rdp_under(
-            self.adjacency,
-            sample_rate,
-            noise_multiplier,
-            steps,
-            &self.orders,
-        )?;
-        for (r, a) in self.rdp.iter_mut().zip(added) {
-            *r += a;
-        }
-        self.history.push(SubsampledGaussianSteps {
-            sample_rate,
-            noise_multiplier,
-            steps,
-        });
-        Ok(())
-    }
-
-    /// (ε, optimal order) at δ.
-    pub fn epsilon(&self, delta: f64) -> Result<(f64, f64), PrivacyError> {
-        rdp_to_dp(&self.orders, &self.rdp, delta)
-    }
-
-    /// What has been recorded.
-    pub fn history(&self) -> &[SubsampledGaussianSteps] {
-        &self.history
-    }
-}
-
-impl Accountant for RdpAccountant {
-    fn name(&self) -> &'static str {
-        "rdp"
-    }
-
-    fn spent(&self) -> Result<PrivacyCost, PrivacyError> {
-        let (epsilon, _) = self.epsilon(self.target_delta)?;
-        Ok(PrivacyCost {
-            epsilon,
-            delta: self.target_delta,
-        })
-    }
 }
 
 /// ε after `steps` ≥ 1 steps at (q, σ) and δ, over the default orders, for add/remove

@@ -129,7 +129,18 @@ fn accountant_composes_blocks() {
     let spent = acc.spent().unwrap();
     assert!(rel(spent.epsilon, 0.677825724599742) < 1e-6);
     assert_eq!(spent.delta, 1e-5);
+    // The history is a ReleaseSchedule: the two blocks at the same (q, σ) are one run.
+    assert_eq!(
+        acc.history(),
+        [privrl_privacy::SubsampledGaussianSteps {
+            sample_rate: 0.001,
+            noise_multiplier: 1.0,
+            steps: 1000
+        }]
+    );
+    acc.step(0.002, 1.0, 1).unwrap();
     assert_eq!(acc.history().len(), 2);
+    assert_eq!(acc.schedule().steps(), 1001);
     assert_eq!(acc.name(), "rdp");
 }
 

@@ -36,7 +36,9 @@ impl AdaptiveClipping {
         }
     }
 
-    pub(super) fn validate(&self, noise_multiplier: f64) -> Result<(), EngineError> {
+    /// Checks γ and η_C, then σ_Δ for a σ that the caller has already validated (finite,
+    /// ≥ 0): σ is checked once, by [`PrivacyEngineConfig::check`](crate::PrivacyEngineConfig::check).
+    pub(super) fn checked_gradient_noise(&self, noise_multiplier: f64) -> Result<f64, EngineError> {
         let quantile = self.target_quantile;
         if !(quantile > 0.0 && quantile < 1.0) {
             return Err(EngineError::out_of_range(
@@ -53,7 +55,7 @@ impl AdaptiveClipping {
                 "> 0 and finite",
             ));
         }
-        adaptive_gradient_noise(noise_multiplier, self.count_noise).map(|_| ())
+        gradient_noise(noise_multiplier, self.count_noise)
     }
 }
 
@@ -64,14 +66,19 @@ pub fn adaptive_gradient_noise(
     noise_multiplier: f64,
     count_noise: f64,
 ) -> Result<f64, EngineError> {
-    let (sigma, sigma_b) = (noise_multiplier, count_noise);
-    if !(sigma.is_finite() && sigma >= 0.0) {
+    if !(noise_multiplier.is_finite() && noise_multiplier >= 0.0) {
         return Err(EngineError::out_of_range(
             "noise_multiplier",
-            sigma,
+            noise_multiplier,
             ">= 0 and finite",
         ));
     }
+    gradient_noise(noise_multiplier, count_noise)
+}
+
+/// [`adaptive_gradient_noise`] for a validated σ.
+fn gradient_noise(noise_multiplier: f64, count_noise: f64) -> Result<f64, EngineError> {
+    let (sigma, sigma_b) = (noise_multiplier, count_noise);
     if sigma == 0.0 {
         return Ok(0.0);
     }

@@ -6,16 +6,15 @@ use burn::module::AutodiffModule;
 use burn::optim::Optimizer;
 use burn::tensor::backend::AutodiffBackend;
 use privrl_privacy::{
-    noise_multiplier_for_under, poisson_sample, AccountantKind, Adjacency, Clipping, DpSgdConfig,
-    GradientMechanism, GradientMechanismConfig, MechanismRng, MechanismRngState, PrivacyError,
-    RandomnessSource, RdpAccountant, ReleaseSchedule,
+    noise_multiplier_for_under, poisson_sample, AccountantKind, Adjacency, GradientMechanism,
+    GradientMechanismConfig, MechanismRng, MechanismRngState, PrivacyError, RandomnessSource,
+    RdpAccountant, ReleaseSchedule,
 };
 use serde::{Deserialize, Serialize};
 
 use crate::autodiff;
-use crate::dp::{
-    adaptive_gradient_noise, AdaptiveClipping, ClippedSum, ParamLayout, PerSampleGradients,
-};
+use crate::dp::release::release_batch;
+use crate::dp::{AdaptiveClipping, ParamLayout, PerSampleGradients};
 use crate::error::EngineError;
 use crate::record::GradientRecord;
 
@@ -98,6 +97,74 @@ impl PrivacyEngineConfig {
         self.adaptive_clipping = Some(adaptive);
         self
     }
+
+    /// Validates every parameter, once (linfa's `check`), and resolves σ: the given one, or
+    /// the calibrated one for a target ε. C may be ∞ (no clipping) only without noise and
+    /// without adaptive clipping. Nothing downstream validates these values again; the
+    /// [`PrivacyEngine`] built from the result only builds its mechanism from them.
+    pub fn check(self) -> Result<ValidPrivacyEngineConfig, EngineError> {
+        check_sampling(self.dataset_size, self.sample_rate)?;
+        if !(self.delta > 0.0 && self.delta < 1.0) {
+            return Err(EngineError::out_of_range("delta", self.delta, "in (0, 1)"));
+        }
+        let noise_multiplier = match self.noise {
+            NoiseCalibration::NoiseMultiplier(sigma) => {
+                if !(sigma.is_finite() && sigma >= 0.0) {
+                    return Err(EngineError::out_of_range(
+                        "noise_multiplier",
+                        sigma,
+                        ">= 0 and finite",
+                    ));
+                }
+                sigma
+            }
+            NoiseCalibration::TargetEpsilon { epsilon, steps } => noise_multiplier_for_under(
+                self.adjacency,
+                epsilon,
+                self.delta,
+                self.sample_rate,
+                steps,
+            )?,
+        };
+        let unclipped_ok = noise_multiplier == 0.0 && self.adaptive_clipping.is_none();
+        if !(self.clip > 0.0 && (self.clip.is_finite() || unclipped_ok)) {
+            return Err(EngineError::out_of_range(
+                "clip",
+                self.clip,
+                "> 0 and finite (∞ only without noise or adaptive clipping)",
+            ));
+        }
+        let gradient_noise = match &self.adaptive_clipping {
+            Some(adaptive) => adaptive.checked_gradient_noise(noise_multiplier)?,
+            None => noise_multiplier,
+        };
+        Ok(ValidPrivacyEngineConfig {
+            config: self,
+            noise_multiplier,
+            gradient_noise,
+        })
+    }
+}
+
+/// A [`PrivacyEngineConfig`] that [`PrivacyEngineConfig::check`] accepted, with σ resolved:
+/// what a [`PrivacyEngine`] is built from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidPrivacyEngineConfig {
+    config: PrivacyEngineConfig,
+    noise_multiplier: f64,
+    gradient_noise: f64,
+}
+
+impl ValidPrivacyEngineConfig {
+    /// The configuration as given.
+    pub fn config(&self) -> &PrivacyEngineConfig {
+        &self.config
+    }
+
+    /// σ, given or calibrated: what every step is accounted at.
+    pub fn noise_multiplier(&self) -> f64 {
+        self.noise_multiplier
+    }
 }
 
 /// DP-SGD for any Burn module (module docs): Poisson sampling, per-sample clipping to C,
@@ -169,9 +236,17 @@ pub struct PrivacyEngine {
     gradient_noise: f64,
     rng: MechanismRng,
     schedule: ReleaseSchedule,
-    /// The module's parameter count at the last step: the number of noise draws the next step
-    /// makes, which it draws while the clipped sum is computed (none known yet: in turn).
-    dimension: Option<usize>,
+    /// The gradient's release, built for the current C and the module's parameter count, and
+    /// rebuilt only when C moves (adaptive clipping).
+    release: Option<BuiltRelease>,
+    /// The release of adaptive clipping's centred count (sensitivity ½, noise 2σ_b), if any.
+    count_release: Option<Box<dyn GradientMechanism>>,
+}
+
+/// A mechanism and the (C, d) it was built for.
+struct BuiltRelease {
+    clip: f64,
+    mechanism: Box<dyn GradientMechanism>,
 }
 
 impl fmt::Debug for PrivacyEngine {
@@ -234,48 +309,37 @@ fn check_sampling(dataset_size: usize, sample_rate: f64) -> Result<(), EngineErr
 }
 
 impl PrivacyEngine {
-    /// Validates `config`, calibrates σ if a target ε is given, and draws sampling and noise
-    /// from `source` (a seed, or the operating system's CSPRNG). C may be ∞ (no clipping)
-    /// only without noise and without adaptive clipping.
+    /// Validates `config` ([`PrivacyEngineConfig::check`]) and draws sampling and noise from
+    /// `source` (a seed, or the operating system's CSPRNG).
     pub fn new(config: PrivacyEngineConfig, source: RandomnessSource) -> Result<Self, EngineError> {
-        check_sampling(config.dataset_size, config.sample_rate)?;
-        let q = config.sample_rate;
-        if !(config.delta > 0.0 && config.delta < 1.0) {
-            return Err(EngineError::out_of_range(
-                "delta",
-                config.delta,
-                "in (0, 1)",
-            ));
-        }
-        let noise_multiplier = match config.noise {
-            NoiseCalibration::NoiseMultiplier(sigma) => {
-                if !(sigma.is_finite() && sigma >= 0.0) {
-                    return Err(EngineError::out_of_range(
-                        "noise_multiplier",
-                        sigma,
-                        ">= 0 and finite",
-                    ));
-                }
-                sigma
-            }
-            NoiseCalibration::TargetEpsilon { epsilon, steps } => {
-                noise_multiplier_for_under(config.adjacency, epsilon, config.delta, q, steps)?
-            }
-        };
-        let unclipped_ok = noise_multiplier == 0.0 && config.adaptive_clipping.is_none();
-        if !(config.clip > 0.0 && (config.clip.is_finite() || unclipped_ok)) {
-            return Err(EngineError::out_of_range(
-                "clip",
-                config.clip,
-                "> 0 and finite (∞ only without noise or adaptive clipping)",
-            ));
-        }
-        let gradient_noise = match &config.adaptive_clipping {
+        Self::from_valid(config.check()?, source)
+    }
+
+    /// The engine of a checked configuration, drawing sampling and noise from `source`.
+    pub fn from_valid(
+        valid: ValidPrivacyEngineConfig,
+        source: RandomnessSource,
+    ) -> Result<Self, EngineError> {
+        let ValidPrivacyEngineConfig {
+            config,
+            noise_multiplier,
+            gradient_noise,
+        } = valid;
+        // Σ_i (b_i − ½) has sensitivity ½: the Gaussian with noise multiplier 2σ_b on it adds
+        // N(0, σ_b²) (σ = 0: no noise on the count either).
+        let count_release = match &config.adaptive_clipping {
             Some(adaptive) => {
-                adaptive.validate(noise_multiplier)?;
-                adaptive_gradient_noise(noise_multiplier, adaptive.count_noise)?
+                let count_noise = if noise_multiplier > 0.0 {
+                    adaptive.count_noise
+                } else {
+                    0.0
+                };
+                Some(
+                    GradientMechanismConfig::clipped_gaussian(0.5, 2.0 * count_noise)
+                        .build(1, 1)?,
+                )
             }
-            None => noise_multiplier,
+            None => None,
         };
         Ok(Self {
             schedule: ReleaseSchedule::new(config.adjacency, config.delta)
@@ -284,7 +348,8 @@ impl PrivacyEngine {
             noise_multiplier,
             gradient_noise,
             rng: MechanismRng::new(source)?,
-            dimension: None,
+            release: None,
+            count_release,
         })
     }
 
@@ -372,90 +437,51 @@ impl PrivacyEngine {
                 size: self.config.dataset_size,
             });
         }
-        let clip = self.config.clip;
-        // The Gaussian noise is the generator's next draws whatever the sum turns out to be
-        // (the batch was drawn before), so with the parameter count known from the last step
-        // they are drawn on the section's other thread while this one computes the clipped
-        // sum: the same draws in the same order (`rayon::join` inside the section; noise needs
-        // no graph).
-        let predraw = match self.dimension {
-            Some(dimension) if self.gradient_noise > 0.0 => Some(
-                DpSgdConfig {
-                    noise_multiplier: self.gradient_noise,
-                    clipping: Clipping::Flat { clip },
-                    dimension,
-                }
-                .build()?,
-            ),
-            _ => None,
-        };
-        let rng = &mut self.rng;
-        // Reading the parameters initialises Burn's lazy ones, which makes tracked leaves: in a
-        // section, like every other tracked op, and on `module` itself (a clone of an
-        // uninitialised module initialises its own, different, values). One section for the
-        // layout and the gradients: entering one hands the work to the section's thread, which
-        // costs a context switch on a loaded machine.
-        let (section, normals) = autodiff::exclusive(|| {
-            rayon::join(
-                || Self::clipped_sum_in_section(module, batch, per_sample, clip),
-                || predraw.as_ref().map(|mechanism| mechanism.draw_noise(rng)),
-            )
-        });
-        let (layout, clipped) = section?;
-        let dimension = layout.num_values();
-        self.dimension = Some(dimension);
+        self.build_release(module)?;
+        let mechanism = &self
+            .release
+            .as_ref()
+            .expect("built by build_release")
+            .mechanism;
         let expected = self.expected_batch_size();
-        let released =
-            match (predraw, normals) {
-                (Some(mechanism), Some(normals)) => {
-                    mechanism.noisy_mean_of_clipped_sum_with(clipped.sum, expected, &normals)?
-                }
-                _ => gaussian_mechanism(clip, self.gradient_noise, dimension)?
-                    .release_clipped_sum(clipped.sum, expected, &mut self.rng)?,
-            };
+        let released = release_batch(
+            module,
+            batch,
+            per_sample,
+            mechanism.as_ref(),
+            expected,
+            &mut self.rng,
+        )?;
         if let Some(adaptive) = self.config.adaptive_clipping {
-            self.adapt_clip(&adaptive, &clipped.norms, expected)?;
+            self.adapt_clip(&adaptive, &released.norms, expected)?;
         }
         self.schedule
             .record(self.config.sample_rate, self.noise_multiplier, 1);
         Ok(PrivateGradient {
-            gradient: layout.record(&released)?,
-            mean_loss: clipped.loss / batch.len() as f64,
+            gradient: released.layout.record(&released.values)?,
+            mean_loss: released.loss_sum / batch.len() as f64,
             batch_size: batch.len(),
         })
     }
 
-    /// The layout and the clipped sum of [`PrivacyEngine::private_step`], in a section.
-    fn clipped_sum_in_section<B, M>(
-        module: &M,
-        batch: &[usize],
-        per_sample: &(impl PerSampleGradients<B, M> + Sync),
-        clip: f64,
-    ) -> Result<(ParamLayout, ClippedSum), EngineError>
+    /// Builds the gradient's mechanism for the current C and `module`'s parameter count,
+    /// unless it is built already: once per run, or per step where C moves.
+    fn build_release<B, M>(&mut self, module: &M) -> Result<(), EngineError>
     where
         B: AutodiffBackend,
         M: AutodiffModule<B> + Sync,
     {
-        let layout = ParamLayout::of(module);
-        let dimension = layout.num_values();
-        let clipped = if batch.is_empty() {
-            ClippedSum {
-                sum: vec![0.0; dimension],
-                norms: Vec::new(),
-                loss: f64::NAN,
-            }
-        } else {
-            let clipped = per_sample.clipped_sum(module, batch, &layout, clip)?;
-            if clipped.sum.len() != dimension || clipped.norms.len() != batch.len() {
-                return Err(EngineError::Shape {
-                    what: "clipped per-sample gradients",
-                    expected: vec![batch.len(), dimension],
-                    got: vec![clipped.norms.len(), clipped.sum.len()],
-                });
-            }
-            clipped
+        let clip = self.config.clip;
+        let dimension = match &self.release {
+            Some(built) if built.clip == clip => return Ok(()),
+            Some(built) => built.mechanism.dimension(),
+            // Reading the parameters initialises lazy ones: in a section, as every tracked op.
+            None => autodiff::exclusive(|| ParamLayout::of(module).num_values()),
         };
-        Ok((layout, clipped))
+        let mechanism = GradientMechanismConfig::clipped_gaussian(clip, self.gradient_noise)
+            .build(dimension, 1)?;
+        self.release = Some(BuiltRelease { clip, mechanism });
+        Ok(())
     }
 
     /// C ← C·exp(−η (b̃ − γ)) from the noised count of norms ≤ C ([`AdaptiveClipping`]).
@@ -468,18 +494,11 @@ impl PrivacyEngine {
         let clip = self.config.clip;
         let under = norms.iter().filter(|&&n| f64::from(n) <= clip).count() as f64;
         let centred = under - 0.5 * norms.len() as f64;
-        // Σ_i (b_i − ½) has sensitivity ½: the Gaussian with noise multiplier 2σ_b on it adds
-        // N(0, σ_b²).
-        let count_noise = if self.noise_multiplier > 0.0 {
-            adaptive.count_noise
-        } else {
-            0.0
-        };
-        let noisy = gaussian_mechanism(0.5, 2.0 * count_noise, 1)?.release_clipped_sum(
-            vec![centred as f32],
-            1.0,
-            &mut self.rng,
-        )?[0];
+        let count_release = self
+            .count_release
+            .as_ref()
+            .expect("built with adaptive clipping");
+        let noisy = count_release.release_clipped_sum(vec![centred as f32], 1.0, &mut self.rng)?[0];
         let fraction = f64::from(noisy) / expected_batch_size + 0.5;
         let next = clip * (-adaptive.learning_rate * (fraction - adaptive.target_quantile)).exp();
         if !(next.is_finite() && next > 0.0) {
@@ -527,7 +546,7 @@ impl PrivacyEngine {
 
     /// The RDP accountant holding every release so far, under the engine's adjacency.
     pub fn accountant(&self) -> Result<RdpAccountant, EngineError> {
-        Ok(self.schedule.accountant()?)
+        Ok(RdpAccountant::of_schedule(&self.schedule)?)
     }
 
     /// ε spent so far at the configured δ, per record, under the configured adjacency, by the
@@ -587,23 +606,4 @@ impl PrivacyEngine {
         self.schedule = state.schedule.clone();
         Ok(())
     }
-}
-
-/// The Gaussian mechanism on a clipped sum: N(0, σ²C²) per value (σ > 0), or none (σ = 0).
-fn gaussian_mechanism(
-    clip: f64,
-    noise_multiplier: f64,
-    dimension: usize,
-) -> Result<Box<dyn GradientMechanism>, EngineError> {
-    Ok(if noise_multiplier > 0.0 {
-        GradientMechanismConfig::DpSgd {
-            clip,
-            noise_multiplier,
-        }
-    } else if clip.is_finite() {
-        GradientMechanismConfig::Clip { clip }
-    } else {
-        GradientMechanismConfig::None
-    }
-    .build(dimension, 1)?)
 }

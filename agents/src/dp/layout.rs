@@ -1,7 +1,9 @@
 //! The parameter layout of a module: the column order of a per-sample gradient row and of
 //! the flat gradient that DP-SGD clips and noises.
 
-use burn::module::{Module, ModuleVisitor, Param, ParamId};
+use burn::module::{Module, Param, ParamId};
+
+use crate::params::{visit_params, ParamVisitor};
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 
@@ -41,32 +43,20 @@ pub struct ParamLayout {
 impl ParamLayout {
     /// The layout of `module`.
     pub fn of<B: Backend, M: Module<B>>(module: &M) -> Self {
-        struct Collector {
-            path: Vec<String>,
-            entries: Vec<ParamEntry>,
-        }
-        impl<B: Backend> ModuleVisitor<B> for Collector {
-            fn enter_module(&mut self, name: &str, _container_type: &str) {
-                self.path.push(name.to_string());
-            }
-            fn exit_module(&mut self, _name: &str, _container_type: &str) {
-                self.path.pop();
-            }
-            fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-                self.entries.push(ParamEntry {
-                    name: self.path.join("."),
+        struct Collector(Vec<ParamEntry>);
+        impl<B: Backend> ParamVisitor<B> for Collector {
+            fn visit<const D: usize>(&mut self, path: &str, param: &Param<Tensor<B, D>>) {
+                self.0.push(ParamEntry {
+                    name: path.to_string(),
                     shape: param.val().dims().to_vec(),
                     id: param.id,
                 });
             }
         }
-        let mut collector = Collector {
-            path: Vec::new(),
-            entries: Vec::new(),
-        };
-        module.visit(&mut collector);
+        let mut collector = Collector(Vec::new());
+        visit_params(module, &mut collector);
         Self {
-            entries: collector.entries,
+            entries: collector.0,
         }
     }
 

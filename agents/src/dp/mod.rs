@@ -1,5 +1,6 @@
 //! DP-SGD in one home (Abadi et al. 2016, Algorithm 1; paper 004, Figure 7), laid out as
-//! Opacus is: [`PrivacyEngine`] (`engine`), per-sample gradients one rule per layer
+//! Opacus is: [`PrivacyEngine`] (`engine`), the one clip → sum → noise path
+//! ([`release_batch`], `release`), per-sample gradients one rule per layer
 //! (`grad_sample`: linear, conv, the traced fast path, micro-batches), the releases and their
 //! ε ([`ReleaseSchedule`](privrl_privacy::ReleaseSchedule)), adaptive clipping, and the DP-SGD agents built on the engine
 //! (`training`: [`DpSgdReinforce`], [`DpSgdDqn`], and [`NoisyObservationEnv`] for local DP on
@@ -47,12 +48,14 @@ mod adaptive;
 mod engine;
 mod grad_sample;
 mod layout;
+mod release;
 mod training;
 
 pub use crate::error::EngineError;
 pub use adaptive::{adaptive_gradient_noise, AdaptiveClipping};
 pub use engine::{
     EngineState, NoiseCalibration, PrivacyEngine, PrivacyEngineConfig, PrivateGradient,
+    ValidPrivacyEngineConfig,
 };
 pub use grad_sample::{
     clip_per_sample, dp_sgd_gradient, per_sample_gradients_by_loop, per_sample_norms,
@@ -60,6 +63,7 @@ pub use grad_sample::{
     MicroBatches, PerSampleFactors, PerSampleGradients, ProbedForward, Tape, Traced,
 };
 pub use layout::{ParamEntry, ParamLayout};
+pub use release::{release_batch, BatchRelease};
 pub use training::{
     private_td_gradient, DpSgdDqn, DpSgdReinforce, DpSgdTrainingConfig, NoisyObservationEnv,
     PrivacyTally, PrivacyUnit,

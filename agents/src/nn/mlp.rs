@@ -104,6 +104,23 @@ impl<B: Backend> Mlp<B> {
     pub fn d_output(&self) -> usize {
         self.last_layer().dims().1
     }
+
+    /// Each layer's (weight, bias) parameter paths within this module, from its module tree
+    /// ([`crate::params::param_paths`]; `layers.0.weight`, …), input to output.
+    pub fn layer_param_paths(&self) -> Vec<(String, Option<String>)> {
+        let mut paths = crate::params::param_paths(self).into_iter();
+        self.layers
+            .iter()
+            .map(|layer| {
+                let weight = paths.next().expect("a Dense layer has a weight");
+                let bias = layer
+                    .bias
+                    .as_ref()
+                    .map(|_| paths.next().expect("a bias parameter"));
+                (weight, bias)
+            })
+            .collect()
+    }
 }
 
 impl<B: Backend> Mlp<B> {

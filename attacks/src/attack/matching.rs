@@ -86,17 +86,21 @@ impl<B: Backend, M: InvertibleModel<Outer<B>>> Problem<'_, B, M> {
         if let Some((split, head)) = head {
             let prefix = split.head_prefix();
             let factors = PerSampleFactors::from_backward(split.head(), &head, &grads);
-            for (l, (inputs, errors)) in factors.layers().enumerate() {
-                let bias = errors.clone().sum_dim(0).reshape([-1]);
+            for ((inputs, errors), (weight_path, bias_path)) in
+                factors.layers().zip(factors.layer_paths())
+            {
                 let weight = ReconstructedGradient::Factored {
                     inputs: inputs.clone(),
                     errors: errors.clone(),
                 };
-                parts.extend(matched(&format!("{prefix}layers.{l}.weight"), weight));
-                parts.extend(matched(
-                    &format!("{prefix}layers.{l}.bias"),
-                    ReconstructedGradient::Flat(bias),
-                ));
+                parts.extend(matched(&format!("{prefix}{weight_path}"), weight));
+                if let Some(bias_path) = bias_path {
+                    let bias = errors.clone().sum_dim(0).reshape([-1]);
+                    parts.extend(matched(
+                        &format!("{prefix}{bias_path}"),
+                        ReconstructedGradient::Flat(bias),
+                    ));
+                }
             }
         }
         let mut loss = self.config.matching.loss_of_matched(parts);

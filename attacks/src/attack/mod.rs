@@ -45,7 +45,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::error::AttackError;
 use crate::model::InvertibleModel;
 use crate::parts::StateOptimisation;
-use crate::victim::{Outer, Victim};
+use crate::victim::{Inner, Outer, Victim};
 
 pub use batch::batch_action_assignments;
 pub use config::AttackConfig;
@@ -96,6 +96,9 @@ pub fn attack_batch<B: Backend, M: InvertibleModel<Outer<B>>>(
     autodiff::exclusive(|| {
         config.validate()?;
         config.check_compatible(victim.kind())?;
+        if let Some(prior) = &config.prior {
+            prior.check_available::<Inner<B>>()?;
+        }
         if !(1..=MAX_BATCH).contains(&batch_size) {
             return Err(AttackError::OutOfRange {
                 name: "batch_size",

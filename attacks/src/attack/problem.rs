@@ -3,9 +3,10 @@
 
 use std::collections::HashMap;
 
-use burn::module::{ModuleVisitor, Param};
+use burn::module::Param;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
+use privrl_agents::params::{visit_params, ParamVisitor};
 use privrl_agents::tensor::{matrix, one_hot, vector};
 use privrl_agents::GradientRecord;
 
@@ -55,7 +56,7 @@ impl<'a, B: Backend, M: InvertibleModel<Outer<B>>> Problem<'a, B, M> {
         }
         let device = victim.device();
         let mut sizes = ParamSizes::default();
-        victim.net().visit(&mut sizes);
+        visit_params(victim.net(), &mut sizes);
         let mut targets = HashMap::new();
         for entry in &record.params {
             let expected = sizes
@@ -131,21 +132,12 @@ impl<'a, B: Backend, M: InvertibleModel<Outer<B>>> Problem<'a, B, M> {
 /// Name and size of every float parameter, in visiting order.
 #[derive(Default)]
 struct ParamSizes {
-    path: Vec<String>,
     sizes: Vec<(String, usize)>,
 }
 
-impl<BB: Backend> ModuleVisitor<BB> for ParamSizes {
-    fn enter_module(&mut self, name: &str, _container_type: &str) {
-        self.path.push(name.to_string());
-    }
-
-    fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.path.pop();
-    }
-
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<BB, D>>) {
+impl<BB: Backend> ParamVisitor<BB> for ParamSizes {
+    fn visit<const D: usize>(&mut self, path: &str, param: &Param<Tensor<BB, D>>) {
         self.sizes
-            .push((self.path.join("."), param.shape().num_elements()));
+            .push((path.to_string(), param.shape().num_elements()));
     }
 }

@@ -11,9 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::composition::Accountant;
 use crate::mechanism::PrivacyCost;
 use crate::pld::{self, AccountantKind, PldConfig};
-use crate::rdp::{
-    compute_rdp_under, default_orders, rdp_to_dp, RdpAccountant, SubsampledGaussianSteps,
-};
+use crate::rdp::{compute_rdp_under, default_orders, rdp_to_dp, SubsampledGaussianSteps};
 use crate::{Adjacency, PrivacyError};
 
 /// The releases of a DP-SGD run, in order, as run-length blocks of identical steps (q, σ,
@@ -233,16 +231,6 @@ impl ReleaseSchedule {
             *r += a;
         }
         Ok(rdp_to_dp(&default_orders(), &total, self.delta)?.0)
-    }
-
-    /// The RDP accountant holding every release, under the schedule's adjacency (whatever
-    /// [`ReleaseSchedule::accountant_kind`] is).
-    pub fn accountant(&self) -> Result<RdpAccountant, PrivacyError> {
-        let mut accountant = RdpAccountant::new(self.delta)?.with_adjacency(self.adjacency)?;
-        for block in &self.blocks {
-            accountant.step(block.sample_rate, block.noise_multiplier, block.steps)?;
-        }
-        Ok(accountant)
     }
 }
 

@@ -99,6 +99,9 @@ struct LayerFactors<B: Backend> {
     inputs: Tensor<B, 2>,
     errors: Tensor<B, 2>,
     has_bias: bool,
+    /// The layer's parameter paths in the `Mlp` ([`Mlp::layer_param_paths`]).
+    weight_path: String,
+    bias_path: Option<String>,
 }
 
 impl<B: Backend> PerSampleFactors<B> {
@@ -112,9 +115,10 @@ impl<B: Backend> PerSampleFactors<B> {
         let layers = mlp
             .layers
             .iter()
+            .zip(mlp.layer_param_paths())
             .zip(&forward.layer_inputs)
             .zip(&forward.probes)
-            .map(|((layer, input), probe)| {
+            .map(|(((layer, (weight_path, bias_path)), input), probe)| {
                 let errors = probe.grad(grads).unwrap_or_else(|| {
                     // No path from this layer to the loss: its gradients are zero.
                     Tensor::<B, 2>::zeros(
@@ -126,6 +130,8 @@ impl<B: Backend> PerSampleFactors<B> {
                     inputs: input.clone().inner(),
                     errors,
                     has_bias: layer.bias.is_some(),
+                    weight_path,
+                    bias_path,
                 }
             })
             .collect();
@@ -136,6 +142,14 @@ impl<B: Backend> PerSampleFactors<B> {
     /// input to output: the factors of its batch weight gradient `aᵀ δ`.
     pub fn layers(&self) -> impl Iterator<Item = (&Tensor<B, 2>, &Tensor<B, 2>)> {
         self.layers.iter().map(|l| (&l.inputs, &l.errors))
+    }
+
+    /// Every layer's (weight, bias) parameter paths in the `Mlp`, as
+    /// [`PerSampleFactors::layers`] orders them ([`Mlp::layer_param_paths`]).
+    pub fn layer_paths(&self) -> impl Iterator<Item = (&str, Option<&str>)> {
+        self.layers
+            .iter()
+            .map(|l| (l.weight_path.as_str(), l.bias_path.as_deref()))
     }
 
     /// Batch size.
@@ -203,14 +217,14 @@ impl<B: Backend> PerSampleFactors<B> {
         let shared = factors.len() == 1;
         let mut factor = factors.into_iter().cycle();
         let mut params = Vec::with_capacity(2 * self.layers.len());
-        for (l, layer) in self.layers.iter().enumerate() {
+        for layer in &self.layers {
             let [_, d_input] = layer.inputs.dims();
             let [_, d_output] = layer.errors.dims();
             let weight_factor = factor.next().expect("one factor per parameter");
             let (weight, bias) =
                 linear_weighted_sums(&layer.inputs, &layer.errors, weight_factor.clone());
             params.push(NamedGradient {
-                name: format!("layers.{l}.weight"),
+                name: layer.weight_path.clone(),
                 shape: vec![d_input, d_output],
                 values: to_host(weight),
             });
@@ -222,7 +236,7 @@ impl<B: Backend> PerSampleFactors<B> {
                     linear_weighted_sums(&layer.inputs, &layer.errors, c).1
                 };
                 params.push(NamedGradient {
-                    name: format!("layers.{l}.bias"),
+                    name: layer.bias_path.clone().unwrap_or_default(),
                     shape: vec![d_output],
                     values: to_host(bias),
                 });

@@ -53,26 +53,24 @@ pub struct DpSgdTrainingConfig {
 }
 
 impl DpSgdTrainingConfig {
-    /// The gradient mechanism these parameters describe: DP-SGD for σ > 0 (which needs a
-    /// clip C), clipping alone for σ = 0 with a C, and the raw gradient otherwise.
+    /// The gradient mechanism these parameters describe
+    /// ([`GradientMechanismConfig::clipped_gaussian`]): DP-SGD for σ > 0 (which needs a clip
+    /// C), clipping alone for σ = 0 with a C, and the raw gradient otherwise.
     pub fn mechanism(&self) -> Result<GradientMechanismConfig, AgentError> {
         check_non_negative("noise_multiplier", self.noise_multiplier)?;
         if let Some(clip) = self.clip {
             check_positive("clip", clip)?;
-        }
-        match (self.clip, self.noise_multiplier > 0.0) {
-            (Some(clip), true) => Ok(GradientMechanismConfig::DpSgd {
-                clip,
-                noise_multiplier: self.noise_multiplier,
-            }),
-            (None, true) => Err(AgentError::InvalidParameter {
+        } else if self.noise_multiplier > 0.0 {
+            return Err(AgentError::InvalidParameter {
                 name: "clip",
                 value: f64::INFINITY,
                 expected: "a bound C > 0 when noise_multiplier > 0",
-            }),
-            (Some(clip), false) => Ok(GradientMechanismConfig::Clip { clip }),
-            (None, false) => Ok(GradientMechanismConfig::None),
+            });
         }
+        Ok(GradientMechanismConfig::clipped_gaussian(
+            self.clip.unwrap_or(f64::INFINITY),
+            self.noise_multiplier,
+        ))
     }
 
     /// Validates the parameters (δ included) and builds the mechanism for gradients of
@@ -106,19 +104,18 @@ impl DpSgdTrainingConfig {
         })
     }
 
-    /// The [`PrivacyEngine`] of a DP agent over `dimension` parameters: validates every
-    /// parameter (named errors), then samples N records at rate q with these C, σ, δ,
+    /// The [`PrivacyEngine`] of a DP agent: samples N records at rate q with these C, σ, δ,
     /// adjacency and adaptive clipping, from a generator seeded by `seed` (or the operating
-    /// system's).
+    /// system's). Every parameter is validated once, by [`PrivacyEngineConfig::check`] (named
+    /// errors); C = ∞ with σ > 0 is refused there.
     pub(super) fn engine(
         &self,
-        dimension: usize,
         dataset_size: usize,
         sample_rate: f64,
         expected_batch_size: f64,
         seed: u64,
     ) -> Result<PrivacyEngine, AgentError> {
-        self.build(dimension)?;
+        check_count("episodes_per_step", self.episodes_per_step)?;
         let mut config = PrivacyEngineConfig::new(
             dataset_size,
             sample_rate,
@@ -131,6 +128,9 @@ impl DpSgdTrainingConfig {
         if let Some(adaptive) = self.adaptive_clipping(expected_batch_size) {
             config = config.with_adaptive_clipping(adaptive);
         }
-        Ok(PrivacyEngine::new(config, self.noise_rng.source(seed))?)
+        Ok(PrivacyEngine::from_valid(
+            config.check()?,
+            self.noise_rng.source(seed),
+        )?)
     }
 }

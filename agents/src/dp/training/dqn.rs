@@ -1,18 +1,17 @@
 //! DP-SGD DQN: Poisson-sampled transitions, per-transition clipping.
 
 use crate::agent::Agent;
-use burn::module::Module;
 use std::path::Path;
 
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Tensor;
 use privrl_privacy::GradientMechanism;
-use rand::Rng;
+use rand::RngCore;
 
 use crate::autodiff;
 use crate::buffer::TransitionBatch;
 use crate::dp::{
-    select_records, traced_forward, ClippedSum, DpSgdTrainingConfig, ParamLayout,
+    release_batch, select_records, traced_forward, ClippedSum, DpSgdTrainingConfig, ParamLayout,
     PerSampleGradients, PrivacyEngine, PrivacyTally, PrivacyUnit, Tape, Traced,
 };
 use crate::dqn::{Dqn, TdLoss};
@@ -41,13 +40,7 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
     ) -> Result<Self, AgentError> {
         let batch = agent.config().batch_size;
         // N and q are set before every step, from the buffer's size.
-        let engine = config.engine(
-            agent.q_network().num_params(),
-            1,
-            1.0,
-            batch as f64,
-            noise_seed,
-        )?;
+        let engine = config.engine(1, 1.0, batch as f64, noise_seed)?;
         Ok(Self { agent, engine })
     }
 
@@ -241,18 +234,19 @@ pub fn private_td_gradient<B: AutodiffBackend>(
     batch: &TransitionBatch,
     mechanism: &dyn GradientMechanism,
     expected_batch_size: f64,
-    rng: &mut impl Rng,
+    rng: &mut (impl RngCore + Send),
 ) -> Result<(GradientRecord, f64), AgentError> {
     let indices: Vec<usize> = (0..batch.len()).collect();
     let losses = TdPerSample::new(dqn, batch, indices.clone())?;
-    let layout = autodiff::exclusive(|| ParamLayout::of(dqn.q_network()));
-    let (sum, loss) = if batch.is_empty() {
-        (vec![0.0; layout.num_values()], f64::NAN)
-    } else {
-        let clip = mechanism.record_clip().unwrap_or(f64::INFINITY);
-        let clipped = losses.clipped_sum(dqn.q_network(), &indices, &layout, clip)?;
-        (clipped.sum, clipped.loss / batch.len() as f64)
-    };
+    let released = release_batch(
+        dqn.q_network(),
+        &indices,
+        &losses,
+        mechanism,
+        expected_batch_size,
+        rng,
+    )?;
+    let loss = released.loss_sum / batch.len() as f64;
     if !batch.is_empty() && !loss.is_finite() {
         return Err(AgentError::NonFinite {
             what: "TD loss",
@@ -260,6 +254,5 @@ pub fn private_td_gradient<B: AutodiffBackend>(
             update: dqn.updates(),
         });
     }
-    let noisy = mechanism.release_clipped_sum(sum, expected_batch_size, rng)?;
-    Ok((layout.record(&noisy)?, loss))
+    Ok((released.layout.record(&released.values)?, loss))
 }

@@ -1,7 +1,6 @@
 //! DP-SGD REINFORCE: one release per L episodes.
 
 use crate::agent::Agent;
-use burn::module::Module;
 use std::path::Path;
 
 use burn::tensor::backend::AutodiffBackend;
@@ -10,7 +9,7 @@ use crate::autodiff;
 use crate::dp::{
     DpSgdTrainingConfig, GivenGradients, ParamLayout, PrivacyEngine, PrivacyTally, PrivacyUnit,
 };
-use crate::error::{check_count, AgentError};
+use crate::error::AgentError;
 use crate::record::GradientRecord;
 use crate::reinforce::Reinforce;
 
@@ -43,19 +42,16 @@ impl<B: AutodiffBackend> DpSgdReinforce<B> {
         config: &DpSgdTrainingConfig,
         noise_seed: u64,
     ) -> Result<Self, AgentError> {
-        check_count("episodes_per_step", config.episodes_per_step)?;
-        let episodes = config.episodes_per_step;
         let engine = config.engine(
-            agent.policy().num_params(),
-            episodes,
+            config.episodes_per_step,
             1.0,
-            episodes as f64,
+            config.episodes_per_step as f64,
             noise_seed,
         )?;
         Ok(Self {
             agent,
             engine,
-            episodes_per_step: episodes,
+            episodes_per_step: config.episodes_per_step,
         })
     }
 
