@@ -36,12 +36,6 @@ use crate::report::plot::{DualAxisChart, Line};
 use crate::report::{format_number, Cell, Report};
 use crate::summary::SuiteOutcome;
 
-/// Environment steps at which the suite's non-private DQN ([`dqn_config`]) solved
-/// CartPole-v1 (mean of 25 consecutive returns ≥ 475) on every one of seeds 0, 1, 2, measured
-/// with `suite dpsgd --methods ldp-dqn --ldp-noise 0 --seeds 0,1,2` (σ = 0 observation noise:
-/// plain DQN): first solved at 77,632, 65,566 and 108,869 steps; rounded up.
-pub const CONTROL_BUDGET: u64 = 110_000;
-
 /// One setting of the protocol.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Setting {

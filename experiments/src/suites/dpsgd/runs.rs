@@ -35,8 +35,8 @@ struct RunConfig<'a> {
     plan: &'a DpsgdPlan,
 }
 
-/// What one run's `summary.json` holds (read back by the leakage suite:
-/// [`crate::summary::DpsgdRunSummary`]).
+/// What one run's `summary.json` holds (read back by the leakage suite through
+/// [`crate::summary::read_summaries`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunSummary {
     /// The private training method.

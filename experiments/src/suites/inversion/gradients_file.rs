@@ -18,7 +18,8 @@ use privrl_attacks::{
 use serde::de::DeserializeOwned;
 
 use super::model_job::ModelArg;
-use super::{InversionPlan, Method};
+use super::method::Method;
+use super::plan::InversionPlan;
 use crate::backend::BackendTask;
 
 /// Header key of the network kind.

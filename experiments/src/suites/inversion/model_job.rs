@@ -15,7 +15,9 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use super::samples_dir::UserSamples;
-use super::{InversionPlan, Method, VictimWidth};
+use super::plan::VictimWidth;
+use super::method::Method;
+use super::plan::InversionPlan;
 use crate::backend::BackendTask;
 
 /// The victim network of `cargo xtask attack`.

@@ -6,7 +6,7 @@ use privrl_attacks::{ImageScores, InversionRow, Sample};
 use privrl_envs::room::RoomSetting;
 use privrl_envs::{Image, MultimodalObs};
 
-use super::Method;
+use super::method::Method;
 use crate::room_sheet::{bbox_pixels, draw_sheet, SheetCell};
 use crate::run::RunDir;
 

@@ -12,8 +12,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::plan::{KickstartError, KickstartPlan};
-use super::students::{checkpoint_interval, suite_dir_name, Sitting};
+use super::plan::{suite_dir_name, KickstartError, KickstartPlan};
+use super::sitting::{checkpoint_interval, Sitting};
 use crate::report::format_number;
 use crate::report::plot::LearningCurves;
 use crate::run::{read_json, RunDir};

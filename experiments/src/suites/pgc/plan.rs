@@ -6,7 +6,7 @@ use privrl_agents::pgc::SubmissionOrder;
 use privrl_privacy::{Epsilon, MechanismKind};
 use serde::Serialize;
 
-use super::ablation::{MechanismFactors, Setting};
+use super::setting::{MechanismFactors, Setting};
 use super::learner::{for_mechanism, LearnerArgs, OptimizerChoice, PerMechanism};
 use crate::backend::BackendChoice;
 use crate::mechanism_arg::{MechanismParser, PGC_MECHANISMS};

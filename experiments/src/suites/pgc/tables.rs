@@ -25,14 +25,12 @@ use privrl_agents::pgc::{median_first_success, relative_area};
 use privrl_privacy::{Epsilon, MechanismKind};
 use serde::Serialize;
 
-use super::ablation::{
-    fst_text, order_sentence, read_units, run_units, units_dir, write_units_csv, Setting, Unit,
-    PAPER_CUTOFF,
-};
+use super::ablation::{fst_text, order_sentence, write_units_csv, PAPER_CUTOFF};
 use super::learner::LearnerArgs;
 use super::plan::PgcSuiteArgs;
 use super::report::paper_values;
-use super::trial::{buffer_size, runs_at};
+use super::setting::{buffer_size, runs_at, Setting};
+use super::units::{read_units, run_units, units_dir, Unit};
 use crate::report::{Cell, Report};
 use crate::summary::{Headline, SuiteOutcome};
 
