@@ -27,14 +27,15 @@ use serde::{Deserialize, Serialize};
 
 use super::plan::{dqn_config, DpsgdArgs};
 use super::protocol::{
-    claims_section, epsilon_by_accountant, finish, judge_claims, run_missing_units, unit_dir,
-    write_unit, Claim, UnitOutcome, UnitSetting, UnitTask,
+    claims_section, epsilon_by_accountant, finish, judge_claims, run_missing_units, store,
+    unit_path, unit_text, write_unit, Claim, UnitOutcome, UnitSetting, UnitTask,
 };
 use super::{mean, ENV, SOLVED_RETURN, SOLVED_WINDOW};
 use crate::backend::BackendTask;
 use crate::report::plot::{DualAxisChart, Line};
 use crate::report::{format_number, Cell, Report};
 use crate::summary::SuiteOutcome;
+use crate::unit::Unit;
 
 /// One setting of the protocol.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -212,7 +213,18 @@ impl UnitOutcome for UnitSummary {
     }
 }
 
+impl Unit for UnitSummary {
+    type Setting = Setting;
+    fn path(root: &Path, setting: &Setting, seed: u64) -> PathBuf {
+        unit_path(root, &setting.slug, seed)
+    }
+    fn text(&self) -> Result<String> {
+        unit_text(self)
+    }
+}
+
 impl UnitSetting for Setting {
+    type Unit = UnitSummary;
     fn slug(&self) -> &str {
         &self.slug
     }
@@ -300,7 +312,7 @@ impl BackendTask for UnitTask<'_, Setting> {
             failed,
             wall_s: start.elapsed().as_secs_f64(),
         };
-        write_unit(&unit_dir(self.dir, &setting.slug, seed), &rows, &summary)
+        write_unit(self.dir, setting, seed, &rows, &summary)
     }
 }
 
@@ -371,7 +383,7 @@ fn read_curve(unit: &Path) -> Result<Vec<(f64, f64, f64)>> {
 
 /// Every unit summary under `dir/units`, in path order.
 fn read_units(dir: &Path) -> Result<Vec<(PathBuf, UnitSummary)>> {
-    crate::summary::read_summaries(&dir.join("units"))
+    store(dir).read_all()
 }
 
 /// The slides' DQN claims (paper 004) and the criteria that judge them, written before the
@@ -569,6 +581,7 @@ pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::protocol::unit_dir;
     use super::*;
 
     use crate::backend::BackendChoice;

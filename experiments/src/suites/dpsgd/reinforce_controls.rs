@@ -29,13 +29,14 @@ use serde::{Deserialize, Serialize};
 use super::plan::DpsgdArgs;
 use super::protocol::{
     claims_section, epsilon_by_accountant, finish, judge_claims, run_missing_units, seeds,
-    unit_dir, write_unit, Claim, UnitOutcome, UnitSetting, UnitTask,
+    unit_path, unit_text, write_unit, Claim, UnitOutcome, UnitSetting, UnitTask,
 };
 use super::{mean, ENV, SOLVED_RETURN, SOLVED_WINDOW};
 use crate::backend::BackendTask;
 use crate::report::plot::{median, Line, LineChart};
 use crate::report::{format_number, Cell, Report};
 use crate::summary::SuiteOutcome;
+use crate::unit::Unit;
 
 /// Episodes per unit unless `--episodes` is given: where the suite's plain REINFORCE has
 /// solved CartPole-v1 (it did at episode 370 on seed 0 of `suite dpsgd --methods
@@ -198,7 +199,18 @@ impl UnitOutcome for ReinforceUnit {
     }
 }
 
+impl Unit for ReinforceUnit {
+    type Setting = ReinforceSetting;
+    fn path(root: &Path, setting: &ReinforceSetting, seed: u64) -> PathBuf {
+        unit_path(root, &setting.slug, seed)
+    }
+    fn text(&self) -> Result<String> {
+        unit_text(self)
+    }
+}
+
 impl UnitSetting for ReinforceSetting {
+    type Unit = ReinforceUnit;
     fn slug(&self) -> &str {
         &self.slug
     }
@@ -275,7 +287,7 @@ impl BackendTask for UnitTask<'_, ReinforceSetting> {
             failed,
             wall_s: start.elapsed().as_secs_f64(),
         };
-        write_unit(&unit_dir(self.dir, &setting.slug, seed), &rows, &summary)
+        write_unit(self.dir, setting, seed, &rows, &summary)
     }
 }
 
@@ -482,6 +494,7 @@ pub fn write_report(args: &DpsgdArgs) -> Result<SuiteOutcome> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::protocol::unit_dir;
     use super::*;
 
     use crate::backend::BackendChoice;

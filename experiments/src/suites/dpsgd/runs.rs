@@ -161,15 +161,10 @@ impl BackendTask for RunTask<'_> {
             plan,
         };
         // A complete run with the same config is reused, so an interrupted sweep resumes.
-        if run.is_complete() {
-            // Compared as parsed JSON on both sides, so float parsing cannot differ.
-            let now: serde_json::Value = serde_json::from_str(&serde_json::to_string(&config)?)?;
-            let same = now == crate::run::read_json::<serde_json::Value>(&run.file("config.json"))?;
-            if same {
-                let summary = crate::run::read_json(&run.file("summary.json"))?;
-                let curve = run.read_metrics()?.xy("episode", "mean_return_25")?;
-                return Ok(RunOutcome { summary, curve });
-            }
+        if run.completed_with(&config)? {
+            let summary = crate::run::read_json(&run.file("summary.json"))?;
+            let curve = run.read_metrics()?.xy("episode", "mean_return_25")?;
+            return Ok(RunOutcome { summary, curve });
         }
         run.write_config(&config)?;
         let dp_config = DpSgdTrainingConfig::new()

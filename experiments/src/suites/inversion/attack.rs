@@ -6,13 +6,12 @@ use privrl_envs::room::RoomSetting;
 use serde::Serialize;
 
 use super::gradients_file::{declared_model, GradientFileJob};
-use super::model_job::{room_user_samples, ModelArg, ModelJob};
-use super::samples_dir::{read_samples_dir, write_depth_png, write_rgb_png, UserSamples};
 use super::job::{room_samples, InversionJob};
-use super::plan::{paper_normalisation, VictimWidth};
 use super::method::Method;
-use super::plan::InversionPlan;
+use super::model_job::{room_user_samples, ModelArg, ModelJob};
+use super::plan::{paper_normalisation, InversionPlan, VictimWidth};
 use super::run_files::{reconstruction_sheet, write_rows};
+use super::samples_dir::{read_samples_dir, write_depth_png, write_rgb_png, UserSamples};
 use crate::backend::{dispatch, BackendChoice};
 use crate::run::{RunDir, RunName};
 

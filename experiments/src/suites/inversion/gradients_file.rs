@@ -17,8 +17,8 @@ use privrl_attacks::{
 };
 use serde::de::DeserializeOwned;
 
-use super::model_job::ModelArg;
 use super::method::Method;
+use super::model_job::ModelArg;
 use super::plan::InversionPlan;
 use crate::backend::BackendTask;
 

@@ -25,12 +25,11 @@ use crate::sweep::{run_parallel, Job};
 
 pub use self::attack::{run_attack, AttackArgs, SettingArg};
 pub use self::gradients_file::{model_metadata, CONFIG_KEY, MODEL_KEY};
-pub use self::plan::VictimWidth;
 pub(crate) use self::job::{room_samples, victim_config, InversionJob};
 pub use self::method::Method;
 pub use self::model_job::ModelArg;
-pub use self::plan::{InversionArgs, NormalisationArg};
 pub(crate) use self::plan::ENTROPY_WEIGHT;
+pub use self::plan::{InversionArgs, NormalisationArg, VictimWidth};
 pub(crate) use self::report::{failure_rate, summary, FAILURE_NOTE};
 pub(crate) use self::run_files::{reconstruction_sheet, write_rows};
 pub use self::samples_dir::{read_samples_dir, SampleFile, SamplesDirError, UserSamples};

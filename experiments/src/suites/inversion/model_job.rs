@@ -14,10 +14,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use super::samples_dir::UserSamples;
-use super::plan::VictimWidth;
 use super::method::Method;
-use super::plan::InversionPlan;
+use super::plan::{InversionPlan, VictimWidth};
+use super::samples_dir::UserSamples;
 use crate::backend::BackendTask;
 
 /// The victim network of `cargo xtask attack`.

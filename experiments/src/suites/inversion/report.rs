@@ -9,13 +9,12 @@ use privrl_attacks::{InversionRow, Sample};
 use privrl_envs::room::{RoomSetting, RoomType};
 
 use super::headline::headline;
+use super::method::Method;
+use super::plan::{InversionArgs, InversionPlan, NormalisationArg, VictimWidth};
+use super::run_files::{reconstruction_sheet, write_rows};
 use super::verdict::{
     criterion, format_paper, paper_table_one, verdict, PaperValue, Verdict, PAPER_QGI_TABLE_TWO,
 };
-use super::plan::VictimWidth;
-use super::method::Method;
-use super::plan::{InversionArgs, InversionPlan, NormalisationArg};
-use super::run_files::{reconstruction_sheet, write_rows};
 use crate::report::{format_mean_std, Cell, Report};
 use crate::run::{RunDir, RunName};
 use crate::summary::SuiteOutcome;

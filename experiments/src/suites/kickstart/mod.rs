@@ -28,8 +28,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
 
-use self::report::{write_ablation_report, write_report};
 use self::plan::suite_dir_name;
+use self::report::{write_ablation_report, write_report};
 use self::students::SuiteTask;
 use crate::backend::dispatch;
 use crate::run::{runs_root, write_json};

@@ -17,14 +17,15 @@ use privrl_privacy::PrivacyCost;
 use serde::{Deserialize, Serialize};
 
 use super::plan::{suite_dir_name, KickstartError, KickstartPlan};
-use super::sitting::{checkpoint_interval, without_threshold, Sitting, UnitProgress};
 use super::settings::{settings, Setting};
+use super::sitting::{checkpoint_interval, without_threshold, Sitting, UnitProgress};
 use super::teacher::{teacher, TeacherSummary};
 use crate::backend::BackendTask;
 use crate::report::format_number;
 use crate::report::plot::LearningCurves;
-use crate::run::{read_json, RunDir};
+use crate::run::{read_json, RunDir, SUMMARY_FILE};
 use crate::sweep::{run_parallel, Job, JobProgress};
+use crate::unit::{seed_major, Unit, UnitStore};
 
 /// `summary.json` of one (setting, seed) run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -62,6 +63,21 @@ impl StudentSummary {
         self.epochs_to_threshold = first_at_least(&self.curve, threshold);
         self.threshold = threshold;
         self
+    }
+}
+
+/// The run directory of `setting` (by name) at `seed`: `<setting>-seed<k>`.
+pub(super) fn unit_name(setting: &str, seed: u64) -> String {
+    format!("{setting}-seed{seed}")
+}
+
+/// A student's (or baseline's) unit is its run directory; its `summary.json` marks it
+/// finished, and is what the report reads.
+impl Unit for StudentSummary {
+    type Setting = Setting;
+
+    fn path(root: &Path, setting: &Setting, seed: u64) -> PathBuf {
+        root.join(unit_name(&setting.name, seed)).join(SUMMARY_FILE)
     }
 }
 
@@ -135,11 +151,7 @@ fn train_student<B: Backend>(
         epoch_reset,
         ..
     } = &job.setting;
-    let run = RunDir::create_in(
-        root,
-        &suite_dir_name(plan),
-        format!("{name}-seed{}", job.seed),
-    )?;
+    let run = RunDir::create_in(root, &suite_dir_name(plan), unit_name(name, job.seed))?;
     let ppo_config = plan.ppo_with_reset(hidden, *epoch_reset);
     let mut ppo = Ppo::<Autodiff<B>>::new(
         ppo_config.clone(),
@@ -184,12 +196,7 @@ fn train_student<B: Backend>(
     let config: serde_json::Value = serde_json::from_str(&config.to_string())?;
     // A finished run with the same configuration is read back instead of retrained, and
     // measured against the current threshold.
-    if run.is_complete()
-        && read_json::<serde_json::Value>(&run.file("config.json"))
-            .ok()
-            .map(without_threshold)
-            == Some(config.clone())
-    {
+    if run.completed_with_recorded(&config, without_threshold)? {
         return read_json::<StudentSummary>(&run.file("summary.json"))
             .map(|summary| Some(summary.measured_against(threshold)));
     }
@@ -331,31 +338,24 @@ impl BackendTask for SuiteTask {
             }
         }
         // Seed-major, so that an interrupted run has every setting at its first seeds.
-        let mut jobs = Vec::new();
-        for seed in 0..plan.seeds as u64 {
-            for setting in &settings {
-                jobs.push(Job::new(
-                    format!("{}-seed{seed}", setting.name),
-                    StudentJob {
-                        setting: setting.clone(),
-                        seed,
-                    },
-                ));
-            }
-        }
-        let planned = jobs.len();
+        let units = seed_major(&settings, 0..plan.seeds as u64);
+        let planned = units.len();
         let runs: Vec<Option<StudentSummary>> = if report_only {
-            let dir = root.join(suite_dir_name(&plan));
-            jobs.into_iter()
-                .filter_map(|job| {
-                    let unit = dir.join(&job.name);
-                    unit.join("summary.json").is_file().then(|| {
-                        read_json::<StudentSummary>(&unit.join("summary.json"))
-                            .map(|summary| Some(summary.measured_against(threshold)))
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?
+            let store = UnitStore::<StudentSummary>::new(root.join(suite_dir_name(&plan)));
+            let mut runs = Vec::new();
+            for (setting, seed) in &units {
+                if let Some(summary) = store.read(setting, *seed)? {
+                    runs.push(Some(summary.measured_against(threshold)));
+                }
+            }
+            runs
         } else {
+            let jobs = units
+                .into_iter()
+                .map(|(setting, seed)| {
+                    Job::new(unit_name(&setting.name, seed), StudentJob { setting, seed })
+                })
+                .collect();
             let random_return = teacher_summary.random_return;
             run_parallel(jobs, threads, |job, progress| {
                 train_student::<B>(

@@ -24,12 +24,12 @@ use crate::run::{suite_dir, RunName};
 use crate::summary::SuiteOutcome;
 use crate::sweep::{run_parallel, Job};
 
-pub use self::setting::{Factor, MechanismFactors};
 pub use self::learner::{
     for_mechanism, ActionsArg, ClockArg, LearnerArgs, LossArg, OptimizerChoice, PerMechanism,
     RewardArg,
 };
 pub use self::plan::{OrderArg, PgcSuiteArgs, TransportChoice};
+pub use self::setting::{Factor, MechanismFactors};
 pub use self::trial::TrialSummary;
 
 const SUITE: &str = "pgc";

@@ -251,7 +251,6 @@ pub(super) fn settings() -> Vec<Setting> {
     out
 }
 
-
 /// MAX_BUF of the paper's runs (Section 4.1): 100 for PRS, 1 for Laplace and the raw gradient.
 pub(super) fn buffer_size(mech: MechanismKind) -> usize {
     match mech {

@@ -17,7 +17,7 @@ use super::plan::PgcSuiteArgs;
 use super::setting::{Factor, Setting};
 use super::trial::TrialSummary;
 use crate::backend::{dispatch, BackendTask};
-use crate::run::{read_json, write_json};
+use crate::unit::{seed_major, UnitStore};
 #[cfg(test)]
 use {
     super::setting::buffer_size,
@@ -47,6 +47,15 @@ impl Unit {
     /// updates exactly), so that raising `--max-updates` extends the undecided trials only.
     pub(super) fn settled_within(&self, max_updates: u64) -> bool {
         self.summary.first_success.is_some() || self.max_updates >= max_updates
+    }
+}
+
+impl crate::unit::Unit for Unit {
+    type Setting = Setting;
+
+    /// `<setting>/seed<k>.json`.
+    fn path(root: &Path, setting: &Setting, seed: u64) -> PathBuf {
+        root.join(setting.name()).join(format!("seed{seed}.json"))
     }
 }
 
@@ -101,10 +110,6 @@ pub(super) fn units_dir(args: &PgcSuiteArgs, kind: &str, order: SubmissionOrder)
         (kind, SubmissionOrder::RoundRobin) => format!("{kind}-round-robin"),
     };
     args.results_dir.join(name)
-}
-
-fn unit_path(dir: &Path, setting: &Setting, seed: u64) -> PathBuf {
-    dir.join(setting.name()).join(format!("seed{seed}.json"))
 }
 
 /// One unit to run.
@@ -174,63 +179,39 @@ pub(super) fn run_units(
     if args.report_only {
         return Ok(());
     }
-    for k in 0..plan.trials {
-        let seed = plan.seed + k as u64;
-        for setting in settings {
-            let path = unit_path(dir, setting, seed);
-            if path.exists() && read_json::<Unit>(&path)?.settled_within(plan.max_updates) {
-                continue;
-            }
-            let start = Instant::now();
-            let unit = dispatch(
-                plan.backend,
-                UnitJob {
-                    setting: setting.clone(),
-                    seed,
-                    workers: plan.workers,
-                    max_updates: plan.max_updates,
-                    order: plan.order,
-                },
-            )?;
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)?;
-            }
-            write_json(&path, &unit)?;
-            println!(
-                "{} seed {seed}: FST {} after {} updates ({:.1} s)",
-                setting.name(),
-                unit.summary
-                    .first_success
-                    .map_or("∞".to_string(), |f| f.to_string()),
-                unit.summary.updates,
-                start.elapsed().as_secs_f64()
-            );
-            report()?;
-        }
+    let store = UnitStore::<Unit>::new(dir);
+    let seeds = (0..plan.trials).map(|k| plan.seed + k as u64);
+    for (setting, seed) in store.unsettled(&seed_major(settings, seeds), |unit| {
+        unit.settled_within(plan.max_updates)
+    })? {
+        let start = Instant::now();
+        let unit = dispatch(
+            plan.backend,
+            UnitJob {
+                setting: setting.clone(),
+                seed,
+                workers: plan.workers,
+                max_updates: plan.max_updates,
+                order: plan.order,
+            },
+        )?;
+        store.write(&setting, seed, &unit)?;
+        println!(
+            "{} seed {seed}: FST {} after {} updates ({:.1} s)",
+            setting.name(),
+            unit.summary
+                .first_success
+                .map_or("∞".to_string(), |f| f.to_string()),
+            unit.summary.updates,
+            start.elapsed().as_secs_f64()
+        );
+        report()?;
     }
     Ok(())
 }
 
 /// Every unit on disk under `dir`, by setting name.
 pub(super) fn read_units(dir: &Path) -> Result<Vec<Unit>> {
-    let mut units = Vec::new();
-    if !dir.exists() {
-        return Ok(units);
-    }
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_dir())
-        .collect();
-    entries.sort();
-    for setting_dir in entries {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&setting_dir)?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "json"))
-            .collect();
-        files.sort();
-        for file in files {
-            units.push(read_json(&file)?);
-        }
-    }
-    Ok(units)
+    let units = UnitStore::<Unit>::new(dir).read_all()?;
+    Ok(units.into_iter().map(|(_, unit)| unit).collect())
 }
