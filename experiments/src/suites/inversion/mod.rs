@@ -28,6 +28,8 @@ pub use self::gradients_file::{model_metadata, CONFIG_KEY, MODEL_KEY};
 pub(crate) use self::job::{room_samples, victim_config, InversionJob};
 pub use self::method::Method;
 pub use self::model_job::ModelArg;
+#[cfg(test)]
+pub(crate) use self::plan::InversionPlan;
 pub(crate) use self::plan::ENTROPY_WEIGHT;
 pub use self::plan::{InversionArgs, NormalisationArg, VictimWidth};
 pub(crate) use self::report::{failure_rate, summary, FAILURE_NOTE};

@@ -455,8 +455,12 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::setting::Factor;
     use super::*;
-    use privrl_agents::{Exploration, GreedyAction, LossReduction, OptimizerKind, RewardScheme};
+    use privrl_agents::{
+        A3cConfig, Exploration, GreedyAction, LossReduction, OptimizerKind, RewardScheme,
+    };
+    use privrl_privacy::Epsilon;
 
     #[test]
     fn the_verdict_criterion_by_hand() {

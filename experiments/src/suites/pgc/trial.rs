@@ -171,6 +171,7 @@ fn downsample(curve: &[(f64, f64)], points: usize) -> Vec<(f64, f64)> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::setting::{buffer_size, runs_at};
     use super::*;
     use crate::suites::pgc::tests::{parse, Cli};
     use crate::suites::pgc::OptimizerChoice;
