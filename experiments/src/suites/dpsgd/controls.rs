@@ -409,15 +409,52 @@ const CLAIMS: [Claim; 3] = [
 pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
     let units = read_units(dir)?;
     let settings = settings(args);
-    let of = |slug: &str| -> Vec<&UnitSummary> {
-        units
-            .iter()
-            .map(|(_, u)| u)
-            .filter(|u| u.setting.slug == slug && u.budget == args.budget)
-            .collect()
-    };
+    let of = |slug: &str| units_of(&units, slug, args.budget);
     let mut report = Report::new(dir, "DP-SGD DQN to a solving budget, with controls");
-    report.paragraph(&format!(
+    report.paragraph(&protocol_paragraph(args));
+    settings_table(&mut report, &settings, &units, args.budget);
+
+    // The slides' claims, judged by the criteria fixed in CLAIMS.
+    let verdicts = judge_claims(
+        args,
+        "plain",
+        &format!("clip-only-c{}", args.clip),
+        |s| format!("dp-sigma{s}-c{}", args.clip),
+        of,
+    );
+    claims_section(
+        &mut report,
+        "The slides' DQN figures are images without numbers; their claims are judged by the \
+         criteria below, fixed in the code before any run. The controls (clip only, C sweep, \
+         adaptive clipping, Huber) have no counterpart in the slides: they are reported above, \
+         not judged.",
+        &CLAIMS,
+        &verdicts,
+    );
+    return_and_epsilon_plot(&mut report, dir, args, &units, &settings)?;
+    report.reproduce([format!(
+        "cargo xtask suite dpsgd --dqn-controls --budget {} --seeds 0,1,2 --threads 2",
+        args.budget
+    )]);
+    finish(report, &CLAIMS, &verdicts)
+}
+
+/// The units of setting `slug` run to `budget`.
+fn units_of<'u>(
+    units: &'u [(PathBuf, UnitSummary)],
+    slug: &str,
+    budget: u64,
+) -> Vec<&'u UnitSummary> {
+    units
+        .iter()
+        .map(|(_, u)| u)
+        .filter(|u| u.setting.slug == slug && u.budget == budget)
+        .collect()
+}
+
+/// The protocol: the DQN, the budget, what solved means and what ε protects.
+fn protocol_paragraph(args: &DpsgdArgs) -> String {
+    format!(
         "{ENV}; the suite's DQN (3-layer MLP, h = 128, |B| = 128, Adam 1e-3, a gradient step \
          every 2nd environment step, buffer 10k); budget {} environment steps per run (where \
          non-private DQN solved on seeds 0, 1, 2). Solved: the mean of {SOLVED_WINDOW} \
@@ -428,10 +465,19 @@ pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
         args.budget,
         args.adjacency.name(),
         args.delta
-    ));
+    )
+}
+
+/// The table of every setting: seeds, failures, solves, returns, ε and the final clip.
+fn settings_table(
+    report: &mut Report,
+    settings: &[Setting],
+    units: &[(PathBuf, UnitSummary)],
+    budget: u64,
+) {
     let mut rows = Vec::new();
-    for setting in &settings {
-        let us = of(&setting.slug);
+    for setting in settings {
+        let us = units_of(units, &setting.slug, budget);
         let solved: Vec<f64> = us
             .iter()
             .filter_map(|u| u.solved_at_env_step.map(|s| s as f64))
@@ -488,26 +534,16 @@ pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
         ],
         rows,
     );
+}
 
-    // The slides' claims, judged by the criteria fixed in CLAIMS.
-    let verdicts = judge_claims(
-        args,
-        "plain",
-        &format!("clip-only-c{}", args.clip),
-        |s| format!("dp-sigma{s}-c{}", args.clip),
-        of,
-    );
-    claims_section(
-        &mut report,
-        "The slides' DQN figures are images without numbers; their claims are judged by the \
-         criteria below, fixed in the code before any run. The controls (clip only, C sweep, \
-         adaptive clipping, Huber) have no counterpart in the slides: they are reported above, \
-         not judged.",
-        &CLAIMS,
-        &verdicts,
-    );
-
-    // Return against env steps, ε on the second axis.
+/// Return against env steps, ε on the second axis: written when both have a line.
+fn return_and_epsilon_plot(
+    report: &mut Report,
+    dir: &Path,
+    args: &DpsgdArgs,
+    units: &[(PathBuf, UnitSummary)],
+    settings: &[Setting],
+) -> Result<()> {
     let grid: Vec<f64> = (1..=40)
         .map(|i| args.budget as f64 * i as f64 / 40.0)
         .collect();
@@ -521,7 +557,7 @@ pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
         ));
     let mut has_epsilon = false;
     let mut has_return = false;
-    for setting in &settings {
+    for setting in settings {
         let curves: Vec<Vec<(f64, f64, f64)>> = units
             .iter()
             .filter(|(_, u)| u.setting.slug == setting.slug && u.budget == args.budget)
@@ -566,11 +602,7 @@ pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
             &files,
         );
     }
-    report.reproduce([format!(
-        "cargo xtask suite dpsgd --dqn-controls --budget {} --seeds 0,1,2 --threads 2",
-        args.budget
-    )]);
-    finish(report, &CLAIMS, &verdicts)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -327,15 +327,51 @@ pub fn write_report(args: &DpsgdArgs) -> Result<SuiteOutcome> {
     let units: Vec<(PathBuf, ReinforceUnit)> = crate::summary::read_summaries(&dir.join("units"))?;
     let budget = budget(args);
     let settings = settings(args);
-    let of = |slug: &str| -> Vec<&ReinforceUnit> {
-        units
-            .iter()
-            .map(|(_, u)| u)
-            .filter(|u| u.setting.slug == slug && u.budget == budget)
-            .collect()
-    };
+    let of = |slug: &str| units_of(&units, slug, budget);
     let mut report = Report::new(&dir, "DP-SGD REINFORCE against plain REINFORCE");
-    report.paragraph(&format!(
+    report.paragraph(&protocol_paragraph(args, budget));
+    settings_table(&mut report, &settings, &units, budget);
+
+    // The slides' claims, judged by the criteria fixed in CLAIMS, on the L = 1 settings.
+    let verdicts = judge_claims(
+        args,
+        "plain-l1",
+        &format!("clip-only-c{}-l1", args.clip),
+        |s| format!("dp-sigma{s}-c{}-l1", args.clip),
+        of,
+    );
+    claims_section(
+        &mut report,
+        "The slides' REINFORCE figures are images without numbers; their claims are judged by \
+         the criteria below, fixed in the code before any run. The clip-only and batch (L) \
+         controls have no counterpart in the slides: they are reported above, not judged. The \
+         slides' code clips each parameter tensor to C and adds σC noise to each; here the \
+         whole gradient is clipped to C (Abadi et al.), so the slides' σ is σ/√P here for P \
+         tensors (P = 4).",
+        &CLAIMS,
+        &verdicts,
+    );
+    return_plot(&mut report, &dir, &units, &settings, budget)?;
+    report.reproduce([reproduce_command(args, budget)?]);
+    finish(report, &CLAIMS, &verdicts)
+}
+
+/// The units of setting `slug` run to `budget` episodes.
+fn units_of<'u>(
+    units: &'u [(PathBuf, ReinforceUnit)],
+    slug: &str,
+    budget: usize,
+) -> Vec<&'u ReinforceUnit> {
+    units
+        .iter()
+        .map(|(_, u)| u)
+        .filter(|u| u.setting.slug == slug && u.budget == budget)
+        .collect()
+}
+
+/// The protocol: the REINFORCE agent, the DP-SGD step, what solved means and what ε protects.
+fn protocol_paragraph(args: &DpsgdArgs, budget: usize) -> String {
+    format!(
         "{ENV}; the slides' REINFORCE (2-layer MLP, h = 128, dropout 0.5, Adam 0.01, normalised \
          returns), {budget} episodes per run. Every setting is one DP-SGD step per L episodes: \
          each episode's gradient clipped to C (flat L2), N(0, σ²C²I) added once to their sum, \
@@ -346,10 +382,19 @@ pub fn write_report(args: &DpsgdArgs) -> Result<SuiteOutcome> {
          Units: `units/<setting>-seed<k>/`; this report is regenerated from whichever exist.",
         args.adjacency.name(),
         args.delta
-    ));
+    )
+}
+
+/// The table of every setting: seeds, failures, solves, returns, ε and wall time.
+fn settings_table(
+    report: &mut Report,
+    settings: &[ReinforceSetting],
+    units: &[(PathBuf, ReinforceUnit)],
+    budget: usize,
+) {
     let mut rows = Vec::new();
-    for setting in &settings {
-        let us = of(&setting.slug);
+    for setting in settings {
+        let us = units_of(units, &setting.slug, budget);
         let solved: Vec<f64> = us
             .iter()
             .filter_map(|u| u.solved_at_episode.map(|s| s as f64))
@@ -395,38 +440,26 @@ pub fn write_report(args: &DpsgdArgs) -> Result<SuiteOutcome> {
         ],
         rows,
     );
+}
 
-    // The slides' claims, judged by the criteria fixed in CLAIMS, on the L = 1 settings.
-    let verdicts = judge_claims(
-        args,
-        "plain-l1",
-        &format!("clip-only-c{}-l1", args.clip),
-        |s| format!("dp-sigma{s}-c{}-l1", args.clip),
-        of,
-    );
-    claims_section(
-        &mut report,
-        "The slides' REINFORCE figures are images without numbers; their claims are judged by \
-         the criteria below, fixed in the code before any run. The clip-only and batch (L) \
-         controls have no counterpart in the slides: they are reported above, not judged. The \
-         slides' code clips each parameter tensor to C and adds σC noise to each; here the \
-         whole gradient is clipped to C (Abadi et al.), so the slides' σ is σ/√P here for P \
-         tensors (P = 4).",
-        &CLAIMS,
-        &verdicts,
-    );
-
-    // Mean of 25 returns against episodes, mean over seeds, on a 40-point grid.
+/// Mean of 25 returns against episodes, mean over seeds, on a 40-point grid.
+fn return_plot(
+    report: &mut Report,
+    dir: &Path,
+    units: &[(PathBuf, ReinforceUnit)],
+    settings: &[ReinforceSetting],
+    budget: usize,
+) -> Result<()> {
     let grid: Vec<f64> = (1..=40).map(|i| budget as f64 * i as f64 / 40.0).collect();
     let mut chart = LineChart::new(format!("DP-SGD REINFORCE on {ENV}"))
         .x_label("episode")
         .y_label("mean return of the last 25 episodes (mean over seeds)");
     let mut any = false;
-    for setting in &settings {
+    for setting in settings {
         let curves: Vec<Vec<(f64, f64)>> = units
             .iter()
             .filter(|(_, u)| u.setting.slug == setting.slug && u.budget == budget)
-            .map(|(path, _)| read_curve(path.parent().unwrap_or(&dir)))
+            .map(|(path, _)| read_curve(path.parent().unwrap_or(dir)))
             .collect::<Result<_>>()?;
         let points: Vec<(f64, f64)> = grid
             .iter()
@@ -451,6 +484,11 @@ pub fn write_report(args: &DpsgdArgs) -> Result<SuiteOutcome> {
             &files,
         );
     }
+    Ok(())
+}
+
+/// The command that reproduces the report.
+fn reproduce_command(args: &DpsgdArgs, budget: usize) -> Result<String> {
     let join = |v: &[f64]| {
         v.iter()
             .map(|x| x.to_string())
@@ -458,7 +496,7 @@ pub fn write_report(args: &DpsgdArgs) -> Result<SuiteOutcome> {
             .join(",")
     };
     let seeds = seeds(args)?;
-    report.reproduce([format!(
+    Ok(format!(
         "cargo xtask suite dpsgd --reinforce-controls --episodes {budget} --seeds {} \
          --sigma-sweep {} --control-sigma {} --clip {} --reinforce-batch-sweep {} \
          --accountant {} --threads 1",
@@ -476,8 +514,7 @@ pub fn write_report(args: &DpsgdArgs) -> Result<SuiteOutcome> {
             .collect::<Vec<_>>()
             .join(","),
         args.accountant
-    )]);
-    finish(report, &CLAIMS, &verdicts)
+    ))
 }
 
 #[cfg(test)]
