@@ -76,9 +76,13 @@ pub(super) fn write_report(
     let main_width = args.victim_widths()?[0];
     let mut tables = Tables::default();
     for (_, (method, setting, width, rows)) in &outcomes {
-        tables
-            .sheets
-            .extend(write_run_dir(args, &plan, (*method, *setting, *width), rows, &truths)?);
+        tables.sheets.extend(write_run_dir(
+            args,
+            &plan,
+            (*method, *setting, *width),
+            rows,
+            &truths,
+        )?);
         tables.add(*method, *setting, *width, rows, main_width, &room_types);
     }
     images_and_vector_tables(&mut report, tables.table_one, tables.table_two);
@@ -229,15 +233,20 @@ impl Tables {
             if rows.iter().all(|r| scores(r).is_none()) {
                 continue;
             }
-            let (cells, verdict) =
-                table_one_row((method, setting, width), (modality, depth), rows, room_types);
+            let (cells, verdict) = table_one_row(
+                (method, setting, width),
+                (modality, depth),
+                rows,
+                room_types,
+            );
             self.verdicts.extend(verdict);
             self.table_one.push(cells);
         }
         if method == Method::Qgi && setting == RoomSetting::S1 {
             self.verdicts.extend(table_two_verdicts(width, rows));
         }
-        self.table_two.push(table_two_row(method, setting, width, rows));
+        self.table_two
+            .push(table_two_row(method, setting, width, rows));
     }
 }
 

@@ -215,8 +215,8 @@ fn table_cells(
             "∞".into()
         }
     });
-    let relative = relative_area(cell, baseline, horizon)
-        .map_or("n/a".to_string(), |r| format!("{r:.3}"));
+    let relative =
+        relative_area(cell, baseline, horizon).map_or("n/a".to_string(), |r| format!("{r:.3}"));
     [
         Cell::from(format!("{median} ({paper_fst})")),
         Cell::from(format!(
