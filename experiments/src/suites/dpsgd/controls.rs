@@ -256,10 +256,7 @@ impl BackendTask for UnitTask<'_, Setting> {
         let bar = self.progress.bar(args.budget);
         // The curve's ε after every episode is RDP's: a PLD ε composes the whole schedule
         // (thousands of distinct q_t), minutes each; the header says which.
-        let mut rows = String::from(match args.accountant {
-            AccountantKind::Rdp => "episode,env_steps,return,mean_return_25,epsilon\n",
-            AccountantKind::Pld => "episode,env_steps,return,mean_return_25,epsilon_rdp\n",
-        });
+        let mut rows = CurveColumn::header(&CurveColumn::ALL, args.accountant);
         let mut failed = None;
         let start = Instant::now();
         while agent.log().env_steps < args.budget {
@@ -349,12 +346,58 @@ impl<B: burn::tensor::backend::AutodiffBackend> UnitAgent<B> {
     }
 }
 
+/// The columns of a unit's `curve.csv`, in file order: the header is written from them and
+/// the report reads each back by its position. REINFORCE units have no ε column.
+#[derive(Clone, Copy)]
+pub(super) enum CurveColumn {
+    Episode,
+    EnvSteps,
+    Return,
+    MeanReturn25,
+    Epsilon,
+}
+
+impl CurveColumn {
+    /// Every column, in file order.
+    pub(super) const ALL: [CurveColumn; 5] = [
+        CurveColumn::Episode,
+        CurveColumn::EnvSteps,
+        CurveColumn::Return,
+        CurveColumn::MeanReturn25,
+        CurveColumn::Epsilon,
+    ];
+
+    /// The column's name in the header. The curve's ε after every episode is RDP's, so under
+    /// the PLD accountant it is named `epsilon_rdp`.
+    pub(super) fn name(self, accountant: AccountantKind) -> &'static str {
+        match (self, accountant) {
+            (CurveColumn::Episode, _) => "episode",
+            (CurveColumn::EnvSteps, _) => "env_steps",
+            (CurveColumn::Return, _) => "return",
+            (CurveColumn::MeanReturn25, _) => "mean_return_25",
+            (CurveColumn::Epsilon, AccountantKind::Rdp) => "epsilon",
+            (CurveColumn::Epsilon, AccountantKind::Pld) => "epsilon_rdp",
+        }
+    }
+
+    /// The column's position in a row.
+    pub(super) fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The header line of `columns` (in file order), newline-terminated.
+    pub(super) fn header(columns: &[CurveColumn], accountant: AccountantKind) -> String {
+        let names: Vec<&str> = columns.iter().map(|c| c.name(accountant)).collect();
+        format!("{}\n", names.join(","))
+    }
+}
+
 /// The first env step of `curve.csv` text whose mean of 25 returns reaches 475.
 fn solved_at(rows: &str) -> Option<u64> {
     rows.lines().skip(1).find_map(|line| {
         let cells: Vec<&str> = line.split(',').collect();
-        let recent: f64 = cells.get(3)?.parse().ok()?;
-        (recent >= SOLVED_RETURN).then(|| cells[1].parse().ok())?
+        let recent: f64 = cells.get(CurveColumn::MeanReturn25.index())?.parse().ok()?;
+        (recent >= SOLVED_RETURN).then(|| cells[CurveColumn::EnvSteps.index()].parse().ok())?
     })
 }
 
@@ -367,9 +410,12 @@ fn read_curve(unit: &Path) -> Result<Vec<(f64, f64, f64)>> {
         .skip(1)
         .filter_map(|line| {
             let c: Vec<&str> = line.split(',').collect();
-            let x = c.get(1)?.parse().ok()?;
-            let y = c.get(3)?.parse().ok()?;
-            let e = c.get(4).and_then(|e| e.parse().ok()).unwrap_or(f64::NAN);
+            let x = c.get(CurveColumn::EnvSteps.index())?.parse().ok()?;
+            let y = c.get(CurveColumn::MeanReturn25.index())?.parse().ok()?;
+            let e = c
+                .get(CurveColumn::Epsilon.index())
+                .and_then(|e| e.parse().ok())
+                .unwrap_or(f64::NAN);
             Some((x, y, e))
         })
         .collect())

@@ -26,6 +26,7 @@ use privrl_agents::{Agent, DpSgdReinforce, DpSgdTrainingConfig, Reinforce, Reinf
 use privrl_privacy::{AccountantKind, Adjacency};
 use serde::{Deserialize, Serialize};
 
+use super::controls::CurveColumn;
 use super::plan::DpsgdArgs;
 use super::protocol::{
     claims_section, epsilon_by_accountant, finish, judge_claims, run_missing_units, seeds,
@@ -229,7 +230,7 @@ impl BackendTask for UnitTask<'_, ReinforceSetting> {
         // Under `--noise-rng secure` this seed is not used.
         let mut agent = DpSgdReinforce::new(reinforce, &config, seed ^ 0xd9_5e0d)?;
         let bar = self.progress.bar(budget as u64);
-        let mut rows = String::from("episode,env_steps,return,mean_return_25\n");
+        let mut rows = CurveColumn::header(&CurveColumn::ALL[..4], AccountantKind::Rdp);
         let mut failed = None;
         let start = Instant::now();
         while agent.agent().episode_log().episodes() < budget {
@@ -316,7 +317,10 @@ fn read_curve(unit: &Path) -> Result<Vec<(f64, f64)>> {
         .skip(1)
         .filter_map(|line| {
             let c: Vec<&str> = line.split(',').collect();
-            Some((c.first()?.parse().ok()?, c.get(3)?.parse().ok()?))
+            Some((
+                c.get(CurveColumn::Episode.index())?.parse().ok()?,
+                c.get(CurveColumn::MeanReturn25.index())?.parse().ok()?,
+            ))
         })
         .collect())
 }
