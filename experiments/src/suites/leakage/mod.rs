@@ -152,13 +152,16 @@ fn jobs(
 /// One attack's outcome: the method, the defence, the batch size and a row per sample.
 type LeakageOutcome = (Method, GradientMechanismConfig, usize, Vec<InversionRow>);
 
+/// The single-sample cells, and the batch cells with their batch size.
+type Cells = (Vec<CellResult>, Vec<(usize, CellResult)>);
+
 /// Writes every cell's run directory and returns the single-sample cells and the batch cells.
 fn write_cells(
     root: &Path,
     plan: &LeakagePlan,
     samples: &[Sample],
     outcomes: Vec<(String, LeakageOutcome)>,
-) -> Result<(Vec<CellResult>, Vec<(usize, CellResult)>)> {
+) -> Result<Cells> {
     let (mut cells, mut batch_cells) = (Vec::new(), Vec::new());
     for (name, (method, defence, batch_size, rows)) in outcomes {
         let run = RunDir::create_in(root, "leakage", &name)?;
