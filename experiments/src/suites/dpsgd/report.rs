@@ -1,7 +1,7 @@
 //! The suite's report: the sweep's points (a method at a noise level, over seeds), the table,
 //! the slides' figures against σ, the learning curves and the command that reproduces it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use plotters::prelude::SeriesLabelPosition;
@@ -90,7 +90,31 @@ pub(super) fn write_report(
         &dir,
         "DP-SGD and local DP for REINFORCE and DQN on CartPole-v1",
     );
-    report.paragraph(&format!(
+    report.paragraph(&method_paragraph(plan));
+    report.paragraph(&plan.noise_rng.report_line());
+    let epsilon_note = format!(
+        "{}; REINFORCE's ε is per episode and DQN's per transition: one x axis of σ, not \
+         of ε, because the two are not comparable",
+        plan.adjacency.name()
+    );
+    privacy_section(&mut report, plan);
+    sweep_table(&mut report, plan, &points);
+    figures_section(&mut report, &dir, plan, &points, &epsilon_note)?;
+    let command = reproduce_command(args, plan);
+    let headline = headline(&points);
+    headline.add_to(&mut report);
+    report.reproduce([command]);
+    let path = report.write()?;
+    println!("wrote {}", path.display());
+    Ok(SuiteOutcome {
+        report: path,
+        headline,
+    })
+}
+
+/// The slides' agents and this sweep's settings.
+fn method_paragraph(plan: &DpsgdPlan) -> String {
+    format!(
         "Doulazmi & Odonnat, *Differential Privacy in Reinforcement Learning* (MVA slides, 2023). \
          REINFORCE: a 2-layer perceptron (h = 128, dropout 0.5), one episode per gradient, Adam \
          lr {}. DQN: a 3-layer perceptron (h = 128), |B| = {}, Adam lr {}, buffer {}, ε-greedy \
@@ -111,13 +135,11 @@ pub(super) fn write_report(
         plan.dqn_steps,
         plan.seeds,
         plan.backend,
-    ));
-    report.paragraph(&plan.noise_rng.report_line());
-    let epsilon_note = format!(
-        "{}; REINFORCE's ε is per episode and DQN's per transition: one x axis of σ, not \
-         of ε, because the two are not comparable",
-        plan.adjacency.name()
-    );
+    )
+}
+
+/// The privacy each run spends: adjacency, accountant and unit of privacy per agent.
+fn privacy_section(report: &mut Report, plan: &DpsgdPlan) {
     report.heading("The privacy each run spends").bullets([
         format!(
             "Every ε is stated under **{}** adjacency (`--adjacency`; add/remove is Opacus' \
@@ -145,9 +167,12 @@ pub(super) fn write_report(
          slides' 'need for theoretical guarantees')."
             .to_string(),
     ]);
+}
 
+/// The sweep table: one row per method and noise level.
+fn sweep_table(report: &mut Report, plan: &DpsgdPlan, points: &[Point]) {
     let mut rows = Vec::new();
-    for point in &points {
+    for point in points {
         rows.push(vec![
             Cell::from(point.method.name()),
             Cell::from(format_number(point.noise)),
@@ -195,22 +220,31 @@ pub(super) fn write_report(
         ],
         rows,
     );
+}
 
+/// The noise-level charts per family (DP-SGD, LDP) and each method's learning curves.
+fn figures_section(
+    report: &mut Report,
+    dir: &Path,
+    plan: &DpsgdPlan,
+    points: &[Point],
+    epsilon_note: &str,
+) -> Result<()> {
     let dp_sgd: Vec<&Point> = points.iter().filter(|p| p.method.is_dp_sgd()).collect();
     let ldp: Vec<&Point> = points.iter().filter(|p| !p.method.is_dp_sgd()).collect();
     let mut plots = Vec::new();
     if !dp_sgd.is_empty() {
         plots.extend(family_charts(
-            &dir,
+            dir,
             "DP-SGD",
             "noise multiplier σ",
             &dp_sgd,
-            &epsilon_note,
+            epsilon_note,
         )?);
     }
     if !ldp.is_empty() {
         plots.extend(family_charts(
-            &dir,
+            dir,
             "LDP",
             "observation noise σ (× IQR)",
             &ldp,
@@ -234,7 +268,11 @@ pub(super) fn write_report(
             &files,
         );
     }
+    Ok(())
+}
 
+/// The command that reproduces the report.
+fn reproduce_command(args: &DpsgdArgs, plan: &DpsgdPlan) -> String {
     let command = if args.quick {
         match plan.adjacency {
             privrl_privacy::Adjacency::AddRemove => "cargo xtask suite dpsgd --quick".to_string(),
@@ -260,14 +298,5 @@ pub(super) fn write_report(
     } else {
         command
     };
-    let command = command + plan.noise_rng.reproduce_flag();
-    let headline = headline(&points);
-    headline.add_to(&mut report);
-    report.reproduce([command]);
-    let path = report.write()?;
-    println!("wrote {}", path.display());
-    Ok(SuiteOutcome {
-        report: path,
-        headline,
-    })
+    command + plan.noise_rng.reproduce_flag()
 }

@@ -159,29 +159,13 @@ fn train_student<B: Backend>(
         device,
         job.seed,
     )?;
-    let mut shared = None;
-    let mut teacher_config = None;
-    let mut student_config = None;
-    if let Some(kick) = kick {
-        let tc = plan.teacher_config(teacher.actions(), kick)?;
-        let private = Arc::new(Mutex::new(PrivateTeacher::new(
-            teacher.clone(),
-            tc.clone(),
-            job.seed + 1_000_000,
-        )?));
-        let sc = PrivacyAwareConfig::new()
-            .with_lambda(kick.lambda)
-            .with_beta(plan.beta)
-            .with_balance(plan.balance)
-            .with_ignore_uninformative(kick.ignore_uninformative);
-        ppo.set_auxiliary_loss(Box::new(PrivacyAwareKickstarting::new(
-            private.clone(),
-            sc.clone(),
-        )?));
-        shared = Some(private);
-        teacher_config = Some(tc);
-        student_config = Some(sc);
-    }
+    let (shared, teacher_config, student_config) = match kick {
+        Some(kick) => {
+            let (private, tc, sc) = kickstarting::<B>(plan, job, teacher, kick, &mut ppo)?;
+            (Some(private), Some(tc), Some(sc))
+        }
+        None => (None, None, None),
+    };
     let config = serde_json::json!({
         "setting": job.setting,
         "seed": job.seed,
@@ -217,17 +201,7 @@ fn train_student<B: Backend>(
         let stats = ppo.train_epoch()?;
         let mut row = stats.row();
         if let Some(private) = &shared {
-            let teacher = lock(private);
-            let spent = teacher.spent_basic();
-            row.extend([
-                ("concentration", teacher.concentration()),
-                ("epsilon_basic", spent.epsilon),
-                ("delta_basic", spent.delta),
-                ("releases", teacher.ledger().len() as f64),
-            ]);
-            if teacher.is_exhausted() && progress.exhausted_at_epoch.is_none() {
-                progress.exhausted_at_epoch = Some(epoch);
-            }
+            teacher_columns(private, epoch, &mut row, &mut progress.exhausted_at_epoch);
         }
         metrics.write_row(&row)?;
         let previous = progress.curve.last().map_or(f64::NAN, |p| p.1);
@@ -246,34 +220,7 @@ fn train_student<B: Backend>(
             return Ok(None);
         }
     }
-    let UnitProgress {
-        curve,
-        exhausted_at_epoch,
-        ..
-    } = progress;
-    let tail: Vec<f64> = curve
-        .iter()
-        .rev()
-        .take(3)
-        .map(|p| p.1)
-        .filter(|v| v.is_finite())
-        .collect();
-    let privacy = match &shared {
-        Some(private) if lock(private).config().mechanism => Some(lock(private).summary()?),
-        _ => None,
-    };
-    let final_return = tail.iter().sum::<f64>() / tail.len().max(1) as f64;
-    let summary = StudentSummary {
-        setting: name.clone(),
-        seed: job.seed,
-        final_return,
-        epochs_to_threshold: first_at_least(&curve, threshold),
-        epochs_to_plateau: epochs_to_plateau(&curve, random_return, final_return),
-        threshold,
-        privacy,
-        exhausted_at_epoch,
-        curve,
-    };
+    let summary = student_summary(job, progress, shared.as_ref(), (threshold, random_return))?;
     // The ablation's units are committed: CSV and JSON only, no per-run figure.
     if !plan.ablation {
         LearningCurves::new(format!(
@@ -288,6 +235,96 @@ fn train_student<B: Backend>(
     run.write_summary(&summary)?;
     run.clear_partial()?;
     Ok(Some(summary))
+}
+
+/// Kickstarting for `kick`: the Dirichlet teacher, shared with the student's auxiliary loss,
+/// and both their configurations.
+fn kickstarting<B: Backend>(
+    plan: &KickstartPlan,
+    job: &StudentJob,
+    teacher: &Teacher,
+    kick: &super::settings::Kick,
+    ppo: &mut Ppo<Autodiff<B>>,
+) -> Result<(
+    Arc<Mutex<PrivateTeacher>>,
+    privrl_agents::PrivateTeacherConfig,
+    PrivacyAwareConfig,
+)> {
+    let tc = plan.teacher_config(teacher.actions(), kick)?;
+    let private = Arc::new(Mutex::new(PrivateTeacher::new(
+        teacher.clone(),
+        tc.clone(),
+        job.seed + 1_000_000,
+    )?));
+    let sc = PrivacyAwareConfig::new()
+        .with_lambda(kick.lambda)
+        .with_beta(plan.beta)
+        .with_balance(plan.balance)
+        .with_ignore_uninformative(kick.ignore_uninformative);
+    ppo.set_auxiliary_loss(Box::new(PrivacyAwareKickstarting::new(
+        private.clone(),
+        sc.clone(),
+    )?));
+    Ok((private, tc, sc))
+}
+
+/// The teacher's columns of an epoch's metrics row (its k, what it spent, its releases), and
+/// the epoch it was first exhausted at.
+fn teacher_columns(
+    private: &Arc<Mutex<PrivateTeacher>>,
+    epoch: usize,
+    row: &mut Vec<(&'static str, f64)>,
+    exhausted_at_epoch: &mut Option<usize>,
+) {
+    let teacher = lock(private);
+    let spent = teacher.spent_basic();
+    row.extend([
+        ("concentration", teacher.concentration()),
+        ("epsilon_basic", spent.epsilon),
+        ("delta_basic", spent.delta),
+        ("releases", teacher.ledger().len() as f64),
+    ]);
+    if teacher.is_exhausted() && exhausted_at_epoch.is_none() {
+        *exhausted_at_epoch = Some(epoch);
+    }
+}
+
+/// A finished student's summary: its final return, the epochs to the threshold and to its own
+/// plateau, and what the teacher spent.
+fn student_summary(
+    job: &StudentJob,
+    progress: UnitProgress,
+    shared: Option<&Arc<Mutex<PrivateTeacher>>>,
+    (threshold, random_return): (f64, f64),
+) -> Result<StudentSummary> {
+    let UnitProgress {
+        curve,
+        exhausted_at_epoch,
+        ..
+    } = progress;
+    let tail: Vec<f64> = curve
+        .iter()
+        .rev()
+        .take(3)
+        .map(|p| p.1)
+        .filter(|v| v.is_finite())
+        .collect();
+    let privacy = match shared {
+        Some(private) if lock(private).config().mechanism => Some(lock(private).summary()?),
+        _ => None,
+    };
+    let final_return = tail.iter().sum::<f64>() / tail.len().max(1) as f64;
+    Ok(StudentSummary {
+        setting: job.setting.name.clone(),
+        seed: job.seed,
+        final_return,
+        epochs_to_threshold: first_at_least(&curve, threshold),
+        epochs_to_plateau: epochs_to_plateau(&curve, random_return, final_return),
+        threshold,
+        privacy,
+        exhausted_at_epoch,
+        curve,
+    })
 }
 
 pub(super) struct SuiteTask {

@@ -293,6 +293,28 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
         dir,
         "PGC-A3C at ε = ∞: what the paper's setting needs to learn",
     );
+    ablation_paragraphs(&mut report, planned, plan.order);
+    ablation_table(&mut report, &rows);
+    let conclusion = [MechanismKind::Laplace, MechanismKind::Prs]
+        .iter()
+        .filter(|m| rows.iter().any(|r| r.mechanism == m.name()))
+        .map(|m| smallest_learner(&rows, *m))
+        .collect::<Vec<String>>()
+        .join(" ");
+    report.heading("Verdict").paragraph(&conclusion);
+    let headline = ablation_headline(&rows, &conclusion);
+    headline.add_to(&mut report);
+    report.reproduce(ablation_commands(&units, args));
+    let path = report.write().context("writing the PGC ablation report")?;
+    println!("wrote {}", path.display());
+    Ok(SuiteOutcome {
+        report: path,
+        headline,
+    })
+}
+
+/// The paper's setting at ε = ∞, the trials and their order, and the verdict's criterion.
+fn ablation_paragraphs(report: &mut Report, planned: usize, order: SubmissionOrder) {
     report.paragraph(
         "Ono & Takahashi, Section 4, at ε = ∞: CartPole-v0 with gravity ψ ∈ {9.7, 9.8, 9.9} per \
          agent, a 16-unit ReLU network without biases (d = 112), γ 0.99, λ 0.5, β 0.01, SGD \
@@ -308,7 +330,7 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
          its cutoff in model updates (FST = ∞; the paper's cutoff is 90,000 updates, which \
          for PRS's |B| = 100 is 9,000,000 submissions). {}",
         planned,
-        order_sentence(plan.order),
+        order_sentence(order),
     ));
     report.paragraph(&format!(
         "**Criterion (fixed in `experiments/src/suites/pgc/ablation.rs` before the runs):** a \
@@ -324,6 +346,10 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
         PAPER_CUTOFF,
         FAILS_AT * 100.0
     ));
+}
+
+/// The ablation table: one row per setting, and how to read it.
+fn ablation_table(report: &mut Report, rows: &[Row]) {
     let table: Vec<Vec<Cell>> = rows
         .iter()
         .map(|r| {
@@ -376,16 +402,12 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
          ten consecutive scores a trial reached (195 is success). `ablation.csv` has these \
          rows, `units.csv` one row per trial.",
     );
-    let conclusion = [MechanismKind::Laplace, MechanismKind::Prs]
-        .iter()
-        .filter(|m| rows.iter().any(|r| r.mechanism == m.name()))
-        .map(|m| smallest_learner(&rows, *m))
-        .collect::<Vec<String>>()
-        .join(" ");
-    report.heading("Verdict").paragraph(&conclusion);
-    // The paper's ε = ∞ column: each mechanism's paper setting learns.
+}
+
+/// The headline: the paper's ε = ∞ column, each mechanism's paper setting learns.
+fn ablation_headline(rows: &[Row], conclusion: &str) -> Headline {
     let papers: Vec<&Row> = rows.iter().filter(|r| r.factors_changed == 0).collect();
-    let headline = Headline {
+    Headline {
         effect: "the paper's setting learns at ε = ∞ (the paper: 20/20 trials): for each \
                  mechanism that ran it, at least 80% of the trials of its paper setting \
                  (`laplace-paper`, `prs-paper`) succeed within 90,000 updates."
@@ -406,12 +428,15 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
             format!("{}. {}", lines.join("; "), conclusion.trim_end_matches('.'))
         },
         visible: !papers.is_empty() && papers.iter().all(|r| r.verdict == "learns"),
-    };
-    headline.add_to(&mut report);
-    // One command per group of units run alike (cutoff, threads), from the units themselves.
+    }
+}
+
+/// One command per group of units run alike (cutoff, threads, order), from the units
+/// themselves, then each setting's flags for a cell by hand.
+fn ablation_commands(units: &[Unit], args: &PgcSuiteArgs) -> Vec<String> {
     type Groups<'a> = BTreeMap<(u64, usize, &'a str), (Vec<String>, Vec<u64>)>;
     let mut groups: Groups = BTreeMap::new();
-    for u in &units {
+    for u in units {
         let order = match u.order {
             SubmissionOrder::Arrival => " --order arrival",
             SubmissionOrder::RoundRobin => "",
@@ -444,13 +469,7 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
             .iter()
             .map(|s| format!("#   {}: {}", s.name(), s.flags())),
     );
-    report.reproduce(commands);
-    let path = report.write().context("writing the PGC ablation report")?;
-    println!("wrote {}", path.display());
-    Ok(SuiteOutcome {
-        report: path,
-        headline,
-    })
+    commands
 }
 
 #[cfg(test)]
