@@ -243,7 +243,7 @@ fn kickstarting<B: Backend>(
     plan: &KickstartPlan,
     job: &StudentJob,
     teacher: &Teacher,
-    kick: &super::settings::Kick,
+    kick: &super::plan::Kick,
     ppo: &mut Ppo<Autodiff<B>>,
 ) -> Result<(
     Arc<Mutex<PrivateTeacher>>,
