@@ -220,6 +220,32 @@ impl RunDir {
         self.file(SUMMARY_FILE).is_file()
     }
 
+    /// Whether the run is complete and ran `config`: its [`CONFIG_FILE`] equals `config` as
+    /// serialised now. Such a run is read back instead of run again, so an interrupted suite
+    /// resumes; a run of another configuration (or whose configuration cannot be read) is run
+    /// again. Both sides are compared as JSON parsed from text, so float parsing cannot make
+    /// the same configuration differ from itself.
+    pub fn completed_with(&self, config: &impl Serialize) -> Result<bool> {
+        self.completed_with_recorded(config, |recorded| recorded)
+    }
+
+    /// [`Self::completed_with`], comparing `config` with `recorded(` the configuration on disk
+    /// `)`: to drop a key that older runs recorded but that does not change how a run trains.
+    pub fn completed_with_recorded(
+        &self,
+        config: &impl Serialize,
+        recorded: impl FnOnce(serde_json::Value) -> serde_json::Value,
+    ) -> Result<bool> {
+        if !self.is_complete() {
+            return Ok(false);
+        }
+        let now: serde_json::Value = serde_json::from_str(&serde_json::to_string(config)?)?;
+        Ok(read_json::<serde_json::Value>(&self.file(CONFIG_FILE))
+            .ok()
+            .map(recorded)
+            == Some(now))
+    }
+
     /// Reads back `metrics.csv`.
     pub fn read_metrics(&self) -> Result<Table> {
         read_metrics(&self.file(METRICS_FILE))

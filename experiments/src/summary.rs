@@ -1,7 +1,8 @@
-//! The typed summaries that suites write (`<run>/summary.json`) and other suites read: one
-//! definition per suite's output, so that a reader cannot drift from its writer. The DP-SGD
-//! suite writes [`DpsgdRunSummary`], the PGC suite [`PgcTrialSummary`]; the leakage suite reads
-//! both to put utility beside leakage.
+//! What every suite returns ([`SuiteOutcome`], with its [`Headline`]) and how one suite reads
+//! another's `<run>/summary.json` files ([`read_summaries`]). Each summary type is defined once,
+//! by the suite that writes it (the DP-SGD suite's `RunSummary`, the PGC suite's
+//! `TrialSummary`), so that a reader cannot drift from its writer; the leakage suite reads both
+//! to put utility beside leakage. This module sits below the suites and imports none of them.
 
 use std::path::{Path, PathBuf};
 
@@ -10,9 +11,6 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::report::Report;
-
-pub use crate::suites::dpsgd::RunSummary as DpsgdRunSummary;
-pub use crate::suites::pgc::TrialSummary as PgcTrialSummary;
 
 /// The effect a suite's quick mode is sized to show, judged by a criterion written in the
 /// suite's code before any run, with what this run measured. The quickstart collects one per

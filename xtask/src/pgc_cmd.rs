@@ -290,6 +290,31 @@ impl BackendTask for AggregatorArgs {
     type Output = ();
 
     fn run<B: Backend>(self, device: B::Device) -> Result<()> {
+        let config = self.checked_config()?;
+        let run_id = self.redis.run_id.as_str();
+        let transport = self.redis.connect()?;
+        let resuming = self.checkpoint.exists();
+        let theta = initial_parameters::<B>(&config, self.seed, &device)?;
+        let mut aggregator = Aggregator::new(&config, theta)?.with_checkpoint(&self.checkpoint)?;
+        aggregator.bind_run(run_id)?;
+        self.check_resume(&transport, &aggregator, resuming)?;
+        if !resuming {
+            // Before claiming: a crash from here on restarts as a resume.
+            aggregator.save(&transport)?;
+        }
+        let epoch = transport.claim()?;
+        let resumed = aggregator.state().applied;
+        transport.publish(&aggregator.parameters())?;
+        self.apply_submissions(&config, &transport, &mut aggregator, resumed)?;
+        transport.close()?;
+        self.finish(&transport, &aggregator, epoch, resumed)
+    }
+}
+
+impl AggregatorArgs {
+    /// The run's configuration, checked: `--submissions` a whole number of buffers, a
+    /// positive `--idle-timeout`.
+    fn checked_config(&self) -> Result<PgcConfig> {
         let mut config = self.params.config().with_max_submissions(self.submissions);
         if let Some(max_updates) = self.max_updates {
             config = config.with_max_updates(max_updates);
@@ -309,12 +334,18 @@ impl BackendTask for AggregatorArgs {
             "--idle-timeout must be a number of seconds > 0, got {}",
             self.idle_timeout
         );
+        Ok(config)
+    }
+
+    /// Refuses a new run whose id the server already has, and a resume whose run the server
+    /// lost.
+    fn check_resume(
+        &self,
+        transport: &RedisTransport,
+        aggregator: &Aggregator,
+        resuming: bool,
+    ) -> Result<()> {
         let run_id = self.redis.run_id.as_str();
-        let transport = self.redis.connect()?;
-        let resuming = self.checkpoint.exists();
-        let theta = initial_parameters::<B>(&config, self.seed, &device)?;
-        let mut aggregator = Aggregator::new(&config, theta)?.with_checkpoint(&self.checkpoint)?;
-        aggregator.bind_run(run_id)?;
         let run_exists = transport.run_exists()?;
         let state = aggregator.state();
         if !resuming && run_exists {
@@ -335,13 +366,20 @@ impl BackendTask for AggregatorArgs {
             }
             .into());
         }
-        if !resuming {
-            // Before claiming: a crash from here on restarts as a resume.
-            aggregator.save(&transport)?;
-        }
-        let epoch = transport.claim()?;
-        let resumed = aggregator.state().applied;
-        transport.publish(&aggregator.parameters())?;
+        Ok(())
+    }
+
+    /// Applies submissions until `--submissions`, the update cutoff or (with
+    /// `--stop-at-success`) the first success; fails after `--idle-timeout` without any.
+    fn apply_submissions(
+        &self,
+        config: &PgcConfig,
+        transport: &RedisTransport,
+        aggregator: &mut Aggregator,
+        resumed: u64,
+    ) -> Result<()> {
+        let run_id = self.redis.run_id.as_str();
+        let buffer = config.a3c.buffer_size as u64;
         let bar = progress_bar(self.submissions, "applied");
         bar.set_position(resumed.min(self.submissions));
         let idle = Duration::from_secs_f64(self.idle_timeout);
@@ -364,10 +402,10 @@ impl BackendTask for AggregatorArgs {
                 .min(update_room)
                 .saturating_sub(aggregator.buffered() as u64)
                 .min(256);
-            let before = activity(&aggregator);
-            let applied = aggregator.poll(&transport, room as usize, Duration::from_millis(200))?;
+            let before = activity(aggregator);
+            let applied = aggregator.poll(transport, room as usize, Duration::from_millis(200))?;
             bar.inc(applied.len() as u64);
-            if activity(&aggregator) != before {
+            if activity(aggregator) != before {
                 last_activity = Instant::now();
             } else if last_activity.elapsed() > idle {
                 anyhow::bail!(
@@ -381,7 +419,18 @@ impl BackendTask for AggregatorArgs {
             }
         }
         bar.finish_and_clear();
-        transport.close()?;
+        Ok(())
+    }
+
+    /// Writes `--summary` and prints the run's outcome.
+    fn finish(
+        &self,
+        transport: &RedisTransport,
+        aggregator: &Aggregator,
+        epoch: u64,
+        resumed: u64,
+    ) -> Result<()> {
+        let run_id = self.redis.run_id.as_str();
         let state = aggregator.state();
         let summary = AggregatorSummary {
             applied: state.applied,

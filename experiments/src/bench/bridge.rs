@@ -263,6 +263,36 @@ fn report(
         args.results_dir(),
         "The Gymnasium bridge against native Gymnasium",
     );
+    setup_sections(&mut report, args, spec, python, machine, repeats.len());
+    let (headers, rows) = side_by_side(repeats);
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+    report
+        .heading("Side by side")
+        .table(&headers, rows)
+        .bullets(verdicts(repeats, cores));
+    report.reproduce([format!(
+        "cargo run --release -p xtask --features privrl-envs/gymnasium -- bench \
+         --compare-gymnasium --gymnasium-env '{spec}' --gymnasium-steps {} --repeats {}{}",
+        args.gymnasium_steps,
+        args.repeats,
+        if args.workers.is_empty() {
+            String::new()
+        } else {
+            format!(" --workers {}", comma_list(&args.workers))
+        }
+    )]);
+    report
+}
+
+/// How the comparison ran, the machine (with the Python both sides used) and the workloads.
+fn setup_sections(
+    report: &mut Report,
+    args: &BenchArgs,
+    spec: &str,
+    python: &Path,
+    machine: &[String],
+    repeats: usize,
+) {
     let mut machine = machine.to_vec();
     machine.push(format!(
         "Python: `{}` for both sides (the bridge's interpreter: PRIVRL_PYTHON, else the \
@@ -276,8 +306,7 @@ fn report(
              random actions from a seeded generator, reset on `terminated or truncated`, \
              environment creation not timed. Wall-clock figures on whatever else the machine \
              was running: compare the ratios, and read them beside the load.",
-            repeats.len(),
-            args.gymnasium_steps
+            repeats, args.gymnasium_steps
         ))
         .heading("Machine")
         .bullets(machine)
@@ -300,6 +329,10 @@ fn report(
              reading any reply; steps/s summed over the workers."
                 .to_string(),
         ]);
+}
+
+/// The side-by-side table's headers and rows: one row per repeat, a column per worker count.
+fn side_by_side(repeats: &[BridgeRepeat]) -> (Vec<String>, Vec<Vec<Cell>>) {
     let vec_headers: Vec<String> = repeats
         .first()
         .map(|r| {
@@ -314,14 +347,16 @@ fn report(
                 .collect()
         })
         .unwrap_or_default();
-    let mut headers = vec![
+    let mut headers: Vec<String> = [
         "repeat",
         "load before",
         "native (steps/s)",
         "bridged (steps/s)",
         "bridged / native",
-    ];
-    headers.extend(vec_headers.iter().map(String::as_str));
+    ]
+    .map(String::from)
+    .to_vec();
+    headers.extend(vec_headers);
     let rows = repeats
         .iter()
         .enumerate()
@@ -342,22 +377,7 @@ fn report(
             row
         })
         .collect();
-    report
-        .heading("Side by side")
-        .table(&headers, rows)
-        .bullets(verdicts(repeats, cores));
-    report.reproduce([format!(
-        "cargo run --release -p xtask --features privrl-envs/gymnasium -- bench \
-         --compare-gymnasium --gymnasium-env '{spec}' --gymnasium-steps {} --repeats {}{}",
-        args.gymnasium_steps,
-        args.repeats,
-        if args.workers.is_empty() {
-            String::new()
-        } else {
-            format!(" --workers {}", comma_list(&args.workers))
-        }
-    )]);
-    report
+    (headers, rows)
 }
 
 #[cfg(test)]

@@ -415,6 +415,35 @@ fn report(
     complexity: Option<Vec<ComplexityRow>>,
 ) -> Report {
     let mut report = Report::new(args.results_dir(), "privrl against like-for-like PyTorch");
+    setup_sections(&mut report, args, machine, torch, repeats.len());
+    side_by_side_table(&mut report, repeats);
+    report.bullets(ratio_verdicts(repeats));
+    if let Some(rows) = complexity {
+        complexity_section(&mut report, rows);
+    }
+    report.reproduce([format!(
+        "cargo xtask bench --compare-pytorch --repeats {} --ppo-epochs {} --ppo-hidden {} \
+         --qgi-res {} --qgi-iterations {} --torch-threads {}{} --python {}",
+        args.repeats,
+        args.ppo_epochs,
+        args.ppo_hidden,
+        args.qgi_res,
+        args.qgi_iterations,
+        comma_list(&args.torch_threads),
+        if args.complexity { " --complexity" } else { "" },
+        super::shown_python(&python(args))
+    )]);
+    report
+}
+
+/// How the comparison ran, the machine (with the peers' PyTorch) and the two workloads.
+fn setup_sections(
+    report: &mut Report,
+    args: &BenchArgs,
+    machine: &[String],
+    torch: &std::result::Result<(String, usize), String>,
+    repeats: usize,
+) {
     let mut machine = machine.to_vec();
     machine.push(match torch {
         Ok((version, threads)) => format!(
@@ -430,7 +459,7 @@ fn report(
             "`cargo xtask bench --compare-pytorch`, {} repeats; in each, the PyTorch peers ran \
              first, then privrl's same workloads. Wall-clock figures on whatever else the \
              machine was running: compare the ratios, and read them beside the load.",
-            repeats.len()
+            repeats
         ))
         .heading("Machine")
         .bullets(machine)
@@ -456,6 +485,10 @@ fn report(
                 i = args.qgi_iterations
             ),
         ]);
+}
+
+/// One row per repeat: each workload's peer and privrl figures and their ratio.
+fn side_by_side_table(report: &mut Report, repeats: &[Repeat]) {
     let fmt_peer = |p: &Option<PeerFigure>, digits: usize| {
         p.as_ref().map_or(Cell::from("-"), |p| {
             Cell::from(format!("{:.*} ({} thr)", digits, p.value, p.threads))
@@ -506,6 +539,10 @@ fn report(
         ],
         rows,
     );
+}
+
+/// Each workload's median ratio over the repeats against its goal (issue 24).
+fn ratio_verdicts(repeats: &[Repeat]) -> [String; 2] {
     let ratios =
         |f: &dyn Fn(&Repeat) -> Option<f64>| -> Vec<f64> { repeats.iter().filter_map(f).collect() };
     let ppo = ratios(&|r| r.ppo_torch.as_ref().map(|t| r.ppo_privrl.0 / t.value));
@@ -525,54 +562,43 @@ fn report(
             )
         }
     };
-    report.bullets([
+    [
         verdict("PPO", &ppo, PPO_RATIO_GOAL),
         verdict("QGI", &qgi, QGI_RATIO_GOAL),
-    ]);
-    if let Some(rows) = complexity {
-        report
-            .heading("How cost grows")
-            .paragraph(
-                "One run each, the peer first. PPO: wall time per environment step end to end \
-                 (rollout and update) at three hidden widths; QGI: wall time per iteration at \
-                 three image sizes (the head's first layer grows with the pixels, the \
-                 convolutions with the pixels too).",
-            )
-            .table(
-                &[
-                    "workload",
-                    "privrl (ms)",
-                    "PyTorch (ms)",
-                    "privrl / PyTorch speed",
-                ],
-                rows.into_iter()
-                    .map(|r| {
-                        vec![
-                            Cell::from(r.what),
-                            Cell::from(format!("{:.4}", r.privrl_ms)),
-                            r.torch_ms
-                                .map_or(Cell::from("-"), |t| Cell::from(format!("{t:.4}"))),
-                            r.torch_ms.map_or(Cell::from("-"), |t| {
-                                Cell::from(format!("{:.2}", t / r.privrl_ms))
-                            }),
-                        ]
-                    })
-                    .collect(),
-            );
-    }
-    report.reproduce([format!(
-        "cargo xtask bench --compare-pytorch --repeats {} --ppo-epochs {} --ppo-hidden {} \
-         --qgi-res {} --qgi-iterations {} --torch-threads {}{} --python {}",
-        args.repeats,
-        args.ppo_epochs,
-        args.ppo_hidden,
-        args.qgi_res,
-        args.qgi_iterations,
-        comma_list(&args.torch_threads),
-        if args.complexity { " --complexity" } else { "" },
-        super::shown_python(&python(args))
-    )]);
+    ]
+}
+
+/// How cost grows: one row per width or image size.
+fn complexity_section(report: &mut Report, rows: Vec<ComplexityRow>) {
     report
+        .heading("How cost grows")
+        .paragraph(
+            "One run each, the peer first. PPO: wall time per environment step end to end \
+             (rollout and update) at three hidden widths; QGI: wall time per iteration at \
+             three image sizes (the head's first layer grows with the pixels, the \
+             convolutions with the pixels too).",
+        )
+        .table(
+            &[
+                "workload",
+                "privrl (ms)",
+                "PyTorch (ms)",
+                "privrl / PyTorch speed",
+            ],
+            rows.into_iter()
+                .map(|r| {
+                    vec![
+                        Cell::from(r.what),
+                        Cell::from(format!("{:.4}", r.privrl_ms)),
+                        r.torch_ms
+                            .map_or(Cell::from("-"), |t| Cell::from(format!("{t:.4}"))),
+                        r.torch_ms.map_or(Cell::from("-"), |t| {
+                            Cell::from(format!("{:.2}", t / r.privrl_ms))
+                        }),
+                    ]
+                })
+                .collect(),
+        );
 }
 
 #[cfg(test)]

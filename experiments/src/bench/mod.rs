@@ -435,25 +435,13 @@ pub fn run(args: BenchArgs) -> Result<()> {
         .transpose()?;
     let ppo_steps_per_s = crate::train::bench_ppo_steps_per_s(args.backend, args.ppo_epochs)?;
     let dqn_updates_per_s = crate::train::bench_dqn_updates_per_s(args.backend, args.dqn_updates)?;
-    let mut delta_timer = ChaCha8Rng::seed_from_u64(0);
-    let start = Instant::now();
-    let delta = DirichletConfig {
-        actions: 6,
-        concentration: 50.0,
-        eta: 0.05,
-        tau: 0.01,
-        lipschitz: 1.0,
-        adjacency: 0.1,
-    }
-    .build()?
-    .delta_monte_carlo(1_000_000, 0.95, &mut delta_timer)?;
-    let delta_ms = start.elapsed().as_secs_f64() * 1e3;
+    let delta = dirichlet_delta_time()?;
     write_json(
         &dir.join("bench.json"),
         &serde_json::json!({
             "envs": envs,
             "dp_sgd": dp_sgd,
-            "dirichlet_delta_mc_1e6_m6_ms": delta_ms,
+            "dirichlet_delta_mc_1e6_m6_ms": delta.ms,
             "ppo_cartpole_env_steps_per_s": ppo_steps_per_s,
             "dqn_batch128_updates_per_s": dqn_updates_per_s,
             "qgi": qgi,
@@ -469,6 +457,61 @@ pub fn run(args: BenchArgs) -> Result<()> {
         ))
         .heading("Environment steps per second");
     env_throughput_table(&mut report, &envs, args.num_envs);
+    agents_section(
+        &mut report,
+        &args,
+        &dp_sgd.backend,
+        ppo_steps_per_s,
+        dqn_updates_per_s,
+    );
+    privacy_section(&mut report, &args, &dp_sgd, &delta);
+    if let Some(qgi) = &qgi {
+        inversion_section(&mut report, &args, qgi, torch.as_ref());
+    }
+    report.reproduce(&[reproduce_command(&args)]);
+    let path = report.write()?;
+    println!("{}", report.markdown());
+    println!("wrote {}", path.display());
+    Ok(())
+}
+
+/// The Dirichlet mechanism's δ by Monte Carlo (10⁶ draws, m = 6) and how long it took.
+struct DeltaTime {
+    delta: f64,
+    half_width: f64,
+    ms: f64,
+}
+
+/// Times the Dirichlet mechanism's δ by Monte Carlo, 10⁶ draws at m = 6.
+fn dirichlet_delta_time() -> Result<DeltaTime> {
+    let mut delta_timer = ChaCha8Rng::seed_from_u64(0);
+    let start = Instant::now();
+    let delta = DirichletConfig {
+        actions: 6,
+        concentration: 50.0,
+        eta: 0.05,
+        tau: 0.01,
+        lipschitz: 1.0,
+        adjacency: 0.1,
+    }
+    .build()?
+    .delta_monte_carlo(1_000_000, 0.95, &mut delta_timer)?;
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    Ok(DeltaTime {
+        delta: delta.delta,
+        half_width: delta.half_width,
+        ms,
+    })
+}
+
+/// PPO's and DQN's training throughput.
+fn agents_section(
+    report: &mut Report,
+    args: &BenchArgs,
+    backend: &impl std::fmt::Display,
+    ppo_steps_per_s: f64,
+    dqn_updates_per_s: f64,
+) {
     report
         .heading("Agents")
         .paragraph(&format!(
@@ -477,7 +520,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
              at 1.5 × target KL) and 80 value iterations, timed end to end over {} epochs after \
              one warm-up epoch. DQN: (128,128) ReLU Q-network, batches of 128 sampled from the \
              replay buffer, target computation, forward, backward and Adam, {} updates.",
-            dp_sgd.backend, args.ppo_epochs, args.dqn_updates
+            backend, args.ppo_epochs, args.dqn_updates
         ))
         .table(
             &["measurement", "value"],
@@ -491,7 +534,12 @@ pub fn run(args: BenchArgs) -> Result<()> {
                     Cell::from(dqn_updates_per_s),
                 ],
             ],
-        )
+        );
+}
+
+/// DP-SGD DQN's step against plain DQN's, and the Dirichlet δ's Monte Carlo time.
+fn privacy_section(report: &mut Report, args: &BenchArgs, dp_sgd: &DpSgdTimes, delta: &DeltaTime) {
+    report
         .heading("Privacy")
         .paragraph(&format!(
             "Backend `{}`, CartPole-v1. One environment step of the DP-SGD suite's DQN \
@@ -507,111 +555,123 @@ pub fn run(args: BenchArgs) -> Result<()> {
              ratio below 1 measures that slowness, not a free DP-SGD (docs/dp-sgd.md).",
             dp_sgd.backend, dp_sgd.replay_size, dp_sgd.full_replay_size, args.train_steps
         ))
+        .table(&["measurement", "value"], privacy_rows(dp_sgd, delta));
+}
+
+/// The rows of the privacy table.
+fn privacy_rows(dp_sgd: &DpSgdTimes, delta: &DeltaTime) -> Vec<Vec<Cell>> {
+    vec![
+        vec![
+            Cell::from("plain DQN step (ms)"),
+            Cell::from(dp_sgd.plain_step_ms),
+        ],
+        vec![
+            Cell::from("DP-SGD DQN step (ms)"),
+            Cell::from(dp_sgd.dp_sgd_step_ms),
+        ],
+        vec![
+            Cell::from("DP-SGD / plain"),
+            Cell::from(dp_sgd.dp_sgd_step_ms / dp_sgd.plain_step_ms),
+        ],
+        vec![
+            Cell::from("plain DQN step, replay full (ms)"),
+            Cell::from(dp_sgd.plain_step_full_ms),
+        ],
+        vec![
+            Cell::from("DP-SGD DQN step, replay full (ms)"),
+            Cell::from(dp_sgd.dp_sgd_step_full_ms),
+        ],
+        vec![
+            Cell::from("DP-SGD / plain, replay full"),
+            Cell::from(dp_sgd.dp_sgd_step_full_ms / dp_sgd.plain_step_full_ms),
+        ],
+        vec![
+            Cell::from(format!(
+                "DP-SGD / plain, total over the {} steps that fill the buffer to n = {}",
+                dp_sgd.fill_steps, dp_sgd.full_replay_size
+            )),
+            Cell::from(dp_sgd.dp_sgd_fill_ms / dp_sgd.plain_fill_ms),
+        ],
+        vec![
+            Cell::from(format!(
+                "goal DP-SGD / plain ≤ {DP_SGD_RATIO_GOAL} at both fills (issue 22)"
+            )),
+            Cell::from(
+                if dp_sgd.dp_sgd_step_ms <= DP_SGD_RATIO_GOAL * dp_sgd.plain_step_ms
+                    && dp_sgd.dp_sgd_step_full_ms <= DP_SGD_RATIO_GOAL * dp_sgd.plain_step_full_ms
+                {
+                    "met"
+                } else {
+                    "not met"
+                },
+            ),
+        ],
+        vec![
+            Cell::from(format!(
+                "Dirichlet δ by Monte Carlo, 10⁶ draws, m = 6 (ms; δ = {:.3e} ± {:.1e})",
+                delta.delta, delta.half_width
+            )),
+            Cell::from(delta.ms),
+        ],
+    ]
+}
+
+/// One QGI attack's time, beside PyTorch's where it ran.
+fn inversion_section(
+    report: &mut Report,
+    args: &BenchArgs,
+    qgi: &QgiTimes,
+    torch: Option<&TorchQgiTimes>,
+) {
+    report
+        .heading("Gradient inversion")
+        .paragraph(&format!(
+            "Backend `{}`. One QGI attack on a single-sample gradient of the freshly \
+             initialised multimodal DQN victim in S1 (RGB + depth + bounding box) at {} × {} \
+             px, {} iterations per stage (stage 1: the linear part; stage 2: the images \
+             through the convolutions, with second-order autodiff).",
+            qgi.backend, args.qgi_res, args.qgi_res, args.qgi_iterations
+        ))
         .table(
             &["measurement", "value"],
             vec![
+                vec![Cell::from("attack wall time (s)"), Cell::from(qgi.attack_s)],
                 vec![
-                    Cell::from("plain DQN step (ms)"),
-                    Cell::from(dp_sgd.plain_step_ms),
-                ],
-                vec![
-                    Cell::from("DP-SGD DQN step (ms)"),
-                    Cell::from(dp_sgd.dp_sgd_step_ms),
-                ],
-                vec![
-                    Cell::from("DP-SGD / plain"),
-                    Cell::from(dp_sgd.dp_sgd_step_ms / dp_sgd.plain_step_ms),
-                ],
-                vec![
-                    Cell::from("plain DQN step, replay full (ms)"),
-                    Cell::from(dp_sgd.plain_step_full_ms),
-                ],
-                vec![
-                    Cell::from("DP-SGD DQN step, replay full (ms)"),
-                    Cell::from(dp_sgd.dp_sgd_step_full_ms),
-                ],
-                vec![
-                    Cell::from("DP-SGD / plain, replay full"),
-                    Cell::from(dp_sgd.dp_sgd_step_full_ms / dp_sgd.plain_step_full_ms),
-                ],
-                vec![
-                    Cell::from(format!(
-                        "DP-SGD / plain, total over the {} steps that fill the buffer to n = {}",
-                        dp_sgd.fill_steps, dp_sgd.full_replay_size
-                    )),
-                    Cell::from(dp_sgd.dp_sgd_fill_ms / dp_sgd.plain_fill_ms),
-                ],
-                vec![
-                    Cell::from(format!(
-                        "goal DP-SGD / plain ≤ {DP_SGD_RATIO_GOAL} at both fills (issue 22)"
-                    )),
-                    Cell::from(
-                        if dp_sgd.dp_sgd_step_ms <= DP_SGD_RATIO_GOAL * dp_sgd.plain_step_ms
-                            && dp_sgd.dp_sgd_step_full_ms
-                                <= DP_SGD_RATIO_GOAL * dp_sgd.plain_step_full_ms
-                        {
-                            "met"
-                        } else {
-                            "not met"
-                        },
-                    ),
-                ],
-                vec![
-                    Cell::from(format!(
-                        "Dirichlet δ by Monte Carlo, 10⁶ draws, m = 6 (ms; δ = {:.3e} ± {:.1e})",
-                        delta.delta, delta.half_width
-                    )),
-                    Cell::from(delta_ms),
+                    Cell::from("iterations/s (both stages)"),
+                    Cell::from(qgi.iterations_per_s),
                 ],
             ],
         );
-    if let Some(qgi) = &qgi {
+    if let Some(torch) = torch {
         report
-            .heading("Gradient inversion")
             .paragraph(&format!(
-                "Backend `{}`. One QGI attack on a single-sample gradient of the freshly \
-                 initialised multimodal DQN victim in S1 (RGB + depth + bounding box) at {} × {} \
-                 px, {} iterations per stage (stage 1: the linear part; stage 2: the images \
-                 through the convolutions, with second-order autodiff).",
-                qgi.backend, args.qgi_res, args.qgi_res, args.qgi_iterations
+                "The same attack in PyTorch (`bench/pytorch/qgi_attack.py`, {}): the same \
+                 victim, gradient, loss, prior, optimiser and iterations.",
+                torch.description
             ))
             .table(
-                &["measurement", "value"],
+                &["measurement", "privrl", "PyTorch", "privrl / PyTorch speed"],
                 vec![
-                    vec![Cell::from("attack wall time (s)"), Cell::from(qgi.attack_s)],
+                    vec![
+                        Cell::from("attack wall time (s)"),
+                        Cell::from(qgi.attack_s),
+                        Cell::from(torch.attack_s),
+                        Cell::from(""),
+                    ],
                     vec![
                         Cell::from("iterations/s (both stages)"),
                         Cell::from(qgi.iterations_per_s),
+                        Cell::from(torch.iterations_per_s),
+                        Cell::from(qgi.iterations_per_s / torch.iterations_per_s),
                     ],
                 ],
             );
-        if let Some(torch) = &torch {
-            report
-                .paragraph(&format!(
-                    "The same attack in PyTorch (`bench/pytorch/qgi_attack.py`, {}): the same \
-                     victim, gradient, loss, prior, optimiser and iterations.",
-                    torch.description
-                ))
-                .table(
-                    &["measurement", "privrl", "PyTorch", "privrl / PyTorch speed"],
-                    vec![
-                        vec![
-                            Cell::from("attack wall time (s)"),
-                            Cell::from(qgi.attack_s),
-                            Cell::from(torch.attack_s),
-                            Cell::from(""),
-                        ],
-                        vec![
-                            Cell::from("iterations/s (both stages)"),
-                            Cell::from(qgi.iterations_per_s),
-                            Cell::from(torch.iterations_per_s),
-                            Cell::from(qgi.iterations_per_s / torch.iterations_per_s),
-                        ],
-                    ],
-                );
-        }
     }
-    report.reproduce(&[format!(
+}
+
+/// The command that reproduces the report.
+fn reproduce_command(args: &BenchArgs) -> String {
+    format!(
         "cargo xtask bench --env-steps {} --num-envs {} --train-steps {} --ppo-epochs {} \
          --dqn-updates {} --qgi-res {} --qgi-iterations {} --backend {}{}",
         args.env_steps,
@@ -625,11 +685,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         args.python
             .as_ref()
             .map_or(String::new(), |p| format!(" --python {}", shown_python(p))),
-    )]);
-    let path = report.write()?;
-    println!("{}", report.markdown());
-    println!("wrote {}", path.display());
-    Ok(())
+    )
 }
 
 #[cfg(test)]

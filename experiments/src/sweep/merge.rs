@@ -153,6 +153,53 @@ pub fn merge_shards(suite_dir: &Path) -> Result<PathBuf> {
 /// `n` and the suite, and that every planned run completed and has a `summary.json`.
 pub fn merge_shards_with(suite_dir: &Path, mode: MergeMode) -> Result<Merged> {
     let manifests = read_manifests(suite_dir)?;
+    let (shard_count, suite) = agreed_count_and_suite(suite_dir, &manifests)?;
+    let by_index: BTreeMap<usize, &ShardManifest> = manifests
+        .iter()
+        .map(|(shard, m)| (shard.index(), m))
+        .collect();
+    let missing_shards: Vec<usize> = (0..shard_count)
+        .filter(|i| !by_index.contains_key(i))
+        .collect();
+    let (runs, missing_runs) = collect_runs(suite_dir, &by_index)?;
+    let merged = Merged {
+        suite,
+        shard_count,
+        runs,
+        missing_shards,
+        missing_runs,
+    };
+    if !merged.is_complete() {
+        let problems = describe_missing(&merged);
+        match mode {
+            MergeMode::Strict => bail!(
+                "{}: cannot merge, the sweep is incomplete ({} runs present):\n{problems}\n\
+                 rerun the missing shards, or merge with partial results allowed",
+                suite_dir.display(),
+                merged.runs.len()
+            ),
+            MergeMode::AllowPartial => tracing::warn!(
+                "{}: merging a partial sweep ({} runs present):\n{problems}",
+                suite_dir.display(),
+                merged.runs.len()
+            ),
+        }
+    }
+    write_json(&suite_dir.join(MERGED_FILE), &merged)?;
+    tracing::info!(
+        "merged {} runs from {} shards into {}",
+        merged.runs.len(),
+        shard_count,
+        suite_dir.join(MERGED_FILE).display()
+    );
+    Ok(merged)
+}
+
+/// The shard count n and the suite that every manifest names; fails when they disagree.
+fn agreed_count_and_suite(
+    suite_dir: &Path,
+    manifests: &BTreeMap<Shard, ShardManifest>,
+) -> Result<(usize, String)> {
     let counts: BTreeSet<usize> = manifests.keys().map(Shard::count).collect();
     if counts.len() > 1 {
         let files: Vec<String> = manifests.keys().map(Shard::manifest_file_name).collect();
@@ -176,15 +223,15 @@ pub fn merge_shards_with(suite_dir: &Path, mode: MergeMode) -> Result<Merged> {
         suites.into_iter().collect::<Vec<_>>().join(", ")
     );
     let suite = manifests.values().next().expect("non-empty").suite.clone();
+    Ok((shard_count, suite))
+}
 
-    let by_index: BTreeMap<usize, &ShardManifest> = manifests
-        .iter()
-        .map(|(shard, m)| (shard.index(), m))
-        .collect();
-    let missing_shards: Vec<usize> = (0..shard_count)
-        .filter(|i| !by_index.contains_key(i))
-        .collect();
-
+/// Every planned run in sweep order, read back where it completed, else listed as missing
+/// with the reason.
+fn collect_runs(
+    suite_dir: &Path,
+    by_index: &BTreeMap<usize, &ShardManifest>,
+) -> Result<(Vec<MergedRun>, Vec<MissingRun>)> {
     // Round-robin dealing puts sweep item k at position k / n of shard k % n, so interleaving
     // the planned lists restores the sweep order.
     let longest = by_index
@@ -196,7 +243,7 @@ pub fn merge_shards_with(suite_dir: &Path, mode: MergeMode) -> Result<Merged> {
     let mut runs = Vec::new();
     let mut missing_runs = Vec::new();
     for position in 0..longest {
-        for (&index, manifest) in &by_index {
+        for (&index, manifest) in by_index {
             let Some(name) = manifest.planned.get(position) else {
                 continue;
             };
@@ -238,38 +285,7 @@ pub fn merge_shards_with(suite_dir: &Path, mode: MergeMode) -> Result<Merged> {
             });
         }
     }
-
-    let merged = Merged {
-        suite,
-        shard_count,
-        runs,
-        missing_shards,
-        missing_runs,
-    };
-    if !merged.is_complete() {
-        let problems = describe_missing(&merged);
-        match mode {
-            MergeMode::Strict => bail!(
-                "{}: cannot merge, the sweep is incomplete ({} runs present):\n{problems}\n\
-                 rerun the missing shards, or merge with partial results allowed",
-                suite_dir.display(),
-                merged.runs.len()
-            ),
-            MergeMode::AllowPartial => tracing::warn!(
-                "{}: merging a partial sweep ({} runs present):\n{problems}",
-                suite_dir.display(),
-                merged.runs.len()
-            ),
-        }
-    }
-    write_json(&suite_dir.join(MERGED_FILE), &merged)?;
-    tracing::info!(
-        "merged {} runs from {} shards into {}",
-        merged.runs.len(),
-        shard_count,
-        suite_dir.join(MERGED_FILE).display()
-    );
-    Ok(merged)
+    Ok((runs, missing_runs))
 }
 
 fn read_manifests(suite_dir: &Path) -> Result<BTreeMap<Shard, ShardManifest>> {

@@ -71,6 +71,36 @@ pub(super) fn write_sweep_report(
     results: &[SeedResult],
 ) -> Result<PathBuf> {
     let stem = format!("{}-{}", args.algo, args.env.to_ascii_lowercase());
+    let plot = sweep_plot(args, dir, &stem, results)?;
+    let summary = sweep_summary(args, results);
+    write_json(&dir.join(format!("{stem}-summary.json")), &summary)?;
+
+    let mut report = Report::new(dir, &format!("{} on {}", args.algo, args.env));
+    let threshold = results[0].summary.reward_threshold;
+    report.paragraph(&format!(
+        "{} seeds, up to {} environment steps each{}. \"Solved\" is the first point where the mean \
+         return of the last 100 episodes reaches {}.",
+        results.len(),
+        args.steps,
+        args.episodes.map_or(String::new(), |e| format!(" or {e} episodes")),
+        threshold.map_or("the reward threshold".into(), format_number),
+    ));
+    seed_table(&mut report, results, &summary);
+    report.plot(
+        "Mean return of the last 100 episodes: median over seeds, 10th–90th percentile band",
+        &plot,
+    );
+    report.reproduce([reproduce_command(args)]);
+    report.write()
+}
+
+/// The median learning curve over seeds with its 10th–90th percentile band, saved in `dir`.
+fn sweep_plot(
+    args: &TrainArgs,
+    dir: &Path,
+    stem: &str,
+    results: &[SeedResult],
+) -> Result<PlotFiles> {
     let (x_label, _) = curve_axis(args.algo, &[], &[]);
     let curves = results
         .iter()
@@ -80,7 +110,7 @@ pub(super) fn write_sweep_report(
                 .to_vec()
         })
         .collect();
-    let plot = LearningCurves::new(format!(
+    LearningCurves::new(format!(
         "{} on {}: median and 10th–90th percentile over {} seeds",
         args.algo,
         args.env,
@@ -89,8 +119,12 @@ pub(super) fn write_sweep_report(
     .x_label(x_label)
     .y_label("mean return of the last 100 episodes")
     .series(args.algo.to_string(), curves)
-    .save(&dir.join(format!("{stem}-curve")))?;
-    let summary = SweepSummary {
+    .save(&dir.join(format!("{stem}-curve")))
+}
+
+/// The sweep's medians over seeds.
+fn sweep_summary(args: &TrainArgs, results: &[SeedResult]) -> SweepSummary {
+    SweepSummary {
         algo: args.algo,
         env: args.env.clone(),
         seeds: results.iter().map(|r| r.summary.seed).collect(),
@@ -122,19 +156,11 @@ pub(super) fn write_sweep_report(
                 .map(|r| r.summary.env_steps_per_s)
                 .collect::<Vec<_>>(),
         ),
-    };
-    write_json(&dir.join(format!("{stem}-summary.json")), &summary)?;
+    }
+}
 
-    let mut report = Report::new(dir, &format!("{} on {}", args.algo, args.env));
-    let threshold = results[0].summary.reward_threshold;
-    report.paragraph(&format!(
-        "{} seeds, up to {} environment steps each{}. \"Solved\" is the first point where the mean \
-         return of the last 100 episodes reaches {}.",
-        results.len(),
-        args.steps,
-        args.episodes.map_or(String::new(), |e| format!(" or {e} episodes")),
-        threshold.map_or("the reward threshold".into(), format_number),
-    ));
+/// One row per seed, then the medians.
+fn seed_table(report: &mut Report, results: &[SeedResult], summary: &SweepSummary) {
     let cell = |v: Option<f64>| v.map_or(Cell::from("not solved"), Cell::from);
     let mut rows: Vec<Vec<Cell>> = results
         .iter()
@@ -166,14 +192,14 @@ pub(super) fn write_sweep_report(
         ],
         rows,
     );
-    report.plot(
-        "Mean return of the last 100 episodes: median over seeds, 10th–90th percentile band",
-        &plot,
-    );
+}
+
+/// The command that reproduces the sweep.
+fn reproduce_command(args: &TrainArgs) -> String {
     let seeds = args.seeds.as_ref().map_or(args.seed.to_string(), |s| {
         s.0.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
     });
-    report.reproduce([format!(
+    format!(
         "cargo xtask train --algo {} --env {} --seeds {seeds} --steps {}{}{}",
         args.algo,
         args.env,
@@ -185,8 +211,7 @@ pub(super) fn write_sweep_report(
         } else {
             ""
         },
-    )]);
-    report.write()
+    )
 }
 
 #[cfg(test)]

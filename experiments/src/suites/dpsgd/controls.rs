@@ -27,20 +27,15 @@ use serde::{Deserialize, Serialize};
 
 use super::plan::{dqn_config, DpsgdArgs};
 use super::protocol::{
-    claims_section, epsilon_by_accountant, finish, judge_claims, run_missing_units, unit_dir,
-    write_unit, Claim, UnitOutcome, UnitSetting, UnitTask,
+    claims_section, epsilon_by_accountant, finish, judge_claims, run_missing_units, store,
+    unit_path, unit_text, write_unit, Claim, UnitOutcome, UnitSetting, UnitTask,
 };
 use super::{mean, ENV, SOLVED_RETURN, SOLVED_WINDOW};
 use crate::backend::BackendTask;
 use crate::report::plot::{DualAxisChart, Line};
 use crate::report::{format_number, Cell, Report};
 use crate::summary::SuiteOutcome;
-
-/// Environment steps at which the suite's non-private DQN ([`dqn_config`]) solved
-/// CartPole-v1 (mean of 25 consecutive returns ≥ 475) on every one of seeds 0, 1, 2, measured
-/// with `suite dpsgd --methods ldp-dqn --ldp-noise 0 --seeds 0,1,2` (σ = 0 observation noise:
-/// plain DQN): first solved at 77,632, 65,566 and 108,869 steps; rounded up.
-pub const CONTROL_BUDGET: u64 = 110_000;
+use crate::unit::Unit;
 
 /// One setting of the protocol.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -218,7 +213,18 @@ impl UnitOutcome for UnitSummary {
     }
 }
 
+impl Unit for UnitSummary {
+    type Setting = Setting;
+    fn path(root: &Path, setting: &Setting, seed: u64) -> PathBuf {
+        unit_path(root, &setting.slug, seed)
+    }
+    fn text(&self) -> Result<String> {
+        unit_text(self)
+    }
+}
+
 impl UnitSetting for Setting {
+    type Unit = UnitSummary;
     fn slug(&self) -> &str {
         &self.slug
     }
@@ -256,10 +262,7 @@ impl BackendTask for UnitTask<'_, Setting> {
         let bar = self.progress.bar(args.budget);
         // The curve's ε after every episode is RDP's: a PLD ε composes the whole schedule
         // (thousands of distinct q_t), minutes each; the header says which.
-        let mut rows = String::from(match args.accountant {
-            AccountantKind::Rdp => "episode,env_steps,return,mean_return_25,epsilon\n",
-            AccountantKind::Pld => "episode,env_steps,return,mean_return_25,epsilon_rdp\n",
-        });
+        let mut rows = CurveColumn::header(&CurveColumn::ALL, args.accountant);
         let mut failed = None;
         let start = Instant::now();
         while agent.log().env_steps < args.budget {
@@ -306,7 +309,7 @@ impl BackendTask for UnitTask<'_, Setting> {
             failed,
             wall_s: start.elapsed().as_secs_f64(),
         };
-        write_unit(&unit_dir(self.dir, &setting.slug, seed), &rows, &summary)
+        write_unit(self.dir, setting, seed, &rows, &summary)
     }
 }
 
@@ -349,12 +352,58 @@ impl<B: burn::tensor::backend::AutodiffBackend> UnitAgent<B> {
     }
 }
 
+/// The columns of a unit's `curve.csv`, in file order: the header is written from them and
+/// the report reads each back by its position. REINFORCE units have no ε column.
+#[derive(Clone, Copy)]
+pub(super) enum CurveColumn {
+    Episode,
+    EnvSteps,
+    Return,
+    MeanReturn25,
+    Epsilon,
+}
+
+impl CurveColumn {
+    /// Every column, in file order.
+    pub(super) const ALL: [CurveColumn; 5] = [
+        CurveColumn::Episode,
+        CurveColumn::EnvSteps,
+        CurveColumn::Return,
+        CurveColumn::MeanReturn25,
+        CurveColumn::Epsilon,
+    ];
+
+    /// The column's name in the header. The curve's ε after every episode is RDP's, so under
+    /// the PLD accountant it is named `epsilon_rdp`.
+    pub(super) fn name(self, accountant: AccountantKind) -> &'static str {
+        match (self, accountant) {
+            (CurveColumn::Episode, _) => "episode",
+            (CurveColumn::EnvSteps, _) => "env_steps",
+            (CurveColumn::Return, _) => "return",
+            (CurveColumn::MeanReturn25, _) => "mean_return_25",
+            (CurveColumn::Epsilon, AccountantKind::Rdp) => "epsilon",
+            (CurveColumn::Epsilon, AccountantKind::Pld) => "epsilon_rdp",
+        }
+    }
+
+    /// The column's position in a row.
+    pub(super) fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The header line of `columns` (in file order), newline-terminated.
+    pub(super) fn header(columns: &[CurveColumn], accountant: AccountantKind) -> String {
+        let names: Vec<&str> = columns.iter().map(|c| c.name(accountant)).collect();
+        format!("{}\n", names.join(","))
+    }
+}
+
 /// The first env step of `curve.csv` text whose mean of 25 returns reaches 475.
 fn solved_at(rows: &str) -> Option<u64> {
     rows.lines().skip(1).find_map(|line| {
         let cells: Vec<&str> = line.split(',').collect();
-        let recent: f64 = cells.get(3)?.parse().ok()?;
-        (recent >= SOLVED_RETURN).then(|| cells[1].parse().ok())?
+        let recent: f64 = cells.get(CurveColumn::MeanReturn25.index())?.parse().ok()?;
+        (recent >= SOLVED_RETURN).then(|| cells[CurveColumn::EnvSteps.index()].parse().ok())?
     })
 }
 
@@ -367,9 +416,12 @@ fn read_curve(unit: &Path) -> Result<Vec<(f64, f64, f64)>> {
         .skip(1)
         .filter_map(|line| {
             let c: Vec<&str> = line.split(',').collect();
-            let x = c.get(1)?.parse().ok()?;
-            let y = c.get(3)?.parse().ok()?;
-            let e = c.get(4).and_then(|e| e.parse().ok()).unwrap_or(f64::NAN);
+            let x = c.get(CurveColumn::EnvSteps.index())?.parse().ok()?;
+            let y = c.get(CurveColumn::MeanReturn25.index())?.parse().ok()?;
+            let e = c
+                .get(CurveColumn::Epsilon.index())
+                .and_then(|e| e.parse().ok())
+                .unwrap_or(f64::NAN);
             Some((x, y, e))
         })
         .collect())
@@ -377,7 +429,7 @@ fn read_curve(unit: &Path) -> Result<Vec<(f64, f64, f64)>> {
 
 /// Every unit summary under `dir/units`, in path order.
 fn read_units(dir: &Path) -> Result<Vec<(PathBuf, UnitSummary)>> {
-    crate::summary::read_summaries(&dir.join("units"))
+    store(dir).read_all()
 }
 
 /// The slides' DQN claims (paper 004) and the criteria that judge them, written before the
@@ -409,15 +461,52 @@ const CLAIMS: [Claim; 3] = [
 pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
     let units = read_units(dir)?;
     let settings = settings(args);
-    let of = |slug: &str| -> Vec<&UnitSummary> {
-        units
-            .iter()
-            .map(|(_, u)| u)
-            .filter(|u| u.setting.slug == slug && u.budget == args.budget)
-            .collect()
-    };
+    let of = |slug: &str| units_of(&units, slug, args.budget);
     let mut report = Report::new(dir, "DP-SGD DQN to a solving budget, with controls");
-    report.paragraph(&format!(
+    report.paragraph(&protocol_paragraph(args));
+    settings_table(&mut report, &settings, &units, args.budget);
+
+    // The slides' claims, judged by the criteria fixed in CLAIMS.
+    let verdicts = judge_claims(
+        args,
+        "plain",
+        &format!("clip-only-c{}", args.clip),
+        |s| format!("dp-sigma{s}-c{}", args.clip),
+        of,
+    );
+    claims_section(
+        &mut report,
+        "The slides' DQN figures are images without numbers; their claims are judged by the \
+         criteria below, fixed in the code before any run. The controls (clip only, C sweep, \
+         adaptive clipping, Huber) have no counterpart in the slides: they are reported above, \
+         not judged.",
+        &CLAIMS,
+        &verdicts,
+    );
+    return_and_epsilon_plot(&mut report, dir, args, &units, &settings)?;
+    report.reproduce([format!(
+        "cargo xtask suite dpsgd --dqn-controls --budget {} --seeds 0,1,2 --threads 2",
+        args.budget
+    )]);
+    finish(report, &CLAIMS, &verdicts)
+}
+
+/// The units of setting `slug` run to `budget`.
+fn units_of<'u>(
+    units: &'u [(PathBuf, UnitSummary)],
+    slug: &str,
+    budget: u64,
+) -> Vec<&'u UnitSummary> {
+    units
+        .iter()
+        .map(|(_, u)| u)
+        .filter(|u| u.setting.slug == slug && u.budget == budget)
+        .collect()
+}
+
+/// The protocol: the DQN, the budget, what solved means and what ε protects.
+fn protocol_paragraph(args: &DpsgdArgs) -> String {
+    format!(
         "{ENV}; the suite's DQN (3-layer MLP, h = 128, |B| = 128, Adam 1e-3, a gradient step \
          every 2nd environment step, buffer 10k); budget {} environment steps per run (where \
          non-private DQN solved on seeds 0, 1, 2). Solved: the mean of {SOLVED_WINDOW} \
@@ -428,10 +517,19 @@ pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
         args.budget,
         args.adjacency.name(),
         args.delta
-    ));
+    )
+}
+
+/// The table of every setting: seeds, failures, solves, returns, ε and the final clip.
+fn settings_table(
+    report: &mut Report,
+    settings: &[Setting],
+    units: &[(PathBuf, UnitSummary)],
+    budget: u64,
+) {
     let mut rows = Vec::new();
-    for setting in &settings {
-        let us = of(&setting.slug);
+    for setting in settings {
+        let us = units_of(units, &setting.slug, budget);
         let solved: Vec<f64> = us
             .iter()
             .filter_map(|u| u.solved_at_env_step.map(|s| s as f64))
@@ -488,26 +586,16 @@ pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
         ],
         rows,
     );
+}
 
-    // The slides' claims, judged by the criteria fixed in CLAIMS.
-    let verdicts = judge_claims(
-        args,
-        "plain",
-        &format!("clip-only-c{}", args.clip),
-        |s| format!("dp-sigma{s}-c{}", args.clip),
-        of,
-    );
-    claims_section(
-        &mut report,
-        "The slides' DQN figures are images without numbers; their claims are judged by the \
-         criteria below, fixed in the code before any run. The controls (clip only, C sweep, \
-         adaptive clipping, Huber) have no counterpart in the slides: they are reported above, \
-         not judged.",
-        &CLAIMS,
-        &verdicts,
-    );
-
-    // Return against env steps, ε on the second axis.
+/// Return against env steps, ε on the second axis: written when both have a line.
+fn return_and_epsilon_plot(
+    report: &mut Report,
+    dir: &Path,
+    args: &DpsgdArgs,
+    units: &[(PathBuf, UnitSummary)],
+    settings: &[Setting],
+) -> Result<()> {
     let grid: Vec<f64> = (1..=40)
         .map(|i| args.budget as f64 * i as f64 / 40.0)
         .collect();
@@ -521,7 +609,7 @@ pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
         ));
     let mut has_epsilon = false;
     let mut has_return = false;
-    for setting in &settings {
+    for setting in settings {
         let curves: Vec<Vec<(f64, f64, f64)>> = units
             .iter()
             .filter(|(_, u)| u.setting.slug == setting.slug && u.budget == args.budget)
@@ -566,15 +654,12 @@ pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
             &files,
         );
     }
-    report.reproduce([format!(
-        "cargo xtask suite dpsgd --dqn-controls --budget {} --seeds 0,1,2 --threads 2",
-        args.budget
-    )]);
-    finish(report, &CLAIMS, &verdicts)
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::protocol::unit_dir;
     use super::*;
 
     use crate::backend::BackendChoice;

@@ -3,7 +3,7 @@
 
 use super::mean;
 use super::plan::Method;
-use super::report::Point;
+use super::point::Point;
 use crate::report::format_number;
 use crate::summary::Headline;
 

@@ -9,6 +9,7 @@
 mod controls;
 mod headline;
 mod plan;
+mod point;
 mod protocol;
 mod reinforce_controls;
 mod report;
@@ -18,7 +19,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use self::report::{write_report, Point};
+use self::point::Point;
+use self::report::write_report;
 use self::runs::{RunOutcome, RunTask};
 use crate::backend::dispatch;
 use crate::run::{runs_root, suite_dir};

@@ -15,9 +15,12 @@ use crate::backend::{dispatch, BackendTask};
 use crate::report::{format_number, Cell, Report};
 use crate::summary::{Headline, SuiteOutcome};
 use crate::sweep::{run_parallel, Job, JobProgress};
+use crate::unit::{seed_major, Unit, UnitStore};
 
-/// A setting of a protocol: what names its units.
+/// A setting of a protocol: what names its units, and the unit it writes.
 pub(super) trait UnitSetting: Clone + Send + Sync {
+    /// What a finished unit of this setting writes (its `summary.json`).
+    type Unit: Unit<Setting = Self>;
     /// Unit-directory prefix, unique per setting.
     fn slug(&self) -> &str;
 }
@@ -51,9 +54,31 @@ pub(super) fn seeds(args: &DpsgdArgs) -> Result<Vec<u64>> {
     Ok(seeds)
 }
 
-/// The directory of one unit.
+/// The directory of one unit (the tests look inside).
+#[cfg(test)]
 pub(super) fn unit_dir(dir: &Path, slug: &str, seed: u64) -> PathBuf {
-    dir.join("units").join(format!("{slug}-seed{seed}"))
+    dir.join("units").join(unit_name(slug, seed))
+}
+
+fn unit_name(slug: &str, seed: u64) -> String {
+    format!("{slug}-seed{seed}")
+}
+
+/// The file of a protocol's unit under its store's root `<dir>/units`:
+/// `<slug>-seed<k>/summary.json` (the [`Unit::path`] of both protocols).
+pub(super) fn unit_path(root: &Path, slug: &str, seed: u64) -> PathBuf {
+    root.join(unit_name(slug, seed)).join("summary.json")
+}
+
+/// A unit's `summary.json` as the committed units have it: pretty JSON without a final newline
+/// (the [`Unit::text`] of both protocols).
+pub(super) fn unit_text(unit: &impl Serialize) -> Result<String> {
+    Ok(serde_json::to_string_pretty(unit)?)
+}
+
+/// The units of a protocol whose units and report live in `dir`.
+pub(super) fn store<U: Unit>(dir: &Path) -> UnitStore<U> {
+    UnitStore::new(dir.join("units"))
 }
 
 /// Runs every unit of `settings` × the seeds that has no `summary.json` under `dir` yet,
@@ -64,20 +89,12 @@ where
     S: UnitSetting,
     for<'a> UnitTask<'a, S>: BackendTask<Output = ()>,
 {
-    let mut jobs = Vec::new();
-    for seed in seeds(args)? {
-        for setting in settings {
-            if !unit_dir(dir, setting.slug(), seed)
-                .join("summary.json")
-                .is_file()
-            {
-                jobs.push(Job::new(
-                    format!("{} seed {seed}", setting.slug()),
-                    (setting.clone(), seed),
-                ));
-            }
-        }
-    }
+    let plan = seed_major(settings, seeds(args)?);
+    let jobs = store::<S::Unit>(dir)
+        .missing(&plan)
+        .into_iter()
+        .map(|(setting, seed)| Job::new(format!("{} seed {seed}", setting.slug()), (setting, seed)))
+        .collect();
     let backend = args.backend;
     run_parallel(jobs, args.threads, |(setting, seed), progress| {
         dispatch(
@@ -95,14 +112,20 @@ where
     Ok(())
 }
 
-/// Writes a finished unit: its curve first, its summary last (through a temporary file), so
-/// that a unit without its summary is known to be unfinished and is rerun.
-pub(super) fn write_unit(unit: &Path, curve: &str, summary: &impl Serialize) -> Result<()> {
-    std::fs::create_dir_all(unit).with_context(|| format!("creating {}", unit.display()))?;
-    std::fs::write(unit.join("curve.csv"), curve)?;
-    let temp = unit.join("summary.json.partial");
-    std::fs::write(&temp, serde_json::to_string_pretty(summary)?)?;
-    std::fs::rename(&temp, unit.join("summary.json"))?;
+/// Writes a finished unit: its curve first, its summary last (atomically), so that a unit
+/// without its summary is known to be unfinished and is rerun.
+pub(super) fn write_unit<S: UnitSetting>(
+    dir: &Path,
+    setting: &S,
+    seed: u64,
+    curve: &str,
+    summary: &S::Unit,
+) -> Result<()> {
+    let store = store::<S::Unit>(dir);
+    let unit = store.dir(setting, seed)?;
+    std::fs::write(unit.join("curve.csv"), curve)
+        .with_context(|| format!("writing {}", unit.join("curve.csv").display()))?;
+    store.write(setting, seed, summary)?;
     Ok(())
 }
 

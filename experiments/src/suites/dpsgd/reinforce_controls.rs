@@ -26,16 +26,18 @@ use privrl_agents::{Agent, DpSgdReinforce, DpSgdTrainingConfig, Reinforce, Reinf
 use privrl_privacy::{AccountantKind, Adjacency};
 use serde::{Deserialize, Serialize};
 
+use super::controls::CurveColumn;
 use super::plan::DpsgdArgs;
 use super::protocol::{
     claims_section, epsilon_by_accountant, finish, judge_claims, run_missing_units, seeds,
-    unit_dir, write_unit, Claim, UnitOutcome, UnitSetting, UnitTask,
+    unit_path, unit_text, write_unit, Claim, UnitOutcome, UnitSetting, UnitTask,
 };
 use super::{mean, ENV, SOLVED_RETURN, SOLVED_WINDOW};
 use crate::backend::BackendTask;
 use crate::report::plot::{median, Line, LineChart};
 use crate::report::{format_number, Cell, Report};
 use crate::summary::SuiteOutcome;
+use crate::unit::Unit;
 
 /// Episodes per unit unless `--episodes` is given: where the suite's plain REINFORCE has
 /// solved CartPole-v1 (it did at episode 370 on seed 0 of `suite dpsgd --methods
@@ -198,7 +200,18 @@ impl UnitOutcome for ReinforceUnit {
     }
 }
 
+impl Unit for ReinforceUnit {
+    type Setting = ReinforceSetting;
+    fn path(root: &Path, setting: &ReinforceSetting, seed: u64) -> PathBuf {
+        unit_path(root, &setting.slug, seed)
+    }
+    fn text(&self) -> Result<String> {
+        unit_text(self)
+    }
+}
+
 impl UnitSetting for ReinforceSetting {
+    type Unit = ReinforceUnit;
     fn slug(&self) -> &str {
         &self.slug
     }
@@ -229,7 +242,7 @@ impl BackendTask for UnitTask<'_, ReinforceSetting> {
         // Under `--noise-rng secure` this seed is not used.
         let mut agent = DpSgdReinforce::new(reinforce, &config, seed ^ 0xd9_5e0d)?;
         let bar = self.progress.bar(budget as u64);
-        let mut rows = String::from("episode,env_steps,return,mean_return_25\n");
+        let mut rows = CurveColumn::header(&CurveColumn::ALL[..4], AccountantKind::Rdp);
         let mut failed = None;
         let start = Instant::now();
         while agent.agent().episode_log().episodes() < budget {
@@ -275,7 +288,7 @@ impl BackendTask for UnitTask<'_, ReinforceSetting> {
             failed,
             wall_s: start.elapsed().as_secs_f64(),
         };
-        write_unit(&unit_dir(self.dir, &setting.slug, seed), &rows, &summary)
+        write_unit(self.dir, setting, seed, &rows, &summary)
     }
 }
 
@@ -316,7 +329,10 @@ fn read_curve(unit: &Path) -> Result<Vec<(f64, f64)>> {
         .skip(1)
         .filter_map(|line| {
             let c: Vec<&str> = line.split(',').collect();
-            Some((c.first()?.parse().ok()?, c.get(3)?.parse().ok()?))
+            Some((
+                c.get(CurveColumn::Episode.index())?.parse().ok()?,
+                c.get(CurveColumn::MeanReturn25.index())?.parse().ok()?,
+            ))
         })
         .collect())
 }
@@ -327,15 +343,51 @@ pub fn write_report(args: &DpsgdArgs) -> Result<SuiteOutcome> {
     let units: Vec<(PathBuf, ReinforceUnit)> = crate::summary::read_summaries(&dir.join("units"))?;
     let budget = budget(args);
     let settings = settings(args);
-    let of = |slug: &str| -> Vec<&ReinforceUnit> {
-        units
-            .iter()
-            .map(|(_, u)| u)
-            .filter(|u| u.setting.slug == slug && u.budget == budget)
-            .collect()
-    };
+    let of = |slug: &str| units_of(&units, slug, budget);
     let mut report = Report::new(&dir, "DP-SGD REINFORCE against plain REINFORCE");
-    report.paragraph(&format!(
+    report.paragraph(&protocol_paragraph(args, budget));
+    settings_table(&mut report, &settings, &units, budget);
+
+    // The slides' claims, judged by the criteria fixed in CLAIMS, on the L = 1 settings.
+    let verdicts = judge_claims(
+        args,
+        "plain-l1",
+        &format!("clip-only-c{}-l1", args.clip),
+        |s| format!("dp-sigma{s}-c{}-l1", args.clip),
+        of,
+    );
+    claims_section(
+        &mut report,
+        "The slides' REINFORCE figures are images without numbers; their claims are judged by \
+         the criteria below, fixed in the code before any run. The clip-only and batch (L) \
+         controls have no counterpart in the slides: they are reported above, not judged. The \
+         slides' code clips each parameter tensor to C and adds σC noise to each; here the \
+         whole gradient is clipped to C (Abadi et al.), so the slides' σ is σ/√P here for P \
+         tensors (P = 4).",
+        &CLAIMS,
+        &verdicts,
+    );
+    return_plot(&mut report, &dir, &units, &settings, budget)?;
+    report.reproduce([reproduce_command(args, budget)?]);
+    finish(report, &CLAIMS, &verdicts)
+}
+
+/// The units of setting `slug` run to `budget` episodes.
+fn units_of<'u>(
+    units: &'u [(PathBuf, ReinforceUnit)],
+    slug: &str,
+    budget: usize,
+) -> Vec<&'u ReinforceUnit> {
+    units
+        .iter()
+        .map(|(_, u)| u)
+        .filter(|u| u.setting.slug == slug && u.budget == budget)
+        .collect()
+}
+
+/// The protocol: the REINFORCE agent, the DP-SGD step, what solved means and what ε protects.
+fn protocol_paragraph(args: &DpsgdArgs, budget: usize) -> String {
+    format!(
         "{ENV}; the slides' REINFORCE (2-layer MLP, h = 128, dropout 0.5, Adam 0.01, normalised \
          returns), {budget} episodes per run. Every setting is one DP-SGD step per L episodes: \
          each episode's gradient clipped to C (flat L2), N(0, σ²C²I) added once to their sum, \
@@ -346,10 +398,19 @@ pub fn write_report(args: &DpsgdArgs) -> Result<SuiteOutcome> {
          Units: `units/<setting>-seed<k>/`; this report is regenerated from whichever exist.",
         args.adjacency.name(),
         args.delta
-    ));
+    )
+}
+
+/// The table of every setting: seeds, failures, solves, returns, ε and wall time.
+fn settings_table(
+    report: &mut Report,
+    settings: &[ReinforceSetting],
+    units: &[(PathBuf, ReinforceUnit)],
+    budget: usize,
+) {
     let mut rows = Vec::new();
-    for setting in &settings {
-        let us = of(&setting.slug);
+    for setting in settings {
+        let us = units_of(units, &setting.slug, budget);
         let solved: Vec<f64> = us
             .iter()
             .filter_map(|u| u.solved_at_episode.map(|s| s as f64))
@@ -395,38 +456,26 @@ pub fn write_report(args: &DpsgdArgs) -> Result<SuiteOutcome> {
         ],
         rows,
     );
+}
 
-    // The slides' claims, judged by the criteria fixed in CLAIMS, on the L = 1 settings.
-    let verdicts = judge_claims(
-        args,
-        "plain-l1",
-        &format!("clip-only-c{}-l1", args.clip),
-        |s| format!("dp-sigma{s}-c{}-l1", args.clip),
-        of,
-    );
-    claims_section(
-        &mut report,
-        "The slides' REINFORCE figures are images without numbers; their claims are judged by \
-         the criteria below, fixed in the code before any run. The clip-only and batch (L) \
-         controls have no counterpart in the slides: they are reported above, not judged. The \
-         slides' code clips each parameter tensor to C and adds σC noise to each; here the \
-         whole gradient is clipped to C (Abadi et al.), so the slides' σ is σ/√P here for P \
-         tensors (P = 4).",
-        &CLAIMS,
-        &verdicts,
-    );
-
-    // Mean of 25 returns against episodes, mean over seeds, on a 40-point grid.
+/// Mean of 25 returns against episodes, mean over seeds, on a 40-point grid.
+fn return_plot(
+    report: &mut Report,
+    dir: &Path,
+    units: &[(PathBuf, ReinforceUnit)],
+    settings: &[ReinforceSetting],
+    budget: usize,
+) -> Result<()> {
     let grid: Vec<f64> = (1..=40).map(|i| budget as f64 * i as f64 / 40.0).collect();
     let mut chart = LineChart::new(format!("DP-SGD REINFORCE on {ENV}"))
         .x_label("episode")
         .y_label("mean return of the last 25 episodes (mean over seeds)");
     let mut any = false;
-    for setting in &settings {
+    for setting in settings {
         let curves: Vec<Vec<(f64, f64)>> = units
             .iter()
             .filter(|(_, u)| u.setting.slug == setting.slug && u.budget == budget)
-            .map(|(path, _)| read_curve(path.parent().unwrap_or(&dir)))
+            .map(|(path, _)| read_curve(path.parent().unwrap_or(dir)))
             .collect::<Result<_>>()?;
         let points: Vec<(f64, f64)> = grid
             .iter()
@@ -451,6 +500,11 @@ pub fn write_report(args: &DpsgdArgs) -> Result<SuiteOutcome> {
             &files,
         );
     }
+    Ok(())
+}
+
+/// The command that reproduces the report.
+fn reproduce_command(args: &DpsgdArgs, budget: usize) -> Result<String> {
     let join = |v: &[f64]| {
         v.iter()
             .map(|x| x.to_string())
@@ -458,7 +512,7 @@ pub fn write_report(args: &DpsgdArgs) -> Result<SuiteOutcome> {
             .join(",")
     };
     let seeds = seeds(args)?;
-    report.reproduce([format!(
+    Ok(format!(
         "cargo xtask suite dpsgd --reinforce-controls --episodes {budget} --seeds {} \
          --sigma-sweep {} --control-sigma {} --clip {} --reinforce-batch-sweep {} \
          --accountant {} --threads 1",
@@ -476,12 +530,12 @@ pub fn write_report(args: &DpsgdArgs) -> Result<SuiteOutcome> {
             .collect::<Vec<_>>()
             .join(","),
         args.accountant
-    )]);
-    finish(report, &CLAIMS, &verdicts)
+    ))
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::protocol::unit_dir;
     use super::*;
 
     use crate::backend::BackendChoice;

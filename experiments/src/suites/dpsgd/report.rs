@@ -1,7 +1,7 @@
 //! The suite's report: the sweep's points (a method at a noise level, over seeds), the table,
 //! the slides' figures against σ, the learning curves and the command that reproduces it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use plotters::prelude::SeriesLabelPosition;
@@ -9,74 +9,10 @@ use plotters::prelude::SeriesLabelPosition;
 use super::headline::headline;
 use super::mean;
 use super::plan::{DpsgdArgs, DpsgdPlan, Method};
-use super::runs::RunSummary;
+use super::point::Point;
 use crate::report::plot::{median, LearningCurves, Line, LineChart, PlotFiles};
 use crate::report::{comma_list, format_mean_std, format_number, Cell, Report};
 use crate::summary::SuiteOutcome;
-
-/// One point of the sweep: a method at a noise level, over seeds.
-pub(super) struct Point {
-    pub(super) method: Method,
-    pub(super) noise: f64,
-    pub(super) runs: Vec<RunSummary>,
-    pub(super) curves: Vec<Vec<(f64, f64)>>,
-}
-
-impl Point {
-    pub(super) fn mean_returns(&self) -> Vec<f64> {
-        self.runs.iter().map(|r| r.mean_return).collect()
-    }
-
-    fn median_returns(&self) -> Vec<f64> {
-        self.runs.iter().map(|r| r.median_return).collect()
-    }
-
-    /// Episodes to solved per seed, an unsolved seed counting as the episodes it ran
-    /// (censored: for the plots).
-    fn convergence(&self) -> Vec<f64> {
-        self.runs
-            .iter()
-            .map(|r| r.solved_at_episode.unwrap_or(r.episodes) as f64)
-            .collect()
-    }
-
-    /// Median episodes to solved over seeds, an unsolved seed counting as ∞ (for the table).
-    fn median_convergence(&self) -> f64 {
-        median(
-            &self
-                .runs
-                .iter()
-                .map(|r| r.solved_at_episode.map_or(f64::INFINITY, |e| e as f64))
-                .collect::<Vec<_>>(),
-        )
-    }
-
-    fn solved(&self) -> usize {
-        self.runs
-            .iter()
-            .filter(|r| r.solved_at_episode.is_some())
-            .count()
-    }
-
-    /// The largest ε over seeds (DQN's varies with the number of gradient steps).
-    pub(super) fn epsilon(&self) -> f64 {
-        self.runs
-            .iter()
-            .map(|r| r.epsilon.unwrap_or(f64::INFINITY))
-            .fold(0.0, f64::max)
-    }
-
-    /// The ε with its unit, never a bare number: `4.73/episode`, `24.2/transition`, `∞`.
-    pub(super) fn epsilon_with_unit(&self) -> String {
-        let epsilon = self.epsilon();
-        match self.method.unit() {
-            Some(unit) if epsilon.is_finite() => {
-                format!("{}/{}", format_number(epsilon), unit.name())
-            }
-            _ => "∞".to_string(),
-        }
-    }
-}
 
 /// The three charts of one family (DP-SGD or LDP): average reward, median reward and
 /// convergence time against σ, one line per algorithm, each point annotated with ε.
@@ -154,7 +90,31 @@ pub(super) fn write_report(
         &dir,
         "DP-SGD and local DP for REINFORCE and DQN on CartPole-v1",
     );
-    report.paragraph(&format!(
+    report.paragraph(&method_paragraph(plan));
+    report.paragraph(&plan.noise_rng.report_line());
+    let epsilon_note = format!(
+        "{}; REINFORCE's ε is per episode and DQN's per transition: one x axis of σ, not \
+         of ε, because the two are not comparable",
+        plan.adjacency.name()
+    );
+    privacy_section(&mut report, plan);
+    sweep_table(&mut report, plan, &points);
+    figures_section(&mut report, &dir, plan, &points, &epsilon_note)?;
+    let command = reproduce_command(args, plan);
+    let headline = headline(&points);
+    headline.add_to(&mut report);
+    report.reproduce([command]);
+    let path = report.write()?;
+    println!("wrote {}", path.display());
+    Ok(SuiteOutcome {
+        report: path,
+        headline,
+    })
+}
+
+/// The slides' agents and this sweep's settings.
+fn method_paragraph(plan: &DpsgdPlan) -> String {
+    format!(
         "Doulazmi & Odonnat, *Differential Privacy in Reinforcement Learning* (MVA slides, 2023). \
          REINFORCE: a 2-layer perceptron (h = 128, dropout 0.5), one episode per gradient, Adam \
          lr {}. DQN: a 3-layer perceptron (h = 128), |B| = {}, Adam lr {}, buffer {}, ε-greedy \
@@ -175,13 +135,11 @@ pub(super) fn write_report(
         plan.dqn_steps,
         plan.seeds,
         plan.backend,
-    ));
-    report.paragraph(&plan.noise_rng.report_line());
-    let epsilon_note = format!(
-        "{}; REINFORCE's ε is per episode and DQN's per transition: one x axis of σ, not \
-         of ε, because the two are not comparable",
-        plan.adjacency.name()
-    );
+    )
+}
+
+/// The privacy each run spends: adjacency, accountant and unit of privacy per agent.
+fn privacy_section(report: &mut Report, plan: &DpsgdPlan) {
     report.heading("The privacy each run spends").bullets([
         format!(
             "Every ε is stated under **{}** adjacency (`--adjacency`; add/remove is Opacus' \
@@ -209,9 +167,12 @@ pub(super) fn write_report(
          slides' 'need for theoretical guarantees')."
             .to_string(),
     ]);
+}
 
+/// The sweep table: one row per method and noise level.
+fn sweep_table(report: &mut Report, plan: &DpsgdPlan, points: &[Point]) {
     let mut rows = Vec::new();
-    for point in &points {
+    for point in points {
         rows.push(vec![
             Cell::from(point.method.name()),
             Cell::from(format_number(point.noise)),
@@ -259,22 +220,31 @@ pub(super) fn write_report(
         ],
         rows,
     );
+}
 
+/// The noise-level charts per family (DP-SGD, LDP) and each method's learning curves.
+fn figures_section(
+    report: &mut Report,
+    dir: &Path,
+    plan: &DpsgdPlan,
+    points: &[Point],
+    epsilon_note: &str,
+) -> Result<()> {
     let dp_sgd: Vec<&Point> = points.iter().filter(|p| p.method.is_dp_sgd()).collect();
     let ldp: Vec<&Point> = points.iter().filter(|p| !p.method.is_dp_sgd()).collect();
     let mut plots = Vec::new();
     if !dp_sgd.is_empty() {
         plots.extend(family_charts(
-            &dir,
+            dir,
             "DP-SGD",
             "noise multiplier σ",
             &dp_sgd,
-            &epsilon_note,
+            epsilon_note,
         )?);
     }
     if !ldp.is_empty() {
         plots.extend(family_charts(
-            &dir,
+            dir,
             "LDP",
             "observation noise σ (× IQR)",
             &ldp,
@@ -298,7 +268,11 @@ pub(super) fn write_report(
             &files,
         );
     }
+    Ok(())
+}
 
+/// The command that reproduces the report.
+fn reproduce_command(args: &DpsgdArgs, plan: &DpsgdPlan) -> String {
     let command = if args.quick {
         match plan.adjacency {
             privrl_privacy::Adjacency::AddRemove => "cargo xtask suite dpsgd --quick".to_string(),
@@ -324,14 +298,5 @@ pub(super) fn write_report(
     } else {
         command
     };
-    let command = command + plan.noise_rng.reproduce_flag();
-    let headline = headline(&points);
-    headline.add_to(&mut report);
-    report.reproduce([command]);
-    let path = report.write()?;
-    println!("wrote {}", path.display());
-    Ok(SuiteOutcome {
-        report: path,
-        headline,
-    })
+    command + plan.noise_rng.reproduce_flag()
 }

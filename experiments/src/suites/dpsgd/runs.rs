@@ -35,8 +35,8 @@ struct RunConfig<'a> {
     plan: &'a DpsgdPlan,
 }
 
-/// What one run's `summary.json` holds (read back by the leakage suite:
-/// [`crate::summary::DpsgdRunSummary`]).
+/// What one run's `summary.json` holds (read back by the leakage suite through
+/// [`crate::summary::read_summaries`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunSummary {
     /// The private training method.
@@ -161,55 +161,14 @@ impl BackendTask for RunTask<'_> {
             plan,
         };
         // A complete run with the same config is reused, so an interrupted sweep resumes.
-        if run.is_complete() {
-            // Compared as parsed JSON on both sides, so float parsing cannot differ.
-            let now: serde_json::Value = serde_json::from_str(&serde_json::to_string(&config)?)?;
-            let same = now == crate::run::read_json::<serde_json::Value>(&run.file("config.json"))?;
-            if same {
-                let summary = crate::run::read_json(&run.file("summary.json"))?;
-                let curve = run.read_metrics()?.xy("episode", "mean_return_25")?;
-                return Ok(RunOutcome { summary, curve });
-            }
+        if run.completed_with(&config)? {
+            let summary = crate::run::read_json(&run.file("summary.json"))?;
+            let curve = run.read_metrics()?.xy("episode", "mean_return_25")?;
+            return Ok(RunOutcome { summary, curve });
         }
         run.write_config(&config)?;
-        let dp_config = DpSgdTrainingConfig::new()
-            .with_noise_multiplier(noise)
-            .with_clip(Some(plan.clip))
-            .with_delta(plan.delta)
-            .with_adjacency(plan.adjacency)
-            .with_accountant(plan.accountant)
-            .with_episodes_per_step(plan.reinforce_batch)
-            .with_noise_rng(plan.noise_rng.mode());
-        // Under `--noise-rng secure` this seed is not used, and it is never written.
-        let noise_seed = seed ^ 0xd9_5e0d;
-        let mut observation_noise_std = Vec::new();
-        let env: Box<dyn Env> = if method.is_dp_sgd() {
-            privrl_envs::make(ENV)?
-        } else {
-            let noise = ObservationNoiseConfig { noise_scale: noise }.fit(&warmup_states(seed)?)?;
-            observation_noise_std = noise.std().to_vec();
-            Box::new(NoisyObservationEnv::new(
-                privrl_envs::make(ENV)?,
-                noise,
-                plan.noise_rng.mode().source(noise_seed),
-            )?)
-        };
-        let mut agent: PrivateAgent<B<IB>> = match method {
-            Method::DpSgdReinforce => PrivateAgent::DpSgdReinforce(DpSgdReinforce::new(
-                Reinforce::new(plan.reinforce.clone(), env, &device, seed)?,
-                &dp_config,
-                noise_seed,
-            )?),
-            Method::DpSgdDqn => PrivateAgent::DpSgdDqn(DpSgdDqn::new(
-                Dqn::new(plan.dqn.clone(), env, &device, seed)?,
-                &dp_config,
-                noise_seed,
-            )?),
-            Method::LdpReinforce => {
-                PrivateAgent::Reinforce(Reinforce::new(plan.reinforce.clone(), env, &device, seed)?)
-            }
-            Method::LdpDqn => PrivateAgent::Dqn(Dqn::new(plan.dqn.clone(), env, &device, seed)?),
-        };
+        let (mut agent, observation_noise_std) =
+            private_agent::<B<IB>>(method, noise, seed, plan, &device)?;
 
         let bar = self.progress.bar(plan.episodes as u64);
         let mut metrics = run.metrics()?;
@@ -234,35 +193,13 @@ impl BackendTask for RunTask<'_> {
             bar.set_message(format!("return {}", format_number(recent)));
         }
         let wall_s = start.elapsed().as_secs_f64();
-        let (epsilon, every, gradient_steps) = match &agent {
-            PrivateAgent::DpSgdReinforce(a) => (
-                a.epsilon()?,
-                Some(a.epsilon_if_every_step()?),
-                a.steps().steps(),
-            ),
-            PrivateAgent::DpSgdDqn(a) => (a.epsilon()?, None, a.tally().steps()),
-            PrivateAgent::Reinforce(a) => (f64::INFINITY, None, a.episode_log().episodes() as u64),
-            PrivateAgent::Dqn(a) => (f64::INFINITY, None, a.updates()),
-        };
-        let log = agent.log();
-        let summary = RunSummary {
-            method,
-            noise,
-            seed,
-            episodes: log.episodes(),
-            env_steps: log.env_steps,
-            mean_return: mean(&log.returns),
-            median_return: median(&log.returns),
-            solved_at_episode: log.first_solved(SOLVED_WINDOW, SOLVED_RETURN).map(|s| s.0),
-            epsilon: epsilon.is_finite().then_some(epsilon),
-            unit: method.unit(),
-            adjacency: plan.adjacency,
-            accountant: plan.accountant,
-            epsilon_if_every_episode_one_user: every.filter(|e| e.is_finite()),
-            gradient_steps,
+        let summary = run_summary(
+            &agent,
+            (method, noise, seed),
+            plan,
             observation_noise_std,
             wall_s,
-        };
+        )?;
         LearningCurves::new(format!("{} σ = {noise}, seed {seed}", method.name()))
             .x_label("episode")
             .y_label("mean return of the last 25 episodes")
@@ -271,4 +208,93 @@ impl BackendTask for RunTask<'_> {
         run.write_summary(&summary)?;
         Ok(RunOutcome { summary, curve })
     }
+}
+
+/// The run's agent on its environment (for LDP, CartPole-v1 behind observation noise fitted
+/// on a random policy's states), and that noise's standard deviations (empty for DP-SGD).
+fn private_agent<B: burn::tensor::backend::AutodiffBackend>(
+    method: Method,
+    noise: f64,
+    seed: u64,
+    plan: &DpsgdPlan,
+    device: &B::Device,
+) -> Result<(PrivateAgent<B>, Vec<f64>)> {
+    let dp_config = DpSgdTrainingConfig::new()
+        .with_noise_multiplier(noise)
+        .with_clip(Some(plan.clip))
+        .with_delta(plan.delta)
+        .with_adjacency(plan.adjacency)
+        .with_accountant(plan.accountant)
+        .with_episodes_per_step(plan.reinforce_batch)
+        .with_noise_rng(plan.noise_rng.mode());
+    // Under `--noise-rng secure` this seed is not used, and it is never written.
+    let noise_seed = seed ^ 0xd9_5e0d;
+    let mut observation_noise_std = Vec::new();
+    let env: Box<dyn Env> = if method.is_dp_sgd() {
+        privrl_envs::make(ENV)?
+    } else {
+        let noise = ObservationNoiseConfig { noise_scale: noise }.fit(&warmup_states(seed)?)?;
+        observation_noise_std = noise.std().to_vec();
+        Box::new(NoisyObservationEnv::new(
+            privrl_envs::make(ENV)?,
+            noise,
+            plan.noise_rng.mode().source(noise_seed),
+        )?)
+    };
+    let agent: PrivateAgent<B> = match method {
+        Method::DpSgdReinforce => PrivateAgent::DpSgdReinforce(DpSgdReinforce::new(
+            Reinforce::new(plan.reinforce.clone(), env, device, seed)?,
+            &dp_config,
+            noise_seed,
+        )?),
+        Method::DpSgdDqn => PrivateAgent::DpSgdDqn(DpSgdDqn::new(
+            Dqn::new(plan.dqn.clone(), env, device, seed)?,
+            &dp_config,
+            noise_seed,
+        )?),
+        Method::LdpReinforce => {
+            PrivateAgent::Reinforce(Reinforce::new(plan.reinforce.clone(), env, device, seed)?)
+        }
+        Method::LdpDqn => PrivateAgent::Dqn(Dqn::new(plan.dqn.clone(), env, device, seed)?),
+    };
+    Ok((agent, observation_noise_std))
+}
+
+/// The summary of a finished run: its returns, its ε and how long it took.
+fn run_summary<B: burn::tensor::backend::AutodiffBackend>(
+    agent: &PrivateAgent<B>,
+    (method, noise, seed): (Method, f64, u64),
+    plan: &DpsgdPlan,
+    observation_noise_std: Vec<f64>,
+    wall_s: f64,
+) -> Result<RunSummary> {
+    let (epsilon, every, gradient_steps) = match agent {
+        PrivateAgent::DpSgdReinforce(a) => (
+            a.epsilon()?,
+            Some(a.epsilon_if_every_step()?),
+            a.steps().steps(),
+        ),
+        PrivateAgent::DpSgdDqn(a) => (a.epsilon()?, None, a.tally().steps()),
+        PrivateAgent::Reinforce(a) => (f64::INFINITY, None, a.episode_log().episodes() as u64),
+        PrivateAgent::Dqn(a) => (f64::INFINITY, None, a.updates()),
+    };
+    let log = agent.log();
+    Ok(RunSummary {
+        method,
+        noise,
+        seed,
+        episodes: log.episodes(),
+        env_steps: log.env_steps,
+        mean_return: mean(&log.returns),
+        median_return: median(&log.returns),
+        solved_at_episode: log.first_solved(SOLVED_WINDOW, SOLVED_RETURN).map(|s| s.0),
+        epsilon: epsilon.is_finite().then_some(epsilon),
+        unit: method.unit(),
+        adjacency: plan.adjacency,
+        accountant: plan.accountant,
+        epsilon_if_every_episode_one_user: every.filter(|e| e.is_finite()),
+        gradient_steps,
+        observation_noise_std,
+        wall_s,
+    })
 }

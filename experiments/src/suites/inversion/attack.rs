@@ -6,12 +6,12 @@ use privrl_envs::room::RoomSetting;
 use serde::Serialize;
 
 use super::gradients_file::{declared_model, GradientFileJob};
+use super::job::{room_samples, InversionJob};
+use super::method::Method;
 use super::model_job::{room_user_samples, ModelArg, ModelJob};
+use super::plan::{paper_normalisation, InversionPlan, VictimWidth};
+use super::run_files::{reconstruction_sheet, write_rows};
 use super::samples_dir::{read_samples_dir, write_depth_png, write_rgb_png, UserSamples};
-use super::{
-    paper_normalisation, reconstruction_sheet, room_samples, write_rows, InversionJob,
-    InversionPlan, Method, VictimWidth,
-};
 use crate::backend::{dispatch, BackendChoice};
 use crate::run::{RunDir, RunName};
 
@@ -91,29 +91,7 @@ pub struct AttackArgs {
 /// `cargo xtask attack`: one attack, one run directory `runs/attack/<method>-<setting>-seed<S>/`
 /// with per-sample metrics, a summary and the reconstruction sheet.
 pub fn run_attack(args: AttackArgs) -> Result<std::path::PathBuf> {
-    anyhow::ensure!(args.samples >= 1, "--samples must be at least 1");
-    anyhow::ensure!(
-        (8..=512).contains(&args.res),
-        "--res must be between 8 and 512 pixels, got {}",
-        args.res
-    );
-    anyhow::ensure!(args.iters >= 1, "--iters must be at least 1");
-    anyhow::ensure!(
-        (1..=privrl_attacks::MAX_BATCH).contains(&args.batch_size),
-        "--batch-size must be in 1..={}, got {}",
-        privrl_attacks::MAX_BATCH,
-        args.batch_size
-    );
-    anyhow::ensure!(
-        args.batch_size == 1 || args.method == Method::Qgi,
-        "--batch-size above 1 needs --method qgi (the batch attack is QGI's), got {}",
-        args.method.slug()
-    );
-    anyhow::ensure!(
-        args.tv_weight >= 0.0 && args.tv_weight.is_finite(),
-        "--tv-weight must be finite and >= 0, got {}",
-        args.tv_weight
-    );
+    check_attack_args(&args)?;
     let plan = InversionPlan {
         samples: args.samples,
         image_size: args.res,
@@ -123,11 +101,6 @@ pub fn run_attack(args: AttackArgs) -> Result<std::path::PathBuf> {
         backend: args.backend,
         entropy_weight: 0.01,
     };
-    anyhow::ensure!(
-        args.actions >= 2,
-        "--actions must be at least 2, got {}",
-        args.actions
-    );
     let setting = match args.setting {
         SettingArg::S1 => RoomSetting::S1,
         SettingArg::S2 => RoomSetting::S2,
@@ -146,30 +119,7 @@ pub fn run_attack(args: AttackArgs) -> Result<std::path::PathBuf> {
     if args.samples_dir.is_none() && args.model == ModelArg::Multimodal {
         return attack_rooms(&args, plan, setting);
     }
-    let (samples, origin) = match &args.samples_dir {
-        Some(dir) => (read_samples_dir(dir, args.actions)?, "samples".to_string()),
-        None => {
-            let (truth, _) = room_samples(setting, plan.image_size, plan.samples, plan.seed)?;
-            (
-                room_user_samples(truth, plan.image_size),
-                format!("{setting:?}"),
-            )
-        }
-    };
-    let have = (
-        samples.rgb_size.is_some(),
-        samples.depth_size.is_some(),
-        samples.vector_len > 0,
-    );
-    let read = args.model.parts_read(have)?;
-    if read != have {
-        println!(
-            "note: --model {} reads {}; the samples' other parts are not attacked",
-            args.model.slug(),
-            describe_parts(read)
-        );
-    }
-    let samples = samples.keep_parts(read.0, read.1, read.2);
+    let (samples, origin) = attacked_samples(&args, &plan, setting)?;
     let actions = match args.samples_dir {
         Some(_) => args.actions,
         None => privrl_envs::room::NUM_ACTIONS,
@@ -201,6 +151,72 @@ pub fn run_attack(args: AttackArgs) -> Result<std::path::PathBuf> {
     print_rows(&rows);
     println!("wrote {}", run.path().display());
     Ok(run.path().to_path_buf())
+}
+
+/// The command line's ranges, checked before anything runs.
+fn check_attack_args(args: &AttackArgs) -> Result<()> {
+    anyhow::ensure!(args.samples >= 1, "--samples must be at least 1");
+    anyhow::ensure!(
+        (8..=512).contains(&args.res),
+        "--res must be between 8 and 512 pixels, got {}",
+        args.res
+    );
+    anyhow::ensure!(args.iters >= 1, "--iters must be at least 1");
+    anyhow::ensure!(
+        (1..=privrl_attacks::MAX_BATCH).contains(&args.batch_size),
+        "--batch-size must be in 1..={}, got {}",
+        privrl_attacks::MAX_BATCH,
+        args.batch_size
+    );
+    anyhow::ensure!(
+        args.batch_size == 1 || args.method == Method::Qgi,
+        "--batch-size above 1 needs --method qgi (the batch attack is QGI's), got {}",
+        args.method.slug()
+    );
+    anyhow::ensure!(
+        args.tv_weight >= 0.0 && args.tv_weight.is_finite(),
+        "--tv-weight must be finite and >= 0, got {}",
+        args.tv_weight
+    );
+    anyhow::ensure!(
+        args.actions >= 2,
+        "--actions must be at least 2, got {}",
+        args.actions
+    );
+    Ok(())
+}
+
+/// The samples `--model` attacks (from `--samples-dir`, else the rooms of `setting`), kept to
+/// the parts it reads, and where they came from (a run-name part).
+fn attacked_samples(
+    args: &AttackArgs,
+    plan: &InversionPlan,
+    setting: RoomSetting,
+) -> Result<(UserSamples, String)> {
+    let (samples, origin) = match &args.samples_dir {
+        Some(dir) => (read_samples_dir(dir, args.actions)?, "samples".to_string()),
+        None => {
+            let (truth, _) = room_samples(setting, plan.image_size, plan.samples, plan.seed)?;
+            (
+                room_user_samples(truth, plan.image_size),
+                format!("{setting:?}"),
+            )
+        }
+    };
+    let have = (
+        samples.rgb_size.is_some(),
+        samples.depth_size.is_some(),
+        samples.vector_len > 0,
+    );
+    let read = args.model.parts_read(have)?;
+    if read != have {
+        println!(
+            "note: --model {} reads {}; the samples' other parts are not attacked",
+            args.model.slug(),
+            describe_parts(read)
+        );
+    }
+    Ok((samples.keep_parts(read.0, read.1, read.2), origin))
 }
 
 /// `--gradients FILE --weights FILE`: one attack, `reconstruction.json` and its images.

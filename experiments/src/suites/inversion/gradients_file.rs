@@ -17,8 +17,9 @@ use privrl_attacks::{
 };
 use serde::de::DeserializeOwned;
 
+use super::method::Method;
 use super::model_job::ModelArg;
-use super::{InversionPlan, Method};
+use super::plan::InversionPlan;
 use crate::backend::BackendTask;
 
 /// Header key of the network kind.

@@ -11,7 +11,8 @@ use privrl_envs::room::{sample_observations, RoomConfig, RoomSetting};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::{InversionPlan, Method};
+use super::method::Method;
+use super::plan::{InversionPlan, VictimWidth};
 use crate::backend::BackendTask;
 
 /// The samples of one setting: room observations in which the target is visible (the paper's
@@ -53,45 +54,6 @@ pub(crate) fn room_samples(
     Ok((samples, types))
 }
 
-/// How wide the victim's image encoders are.
-///
-/// The paper gives no layer widths (Section III: convolutions over each image, Dense layers
-/// over the box, concatenation, Dense layers), only that its DQN is Mnih et al.'s (its
-/// reference 18). That encoder (32 8×8/4, 64 4×4/2, 64 3×3/1) on the paper's 150×150 images
-/// keeps 64·15·15 = 14,400 features per image: 0.64 of the depth image's pixels and 0.21 of the RGB image's
-/// values, and its first layer has 1.8 (depth) and 0.6 (RGB) outputs per input value. Stage 1
-/// reconstructs those features; stage 2 must then find an image behind them, which is
-/// under-determined there.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-pub enum VictimWidth {
-    /// Two 3×3 stride-2 convolutions of 8 channels: the DQN encoder's ratios at the paper's
-    /// resolution (first layer 2.0 / 0.67 outputs per input value, 0.5 / 0.17 features per
-    /// depth / RGB value), at any image size divisible by 4.
-    Paper,
-    /// Two 3×3 stride-2 convolutions of 16 and 32 channels (privrl's earlier victim): 2
-    /// features per depth pixel and 0.67 per RGB value, so the features stage 1 recovers
-    /// over-determine the depth image. An extra row of Table I, labelled.
-    Wide,
-}
-
-impl VictimWidth {
-    /// Output channels of the encoder's convolutions.
-    pub fn channels(self) -> Vec<usize> {
-        match self {
-            VictimWidth::Paper => vec![8, 8],
-            VictimWidth::Wide => vec![16, 32],
-        }
-    }
-
-    /// The label of its rows in the tables.
-    pub fn label(self) -> &'static str {
-        match self {
-            VictimWidth::Paper => "paper width",
-            VictimWidth::Wide => "wide (extra)",
-        }
-    }
-}
-
 /// The victim network: strided conv encoders per image, a Dense branch over the bounding box,
 /// a Dense head over 7 actions (Section III, "Active Perception Task").
 pub(crate) fn victim_config(
@@ -104,16 +66,6 @@ pub(crate) fn victim_config(
     MultimodalNetConfig::new(4, privrl_envs::room::NUM_ACTIONS)
         .with_rgb((setting == RoomSetting::S1).then(|| encoder(3)))
         .with_depth(Some(encoder(1)))
-}
-
-/// The paper's image normalisation (Section V, "Metric"): in S1 the RGB reconstruction is
-/// scaled so that its brightest pixel is 1 and depth by the same factor; S2 has no RGB image
-/// and the paper states no rescaling for it, so S2's depth is only clamped to `[0, 1]`.
-pub(crate) fn paper_normalisation(setting: RoomSetting) -> ImageNormalisation {
-    match setting {
-        RoomSetting::S1 => ImageNormalisation::BrightestPixel,
-        RoomSetting::S2 => ImageNormalisation::Clamp,
-    }
 }
 
 pub(crate) struct InversionJob {

@@ -25,12 +25,13 @@ use crate::sweep::{run_parallel, Job};
 
 pub use self::attack::{run_attack, AttackArgs, SettingArg};
 pub use self::gradients_file::{model_metadata, CONFIG_KEY, MODEL_KEY};
-pub use self::job::VictimWidth;
-pub(crate) use self::job::{paper_normalisation, room_samples, victim_config, InversionJob};
+pub(crate) use self::job::{room_samples, victim_config, InversionJob};
 pub use self::method::Method;
 pub use self::model_job::ModelArg;
-pub use self::plan::{InversionArgs, NormalisationArg};
-pub(crate) use self::plan::{InversionPlan, ENTROPY_WEIGHT};
+#[cfg(test)]
+pub(crate) use self::plan::InversionPlan;
+pub(crate) use self::plan::ENTROPY_WEIGHT;
+pub use self::plan::{InversionArgs, NormalisationArg, VictimWidth};
 pub(crate) use self::report::{failure_rate, summary, FAILURE_NOTE};
 pub(crate) use self::run_files::{reconstruction_sheet, write_rows};
 pub use self::samples_dir::{read_samples_dir, SampleFile, SamplesDirError, UserSamples};

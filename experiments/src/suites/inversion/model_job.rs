@@ -14,8 +14,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
+use super::method::Method;
+use super::plan::{InversionPlan, VictimWidth};
 use super::samples_dir::UserSamples;
-use super::{InversionPlan, Method, VictimWidth};
 use crate::backend::BackendTask;
 
 /// The victim network of `cargo xtask attack`.

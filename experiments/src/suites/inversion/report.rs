@@ -9,12 +9,11 @@ use privrl_attacks::{InversionRow, Sample};
 use privrl_envs::room::{RoomSetting, RoomType};
 
 use super::headline::headline;
+use super::method::Method;
+use super::plan::{InversionArgs, InversionPlan, NormalisationArg, VictimWidth};
+use super::run_files::{reconstruction_sheet, write_rows};
 use super::verdict::{
     criterion, format_paper, paper_table_one, verdict, PaperValue, Verdict, PAPER_QGI_TABLE_TWO,
-};
-use super::{
-    reconstruction_sheet, write_rows, InversionArgs, InversionPlan, Method, NormalisationArg,
-    VictimWidth,
 };
 use crate::report::{format_mean_std, Cell, Report};
 use crate::run::{RunDir, RunName};
@@ -72,6 +71,43 @@ pub(super) fn write_report(
     room_types: Vec<String>,
 ) -> Result<SuiteOutcome> {
     let mut report = Report::new(&dir, "Gradient inversion on RL: QGI and RGI");
+    method_paragraphs(&mut report, args, &plan);
+    let main_width = args.victim_widths()?[0];
+    let mut tables = Tables::default();
+    for (_, (method, setting, width, rows)) in &outcomes {
+        tables.sheets.extend(write_run_dir(
+            args,
+            &plan,
+            (*method, *setting, *width),
+            rows,
+            &truths,
+        )?);
+        tables.add(*method, *setting, *width, rows, main_width, &room_types);
+    }
+    images_and_vector_tables(&mut report, tables.table_one, tables.table_two);
+    verdicts_section(&mut report, tables.verdicts);
+    ablation_section(&mut report, tables.ablation);
+    let headline = headline(
+        outcomes
+            .iter()
+            .find(|(_, (m, s, w, _))| {
+                *m == Method::Qgi && *s == RoomSetting::S1 && *w == main_width
+            })
+            .map_or(&[][..], |(_, (_, _, _, rows))| rows.as_slice()),
+    );
+    headline.add_to(&mut report);
+    reconstructions_section(&mut report, &tables.sheets);
+    report.reproduce([reproduce_command(args, &plan)]);
+    let path = report.write()?;
+    println!("wrote {}", path.display());
+    Ok(SuiteOutcome {
+        report: path,
+        headline,
+    })
+}
+
+/// The method paragraph (the attack, the samples, the normalisation) and the victims'.
+fn method_paragraphs(report: &mut Report, args: &InversionArgs, plan: &InversionPlan) {
     report.paragraph(&format!(
         "Li, Ding, Zhao, *Your Room is not Private*. One shared single-sample gradient of a \
          freshly initialised multimodal victim (strided convolutions over RGB and depth, Dense \
@@ -115,159 +151,244 @@ pub(super) fn write_report(
          stage 2 easier than in the paper. Both have a 32-unit Dense layer over the box and a \
          64-unit hidden Dense layer after the concatenation.",
     );
-    let mut table_one = Vec::new();
-    let mut table_two = Vec::new();
-    let mut ablation = Vec::new();
-    let mut sheets = Vec::new();
-    let mut verdicts = Vec::new();
-    let main_width = args.victim_widths()?[0];
-    for (_, (method, setting, width, rows)) in &outcomes {
-        let run = RunDir::create(
-            "inversion",
-            RunName::new(method.slug())
-                .part(format!("{setting:?}"))
-                .part(match width {
-                    VictimWidth::Paper => "",
-                    VictimWidth::Wide => "wide",
-                })
-                .seed(plan.seed),
-        )?;
-        run.write_config(&(&plan, width, args.normalisation))?;
-        write_rows(&run, rows)?;
-        if let Some((_, truth)) = truths.iter().find(|(s, _)| s == setting) {
-            let path = run.path().join("reconstructions.png");
-            reconstruction_sheet(&path, *method, *setting, truth, rows, plan.image_size)?;
-            if *method != Method::Rgi {
-                sheets.push((
-                    format!(
-                        "{} {setting:?}, {}: originals beside reconstructions",
-                        method.name(),
-                        width.label()
-                    ),
-                    path,
-                ));
-            }
+}
+
+/// Writes one attack's run directory (config, rows, reconstruction sheet); returns the sheet's
+/// caption and path where the report shows it.
+fn write_run_dir(
+    args: &InversionArgs,
+    plan: &InversionPlan,
+    (method, setting, width): (Method, RoomSetting, VictimWidth),
+    rows: &[InversionRow],
+    truths: &[(RoomSetting, Vec<Sample>)],
+) -> Result<Option<(String, PathBuf)>> {
+    let run = RunDir::create(
+        "inversion",
+        RunName::new(method.slug())
+            .part(format!("{setting:?}"))
+            .part(match width {
+                VictimWidth::Paper => "",
+                VictimWidth::Wide => "wide",
+            })
+            .seed(plan.seed),
+    )?;
+    run.write_config(&(plan, width, args.normalisation))?;
+    write_rows(&run, rows)?;
+    let mut sheet = None;
+    if let Some((_, truth)) = truths.iter().find(|(s, _)| *s == setting) {
+        let path = run.path().join("reconstructions.png");
+        reconstruction_sheet(&path, method, setting, truth, rows, plan.image_size)?;
+        if method != Method::Rgi {
+            sheet = Some((
+                format!(
+                    "{} {setting:?}, {}: originals beside reconstructions",
+                    method.name(),
+                    width.label()
+                ),
+                path,
+            ));
         }
-        let main_victim = *width == main_width;
-        if Method::ABLATIONS.contains(method)
-            || (*method == Method::Qgi && *setting == RoomSetting::S1 && main_victim)
+    }
+    Ok(sheet)
+}
+
+/// The rows of the report's tables and its verdicts, gathered attack by attack.
+#[derive(Default)]
+struct Tables {
+    /// Table I: images, one row per attack and modality.
+    table_one: Vec<Vec<Cell>>,
+    /// Vector state, action and supervision signal, one row per attack.
+    table_two: Vec<Vec<Cell>>,
+    /// Table II and Fig. 4: baselines and ablation.
+    ablation: Vec<Vec<Cell>>,
+    /// Reconstruction sheets: caption and path.
+    sheets: Vec<(String, PathBuf)>,
+    /// One line per verdict against the paper.
+    verdicts: Vec<String>,
+}
+
+impl Tables {
+    /// Adds one attack's rows to the tables it belongs in.
+    fn add(
+        &mut self,
+        method: Method,
+        setting: RoomSetting,
+        width: VictimWidth,
+        rows: &[InversionRow],
+        main_width: VictimWidth,
+        room_types: &[String],
+    ) {
+        let main_victim = width == main_width;
+        if Method::ABLATIONS.contains(&method)
+            || (method == Method::Qgi && setting == RoomSetting::S1 && main_victim)
         {
-            let [gradient, action, target, loss] = method.table_two_design();
-            ablation.push(vec![
-                Cell::from(method.name()),
-                Cell::from(gradient),
-                Cell::from(action),
-                Cell::from(target),
-                Cell::from(loss),
-                Cell::from(summary(rows, |r| r.vector_iou)),
-                Cell::from(summary(rows, |r| r.predicted_q_error_pct)),
-                Cell::from(summary(rows, |r| r.target_q_error_pct)),
-                Cell::from(format!(
-                    "{} / {}",
-                    summary(rows, |r| r.rgb.map(|s| s.psnr)),
-                    summary(rows, |r| r.rgb.map(|s| s.ssim))
-                )),
-                Cell::from(format!(
-                    "{} / {}",
-                    summary(rows, |r| r.depth.map(|s| s.psnr)),
-                    summary(rows, |r| r.depth.map(|s| s.ssim))
-                )),
-                Cell::from(failure_rate(rows)),
-                Cell::from(method.paper_table_two()),
-            ]);
+            self.ablation.push(ablation_row(method, rows));
         }
-        if Method::ABLATIONS.contains(method) {
-            continue;
+        if Method::ABLATIONS.contains(&method) {
+            return;
         }
         for (modality, depth) in [("RGB", false), ("depth", true)] {
             let scores = |r: &InversionRow| if depth { r.depth } else { r.rgb };
             if rows.iter().all(|r| scores(r).is_none()) {
                 continue;
             }
-            let mut cells = vec![
-                Cell::from(method.name()),
-                Cell::from(format!("{setting:?}")),
-                Cell::from(width.label()),
-                Cell::from(modality),
-            ];
-            for room in RoomType::ALL.map(|t| t.to_string()) {
-                let of_type: Vec<InversionRow> = rows
-                    .iter()
-                    .filter(|r| room_types.get(r.sample).is_some_and(|t| *t == room))
-                    .cloned()
-                    .collect();
-                cells.push(Cell::from(format!(
-                    "{} / {}",
-                    summary(&of_type, |r| scores(r).map(|s| s.psnr)),
-                    summary(&of_type, |r| scores(r).map(|s| s.ssim))
-                )));
-            }
+            let (cells, verdict) = table_one_row(
+                (method, setting, width),
+                (modality, depth),
+                rows,
+                room_types,
+            );
+            self.verdicts.extend(verdict);
+            self.table_one.push(cells);
+        }
+        if method == Method::Qgi && setting == RoomSetting::S1 {
+            self.verdicts.extend(table_two_verdicts(width, rows));
+        }
+        self.table_two
+            .push(table_two_row(method, setting, width, rows));
+    }
+}
+
+/// An attack's row of Table II and Fig. 4 (baselines and ablation).
+fn ablation_row(method: Method, rows: &[InversionRow]) -> Vec<Cell> {
+    let [gradient, action, target, loss] = method.table_two_design();
+    vec![
+        Cell::from(method.name()),
+        Cell::from(gradient),
+        Cell::from(action),
+        Cell::from(target),
+        Cell::from(loss),
+        Cell::from(summary(rows, |r| r.vector_iou)),
+        Cell::from(summary(rows, |r| r.predicted_q_error_pct)),
+        Cell::from(summary(rows, |r| r.target_q_error_pct)),
+        Cell::from(format!(
+            "{} / {}",
+            summary(rows, |r| r.rgb.map(|s| s.psnr)),
+            summary(rows, |r| r.rgb.map(|s| s.ssim))
+        )),
+        Cell::from(format!(
+            "{} / {}",
+            summary(rows, |r| r.depth.map(|s| s.psnr)),
+            summary(rows, |r| r.depth.map(|s| s.ssim))
+        )),
+        Cell::from(failure_rate(rows)),
+        Cell::from(method.paper_table_two()),
+    ]
+}
+
+/// An attack's row of Table I for one modality (`depth`: depth, else RGB), and its verdict
+/// line where the paper has a value.
+fn table_one_row(
+    (method, setting, width): (Method, RoomSetting, VictimWidth),
+    (modality, depth): (&str, bool),
+    rows: &[InversionRow],
+    room_types: &[String],
+) -> (Vec<Cell>, Option<String>) {
+    let scores = |r: &InversionRow| if depth { r.depth } else { r.rgb };
+    let mut cells = vec![
+        Cell::from(method.name()),
+        Cell::from(format!("{setting:?}")),
+        Cell::from(width.label()),
+        Cell::from(modality),
+    ];
+    for room in RoomType::ALL.map(|t| t.to_string()) {
+        let of_type: Vec<InversionRow> = rows
+            .iter()
+            .filter(|r| room_types.get(r.sample).is_some_and(|t| *t == room))
+            .cloned()
+            .collect();
+        cells.push(Cell::from(format!(
+            "{} / {}",
+            summary(&of_type, |r| scores(r).map(|s| s.psnr)),
+            summary(&of_type, |r| scores(r).map(|s| s.ssim))
+        )));
+    }
+    cells.push(Cell::from(format!(
+        "{} / {}",
+        summary(rows, |r| scores(r).map(|s| s.psnr)),
+        summary(rows, |r| scores(r).map(|s| s.ssim))
+    )));
+    cells.push(Cell::from(failure_rate(rows)));
+    let mut verdict_line = None;
+    match paper_table_one(method, setting, depth) {
+        Some((psnr, ssim)) => {
+            let psnr_verdict = judged(rows, |r| scores(r).map(|s| s.psnr), psnr);
+            let ssim_verdict = judged(rows, |r| scores(r).map(|s| s.ssim), ssim);
             cells.push(Cell::from(format!(
                 "{} / {}",
-                summary(rows, |r| scores(r).map(|s| s.psnr)),
-                summary(rows, |r| scores(r).map(|s| s.ssim))
+                format_paper(psnr),
+                format_paper(ssim)
             )));
-            cells.push(Cell::from(failure_rate(rows)));
-            match paper_table_one(*method, *setting, depth) {
-                Some((psnr, ssim)) => {
-                    let psnr_verdict = judged(rows, |r| scores(r).map(|s| s.psnr), psnr);
-                    let ssim_verdict = judged(rows, |r| scores(r).map(|s| s.ssim), ssim);
-                    cells.push(Cell::from(format!(
-                        "{} / {}",
-                        format_paper(psnr),
-                        format_paper(ssim)
-                    )));
-                    cells.push(Cell::from(format!("{psnr_verdict} / {ssim_verdict}")));
-                    verdicts.push(format!(
-                        "Table I, {} {setting:?} {modality}, {}: PSNR {psnr_verdict}, SSIM \
-                         {ssim_verdict}",
-                        method.name(),
-                        width.label()
-                    ));
-                }
-                None => cells.extend([Cell::from("-"), Cell::from("-")]),
-            }
-            table_one.push(cells);
+            cells.push(Cell::from(format!("{psnr_verdict} / {ssim_verdict}")));
+            verdict_line = Some(format!(
+                "Table I, {} {setting:?} {modality}, {}: PSNR {psnr_verdict}, SSIM \
+                 {ssim_verdict}",
+                method.name(),
+                width.label()
+            ));
         }
-        let accuracy =
-            rows.iter().filter(|r| r.action_correct).count() as f64 / rows.len().max(1) as f64;
-        if *method == Method::Qgi && *setting == RoomSetting::S1 {
-            let [iou, predicted, target] = PAPER_QGI_TABLE_TWO;
-            for (what, f, paper) in [
-                (
-                    "IoU",
-                    (|r: &InversionRow| r.vector_iou) as fn(&InversionRow) -> Option<f64>,
-                    iou,
-                ),
-                (
-                    "ε(Q̂)",
-                    |r: &InversionRow| r.predicted_q_error_pct,
-                    predicted,
-                ),
-                ("ε(Q)", |r: &InversionRow| r.target_q_error_pct, target),
-            ] {
-                verdicts.push(format!(
-                    "Table II, QGI S1 {what}, {}: {} (ours {}, the paper's {})",
-                    width.label(),
-                    judged(rows, f, paper),
-                    summary(rows, f),
-                    format_paper(paper)
-                ));
-            }
-        }
-        table_two.push(vec![
-            Cell::from(method.name()),
-            Cell::from(format!("{setting:?}")),
-            Cell::from(width.label()),
-            Cell::from(summary(rows, |r| r.vector_iou)),
-            Cell::from(format!("{:.0}%", 100.0 * accuracy)),
-            Cell::from(summary(rows, |r| r.predicted_q_error_pct)),
-            Cell::from(summary(rows, |r| r.target_q_error_pct)),
-            Cell::from(summary(rows, |r| r.reward_abs_error)),
-            Cell::from(summary(rows, |r| Some(r.attack_ms / 1e3))),
-            Cell::from(failure_rate(rows)),
-        ]);
+        None => cells.extend([Cell::from("-"), Cell::from("-")]),
     }
+    (cells, verdict_line)
+}
+
+/// QGI S1's verdicts on IoU and both Q errors against the paper's Table II.
+fn table_two_verdicts(width: VictimWidth, rows: &[InversionRow]) -> Vec<String> {
+    let [iou, predicted, target] = PAPER_QGI_TABLE_TWO;
+    let mut verdicts = Vec::new();
+    for (what, f, paper) in [
+        (
+            "IoU",
+            (|r: &InversionRow| r.vector_iou) as fn(&InversionRow) -> Option<f64>,
+            iou,
+        ),
+        (
+            "ε(Q̂)",
+            |r: &InversionRow| r.predicted_q_error_pct,
+            predicted,
+        ),
+        ("ε(Q)", |r: &InversionRow| r.target_q_error_pct, target),
+    ] {
+        verdicts.push(format!(
+            "Table II, QGI S1 {what}, {}: {} (ours {}, the paper's {})",
+            width.label(),
+            judged(rows, f, paper),
+            summary(rows, f),
+            format_paper(paper)
+        ));
+    }
+    verdicts
+}
+
+/// An attack's row of the vector state, action and supervision-signal table.
+fn table_two_row(
+    method: Method,
+    setting: RoomSetting,
+    width: VictimWidth,
+    rows: &[InversionRow],
+) -> Vec<Cell> {
+    let accuracy =
+        rows.iter().filter(|r| r.action_correct).count() as f64 / rows.len().max(1) as f64;
+    vec![
+        Cell::from(method.name()),
+        Cell::from(format!("{setting:?}")),
+        Cell::from(width.label()),
+        Cell::from(summary(rows, |r| r.vector_iou)),
+        Cell::from(format!("{:.0}%", 100.0 * accuracy)),
+        Cell::from(summary(rows, |r| r.predicted_q_error_pct)),
+        Cell::from(summary(rows, |r| r.target_q_error_pct)),
+        Cell::from(summary(rows, |r| r.reward_abs_error)),
+        Cell::from(summary(rows, |r| Some(r.attack_ms / 1e3))),
+        Cell::from(failure_rate(rows)),
+    ]
+}
+
+/// Table I (images) and the vector, action and signal table.
+fn images_and_vector_tables(
+    report: &mut Report,
+    table_one: Vec<Vec<Cell>>,
+    table_two: Vec<Vec<Cell>>,
+) {
     report
         .heading("Images (Table I): PSNR / SSIM, mean ± std over samples")
         .paragraph(FAILURE_NOTE)
@@ -308,51 +429,59 @@ pub(super) fn write_report(
             ],
             table_two,
         );
+}
+
+/// The verdicts against the paper, under their criterion.
+fn verdicts_section(report: &mut Report, verdicts: Vec<String>) {
     report
         .heading("Verdicts against the paper")
         .paragraph(&criterion())
         .bullets(verdicts);
-    if !ablation.is_empty() {
-        report
-            .heading("Table II and Fig. 4: baselines and ablation (DQN victim, S1)")
-            .paragraph(
-                "The same samples and victim as QGI S1. DLG and Inverting Gradients match the \
-                 objective's gradient, so they need the action and the target Q first (rule) or \
-                 optimise them with the input (opt); QGI matches the error direction (eq. 6). \
-                 \"QGI, joint state\" optimises images and vector together (Fig. 4); \
-                 \"QGI, eq. 5 alone\" drops our magnitude term from the matching loss.",
-            )
-            .table(
-                &[
-                    "method",
-                    "gradient",
-                    "action",
-                    "target Q",
-                    "loss",
-                    "bbox IoU",
-                    "ε(Q̂) %",
-                    "ε(Q) %",
-                    "RGB PSNR / SSIM",
-                    "depth PSNR / SSIM",
-                    "failed",
-                    "paper: IoU / ε(Q̂) / ε(Q)",
-                ],
-                ablation,
-            );
+}
+
+/// Table II and Fig. 4 (baselines and ablation), where any ran.
+fn ablation_section(report: &mut Report, ablation: Vec<Vec<Cell>>) {
+    if ablation.is_empty() {
+        return;
     }
-    let headline = headline(
-        outcomes
-            .iter()
-            .find(|(_, (m, s, w, _))| {
-                *m == Method::Qgi && *s == RoomSetting::S1 && *w == main_width
-            })
-            .map_or(&[][..], |(_, (_, _, _, rows))| rows.as_slice()),
-    );
-    headline.add_to(&mut report);
+    report
+        .heading("Table II and Fig. 4: baselines and ablation (DQN victim, S1)")
+        .paragraph(
+            "The same samples and victim as QGI S1. DLG and Inverting Gradients match the \
+             objective's gradient, so they need the action and the target Q first (rule) or \
+             optimise them with the input (opt); QGI matches the error direction (eq. 6). \
+             \"QGI, joint state\" optimises images and vector together (Fig. 4); \
+             \"QGI, eq. 5 alone\" drops our magnitude term from the matching loss.",
+        )
+        .table(
+            &[
+                "method",
+                "gradient",
+                "action",
+                "target Q",
+                "loss",
+                "bbox IoU",
+                "ε(Q̂) %",
+                "ε(Q) %",
+                "RGB PSNR / SSIM",
+                "depth PSNR / SSIM",
+                "failed",
+                "paper: IoU / ε(Q̂) / ε(Q)",
+            ],
+            ablation,
+        );
+}
+
+/// The originals beside their reconstructions.
+fn reconstructions_section(report: &mut Report, sheets: &[(String, PathBuf)]) {
     report.heading("Reconstructions");
-    for (caption, path) in &sheets {
+    for (caption, path) in sheets {
         report.image(caption, path, None);
     }
+}
+
+/// The command that reproduces the report.
+fn reproduce_command(args: &InversionArgs, plan: &InversionPlan) -> String {
     let mut command = format!(
         "cargo xtask suite inversion --samples {} --image-size {} --iterations {} --tv-weight {} --seed {}",
         plan.samples, plan.image_size, plan.iterations, plan.tv_weight, plan.seed
@@ -376,13 +505,7 @@ pub(super) fn write_report(
     if args.normalisation == NormalisationArg::Clamp {
         command.push_str(" --normalisation clamp");
     }
-    report.reproduce([command]);
-    let path = report.write()?;
-    println!("wrote {}", path.display());
-    Ok(SuiteOutcome {
-        report: path,
-        headline,
-    })
+    command
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use privrl_attacks::{ImageScores, InversionRow, Sample};
 use privrl_envs::room::RoomSetting;
 use privrl_envs::{Image, MultimodalObs};
 
-use super::Method;
+use super::method::Method;
 use crate::room_sheet::{bbox_pixels, draw_sheet, SheetCell};
 use crate::run::RunDir;
 
@@ -105,9 +105,8 @@ pub(crate) fn write_rows(run: &RunDir, rows: &[InversionRow]) -> Result<()> {
 mod tests {
     use super::*;
     use crate::backend::dispatch;
-    use crate::suites::inversion::{
-        paper_normalisation, room_samples, tests::tiny_plan, InversionJob, VictimWidth,
-    };
+    use crate::suites::inversion::plan::paper_normalisation;
+    use crate::suites::inversion::{room_samples, tests::tiny_plan, InversionJob, VictimWidth};
 
     #[test]
     fn every_method_attacks_and_draws_its_reconstruction_sheet() {

@@ -163,21 +163,7 @@ impl UserSamples {
 /// Reads every `*.json` description of `dir` and the images it names; `actions` bounds the
 /// actions.
 pub fn read_samples_dir(dir: &Path, actions: usize) -> Result<UserSamples, SamplesDirError> {
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| SamplesDirError::Io { path, source }
-    };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(io(dir))?
-        .map(|entry| entry.map(|e| e.path()).map_err(io(dir)))
-        .collect::<Result<Vec<_>, _>>()?
-        .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    files.sort();
-    if files.is_empty() {
-        return Err(SamplesDirError::Empty(dir.to_path_buf()));
-    }
+    let files = description_files(dir)?;
     let mut out = UserSamples {
         names: Vec::new(),
         samples: Vec::new(),
@@ -186,96 +172,144 @@ pub fn read_samples_dir(dir: &Path, actions: usize) -> Result<UserSamples, Sampl
         vector_len: 0,
     };
     for (index, file) in files.iter().enumerate() {
-        let text = std::fs::read_to_string(file).map_err(io(file))?;
-        let description: SampleFile =
-            serde_json::from_str(&text).map_err(|source| SamplesDirError::Json {
-                file: file.clone(),
-                source,
-            })?;
-        let invalid = |message: String| SamplesDirError::Invalid {
-            file: file.clone(),
-            message,
-        };
-        if description.action >= actions {
-            return Err(invalid(format!(
-                "action {} is outside the {actions} actions (--actions)",
-                description.action
-            )));
-        }
-        if !description.signal.is_finite() {
-            return Err(invalid("the signal is not finite".into()));
-        }
-        if description.vector.iter().any(|v| !v.is_finite()) {
-            return Err(invalid("the vector has a non-finite value".into()));
-        }
-        let image_path = |part: &'static str, name: &Option<String>| {
-            name.as_ref()
-                .map(|name| {
-                    let image = dir.join(name);
-                    match image.is_file() {
-                        true => Ok(image),
-                        false => Err(SamplesDirError::MissingImage {
-                            file: file.clone(),
-                            part,
-                            image,
-                        }),
-                    }
-                })
-                .transpose()
-        };
-        let rgb = image_path("rgb", &description.rgb)?
-            .map(|p| read_rgb(&p))
-            .transpose()?;
-        let depth = image_path("depth", &description.depth)?
-            .map(|p| read_depth(&p))
-            .transpose()?;
-        let sizes = (
-            rgb.as_ref().map(|(_, s)| *s),
-            depth.as_ref().map(|(_, s)| *s),
-            description.vector.len(),
-        );
+        let (sample, sizes) = read_sample(dir, file, actions)?;
         if index == 0 {
             (out.rgb_size, out.depth_size, out.vector_len) = sizes;
         } else {
-            let show = |s: Option<usize>| s.map_or("absent".into(), |s| format!("{s} px"));
-            let differ = |what, got: String, expected: String| SamplesDirError::Inconsistent {
-                file: file.clone(),
-                what,
-                got,
-                first: files[0].clone(),
-                expected,
-            };
-            if sizes.0 != out.rgb_size {
-                return Err(differ("the rgb image", show(sizes.0), show(out.rgb_size)));
-            }
-            if sizes.1 != out.depth_size {
-                return Err(differ(
-                    "the depth image",
-                    show(sizes.1),
-                    show(out.depth_size),
-                ));
-            }
-            if sizes.2 != out.vector_len {
-                return Err(differ(
-                    "the vector's length",
-                    sizes.2.to_string(),
-                    out.vector_len.to_string(),
-                ));
-            }
+            check_same_parts(file, &files[0], sizes, &out)?;
         }
         out.names.push(
             file.file_stem()
                 .map_or_else(|| format!("sample{index}"), |s| s.to_string_lossy().into()),
         );
-        out.samples.push(Sample {
-            rgb: rgb.map(|(v, _)| v),
-            depth: depth.map(|(v, _)| v),
-            vector: description.vector,
-            action: description.action,
-            signal: description.signal,
-        });
+        out.samples.push(sample);
     }
     Ok(out)
+}
+
+/// The error of an I/O operation on `path`.
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> SamplesDirError {
+    let path = path.to_path_buf();
+    move |source| SamplesDirError::Io { path, source }
+}
+
+/// The `*.json` files of `dir`, sorted; at least one.
+fn description_files(dir: &Path) -> Result<Vec<PathBuf>, SamplesDirError> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(io_error(dir))?
+        .map(|entry| entry.map(|e| e.path()).map_err(io_error(dir)))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(SamplesDirError::Empty(dir.to_path_buf()));
+    }
+    Ok(files)
+}
+
+/// The sizes of a sample's parts: RGB and depth image sizes (`None`: absent) and the
+/// vector's length.
+type PartSizes = (Option<usize>, Option<usize>, usize);
+
+/// Reads and checks one description `file` of `dir` and the images it names.
+fn read_sample(
+    dir: &Path,
+    file: &Path,
+    actions: usize,
+) -> Result<(Sample, PartSizes), SamplesDirError> {
+    let text = std::fs::read_to_string(file).map_err(io_error(file))?;
+    let description: SampleFile =
+        serde_json::from_str(&text).map_err(|source| SamplesDirError::Json {
+            file: file.to_path_buf(),
+            source,
+        })?;
+    let invalid = |message: String| SamplesDirError::Invalid {
+        file: file.to_path_buf(),
+        message,
+    };
+    if description.action >= actions {
+        return Err(invalid(format!(
+            "action {} is outside the {actions} actions (--actions)",
+            description.action
+        )));
+    }
+    if !description.signal.is_finite() {
+        return Err(invalid("the signal is not finite".into()));
+    }
+    if description.vector.iter().any(|v| !v.is_finite()) {
+        return Err(invalid("the vector has a non-finite value".into()));
+    }
+    let image_path = |part: &'static str, name: &Option<String>| {
+        name.as_ref()
+            .map(|name| {
+                let image = dir.join(name);
+                match image.is_file() {
+                    true => Ok(image),
+                    false => Err(SamplesDirError::MissingImage {
+                        file: file.to_path_buf(),
+                        part,
+                        image,
+                    }),
+                }
+            })
+            .transpose()
+    };
+    let rgb = image_path("rgb", &description.rgb)?
+        .map(|p| read_rgb(&p))
+        .transpose()?;
+    let depth = image_path("depth", &description.depth)?
+        .map(|p| read_depth(&p))
+        .transpose()?;
+    let sizes = (
+        rgb.as_ref().map(|(_, s)| *s),
+        depth.as_ref().map(|(_, s)| *s),
+        description.vector.len(),
+    );
+    let sample = Sample {
+        rgb: rgb.map(|(v, _)| v),
+        depth: depth.map(|(v, _)| v),
+        vector: description.vector,
+        action: description.action,
+        signal: description.signal,
+    };
+    Ok((sample, sizes))
+}
+
+/// Fails unless `file`'s part sizes are those of the first file's, already in `out`.
+fn check_same_parts(
+    file: &Path,
+    first: &Path,
+    sizes: PartSizes,
+    out: &UserSamples,
+) -> Result<(), SamplesDirError> {
+    let show = |s: Option<usize>| s.map_or("absent".into(), |s| format!("{s} px"));
+    let differ = |what, got: String, expected: String| SamplesDirError::Inconsistent {
+        file: file.to_path_buf(),
+        what,
+        got,
+        first: first.to_path_buf(),
+        expected,
+    };
+    if sizes.0 != out.rgb_size {
+        return Err(differ("the rgb image", show(sizes.0), show(out.rgb_size)));
+    }
+    if sizes.1 != out.depth_size {
+        return Err(differ(
+            "the depth image",
+            show(sizes.1),
+            show(out.depth_size),
+        ));
+    }
+    if sizes.2 != out.vector_len {
+        return Err(differ(
+            "the vector's length",
+            sizes.2.to_string(),
+            out.vector_len.to_string(),
+        ));
+    }
+    Ok(())
 }
 
 fn open(path: &Path) -> Result<DynamicImage, SamplesDirError> {

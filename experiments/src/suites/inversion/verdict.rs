@@ -5,7 +5,7 @@ use std::fmt;
 
 use privrl_envs::room::RoomSetting;
 
-use super::Method;
+use super::method::Method;
 
 /// A value of the paper's tables: mean ± std over its 240 samples.
 #[derive(Debug, Clone, Copy, PartialEq)]

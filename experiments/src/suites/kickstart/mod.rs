@@ -19,6 +19,7 @@
 mod plan;
 mod report;
 mod settings;
+mod sitting;
 mod students;
 mod teacher;
 
@@ -27,8 +28,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
 
+use self::plan::suite_dir_name;
 use self::report::{write_ablation_report, write_report};
-use self::students::{suite_dir_name, SuiteTask};
+use self::students::SuiteTask;
 use crate::backend::dispatch;
 use crate::run::{runs_root, write_json};
 use crate::summary::SuiteOutcome;
@@ -204,7 +206,7 @@ mod tests {
                 "aware-c0.3-l1"
             ]
         );
-        assert_eq!(students::suite_dir_name(&reduced), "kickstart-airraid");
+        assert_eq!(plan::suite_dir_name(&reduced), "kickstart-airraid");
         let err = settings::settings(&plan(&["--settings", "ppo-16"])).unwrap_err();
         assert!(
             err.to_string().contains("unknown setting `ppo-16`"),

@@ -6,7 +6,7 @@ use privrl_agents::{ExhaustedTeacher, PpoConfig, PrivateTeacherConfig, Vanishing
 use privrl_privacy::SimplexMap;
 use serde::{Deserialize, Serialize};
 
-use super::settings::Kick;
+use super::SUITE;
 use crate::backend::BackendChoice;
 use crate::noise_rng::NoiseRng;
 
@@ -47,6 +47,23 @@ impl MapOnto {
             MapOnto::Project => SimplexMap::EuclideanProjection,
         }
     }
+}
+
+/// How a student is kickstarted.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub(super) struct Kick {
+    /// Dirichlet mechanism on (else the exact teacher policy).
+    pub(super) mechanism: bool,
+    /// Vanishing coefficient of k.
+    pub(super) vanishing: f64,
+    /// λ of eq. 15.
+    pub(super) lambda: f64,
+    /// k₀.
+    pub(super) k0: f64,
+    /// How the teacher's policy enters Δ_{m,η}.
+    pub(super) map_onto: MapOnto,
+    /// φ ≡ 0 on uniformly random releases.
+    pub(super) ignore_uninformative: bool,
 }
 
 /// Arguments of `suite kickstart`.
@@ -351,6 +368,22 @@ impl KickstartArgs {
             band_percentiles: (7.5, 92.5),
             noise_rng: self.noise_rng,
         }
+    }
+}
+
+/// Where the suite's runs go, relative to the run root: `kickstart`, or for the ablation and
+/// with `--out` `kickstart-<env>`, the env's name without backend, namespace, version or
+/// options (`kickstart-cartpole`, `kickstart-airraid` for
+/// `gymnasium:ALE/AirRaid-v5?obs_type=ram#obs_scale=1/255`).
+pub(super) fn suite_dir_name(plan: &KickstartPlan) -> String {
+    if plan.dir_per_env {
+        let id = plan.env.rsplit(':').next().unwrap_or(&plan.env);
+        let id = id.split(['?', '#']).next().unwrap_or(id);
+        let id = id.rsplit('/').next().unwrap_or(id);
+        let env = id.split('-').next().unwrap_or(id).to_lowercase();
+        format!("{SUITE}-{env}")
+    } else {
+        SUITE.to_string()
     }
 }
 

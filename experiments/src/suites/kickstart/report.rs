@@ -363,11 +363,29 @@ pub(super) fn write_report(
     let rows = aggregate(plan, results);
     let headline = headline(&rows);
     write_json(&dir.join("summary.json"), &rows)?;
-    let row = |name: &str| rows.iter().find(|r| r.setting == name);
     let mut report = Report::new(dir, "Privacy-preserving kickstarting (Fig. 2)");
     report.paragraph(&plan.noise_rng.report_line());
+    report.paragraph(&protocol_paragraph(plan, results));
+    report.paragraph(&dirichlet_paragraph(plan));
+    results_table(&mut report, &rows);
+    // The paper's three claims, each judged by a criterion fixed in this file before any run.
+    report.heading("The paper's claims against these numbers");
+    let (claims, verdicts) = claims(&rows);
+    report.bullets(claims);
+    write_json(&dir.join("verdicts.json"), &verdicts)?;
+    figures_section(&mut report, plan, results, dir)?;
+    headline.add_to(&mut report);
+    report.reproduce([reproduce_command(plan)]);
+    Ok(SuiteOutcome {
+        report: report.write()?,
+        headline,
+    })
+}
+
+/// The protocol: the paper, the environment, the teacher and the students, the threshold.
+fn protocol_paragraph(plan: &KickstartPlan, results: &SuiteResults) -> String {
     let t = &results.teacher;
-    report.paragraph(&format!(
+    format!(
         "Gohari et al., *Privacy-Preserving Kickstarting Deep Reinforcement Learning with \
          Privacy-Aware Learners*. Environment `{}`, {} environment steps per epoch, {} epochs per \
          student, {} seeds per setting. Teacher: (64, 64) PPO trained {} epochs; its stochastic \
@@ -396,8 +414,12 @@ pub(super) fn write_report(
                   command continues the rest from their checkpoints)"
                 .into(),
         },
-    ));
-    report.paragraph(&format!(
+    )
+}
+
+/// The Dirichlet teacher, its privacy accounting and the student's weighting.
+fn dirichlet_paragraph(plan: &KickstartPlan) -> String {
+    format!(
         "Dirichlet teacher: k₀ = {}, multiplied by the vanishing coefficient c at the start of \
          every {} after the first; the policy is {} onto Δ_{{m,η}} (η = {}); Theorem 1 with τ = {}, \
          b = {}, L times the map's Lipschitz factor; δ is the 95% upper confidence bound \
@@ -443,7 +465,11 @@ pub(super) fn write_report(
         } else {
             "carries episodes over epoch boundaries (`--no-epoch-reset`)"
         },
-    ));
+    )
+}
+
+/// The results table: one row per setting, and how to read it.
+fn results_table(report: &mut Report, rows: &[SettingRow]) {
     let headers = [
         "fig.",
         "setting",
@@ -494,9 +520,12 @@ pub(super) fn write_report(
          threshold counted as never (– when the median itself never reached it). A δ total \
          above 1 is a vacuous guarantee; it is reported, not clipped.",
     );
+}
 
-    // The paper's three claims, each judged by a criterion fixed in this file before any run.
-    report.heading("The paper's claims against these numbers");
+/// The paper's three claims as bullets, each with its criterion, the numbers and the verdict,
+/// and the verdicts by name (`verdicts.json`).
+fn claims(rows: &[SettingRow]) -> (Vec<String>, Vec<(&'static str, Verdict)>) {
+    let row = |name: &str| rows.iter().find(|r| r.setting == name);
     let in_panel = |panel: &str, prefix: &str| -> Vec<&SettingRow> {
         rows.iter()
             .filter(|r| r.setting.starts_with(prefix) && r.panels.iter().any(|p| p == panel))
@@ -568,9 +597,16 @@ pub(super) fn write_report(
             ),
         ));
     }
-    report.bullets(claims);
-    write_json(&dir.join("verdicts.json"), &verdicts)?;
+    (claims, verdicts)
+}
 
+/// Fig. 2's panels and the sweeps, each where any of its settings ran.
+fn figures_section(
+    report: &mut Report,
+    plan: &KickstartPlan,
+    results: &SuiteResults,
+    dir: &Path,
+) -> Result<()> {
     report.heading("Figures");
     for (panel, title) in [
         ("a", "Fig. 2(a): teacher-size vs student-size PPO"),
@@ -584,8 +620,12 @@ pub(super) fn write_report(
             report.plot(title, &files);
         }
     }
-    headline.add_to(&mut report);
-    report.reproduce([format!(
+    Ok(())
+}
+
+/// The command that reproduces the report.
+fn reproduce_command(plan: &KickstartPlan) -> String {
+    format!(
         "cargo xtask suite kickstart --env {} --seeds {} --epochs {} --teacher-epochs {} \
          --steps-per-epoch {}{}{}{}",
         plan.env,
@@ -607,11 +647,7 @@ pub(super) fn write_report(
         .into_iter()
         .flatten()
         .collect::<String>()
-    )]);
-    Ok(SuiteOutcome {
-        report: report.write()?,
-        headline,
-    })
+    )
 }
 
 /// The CartPole diagnosis (`--ablation`): one row per setting from whatever units exist, the
@@ -623,11 +659,33 @@ pub(super) fn write_ablation_report(
 ) -> Result<SuiteOutcome> {
     let rows = aggregate(plan, results);
     write_json(&dir.join("summary.json"), &rows)?;
-    let row = |name: &str| rows.iter().find(|r| r.setting == name);
+    let mut report = Report::new(dir, &format!("Kickstarting diagnosis on {}", plan.env));
+    report.paragraph(&ablation_paragraph(plan, results));
+    ablation_table(&mut report, &rows, results);
+    let headline = ablation_headline(&rows);
+    headline.add_to(&mut report);
+    report.reproduce([format!(
+        "cargo xtask suite kickstart --ablation --env {} --seeds {} --epochs {} \
+         --teacher-epochs {} --steps-per-epoch {} --threads 1 --out {}",
+        plan.env,
+        plan.seeds,
+        plan.epochs,
+        plan.teacher_epochs,
+        plan.steps_per_epoch,
+        dir.parent().map_or(".".into(), |p| p.display().to_string())
+    )]);
+    Ok(SuiteOutcome {
+        report: report.write()?,
+        headline,
+    })
+}
+
+/// The diagnosis' protocol: the pre-fix setting, the units finished, the teacher and how
+/// success and speed-up are measured.
+fn ablation_paragraph(plan: &KickstartPlan, results: &SuiteResults) -> String {
     let t = &results.teacher;
     let expected = results.settings.len() * plan.seeds;
-    let mut report = Report::new(dir, &format!("Kickstarting diagnosis on {}", plan.env));
-    report.paragraph(&format!(
+    format!(
         "One-factor ablation from the pre-fix setting of `suite kickstart` (issue 20): privacy-\
          aware (32, 32) student, Dirichlet teacher with k₀ = 5, vanishing coefficient c = 0.3 \
          per rollout, λ = 0.5, β = {}, mixing onto Δ_{{m,η}} (η = 0.4/m), τ = {}, uniformly \
@@ -652,7 +710,12 @@ pub(super) fn write_ablation_report(
         format_number(t.final_return),
         format_number(t.random_return),
         format_number(results.threshold),
-    ));
+    )
+}
+
+/// Success rate and speed-up per factor: one row per setting.
+fn ablation_table(report: &mut Report, rows: &[SettingRow], results: &SuiteResults) {
+    let row = |name: &str| rows.iter().find(|r| r.setting == name);
     let headers = [
         "factor",
         "value",
@@ -707,9 +770,14 @@ pub(super) fn write_ablation_report(
         .collect();
     report.heading("Success rate and speed-up per factor");
     report.table(&headers, table);
+}
+
+/// The diagnosis' headline: exact-teacher kickstarting against PPO (64, 64) from scratch.
+fn ablation_headline(rows: &[SettingRow]) -> Headline {
+    let row = |name: &str| rows.iter().find(|r| r.setting == name);
     let kick = row("kickstart");
     let scratch = row("ppo-32");
-    let headline = Headline {
+    Headline {
         effect: "on this env a kickstarted (32, 32) student reaches 90% of the teacher faster \
                  than PPO (64, 64) from scratch (the premise of Fig. 2)."
             .into(),
@@ -725,22 +793,7 @@ pub(super) fn write_ablation_report(
         },
         visible: matches!((kick, row("ppo-64")), (Some(k), Some(p))
             if k.epochs.median < p.epochs.median),
-    };
-    headline.add_to(&mut report);
-    report.reproduce([format!(
-        "cargo xtask suite kickstart --ablation --env {} --seeds {} --epochs {} \
-         --teacher-epochs {} --steps-per-epoch {} --threads 1 --out {}",
-        plan.env,
-        plan.seeds,
-        plan.epochs,
-        plan.teacher_epochs,
-        plan.steps_per_epoch,
-        dir.parent().map_or(".".into(), |p| p.display().to_string())
-    )]);
-    Ok(SuiteOutcome {
-        report: report.write()?,
-        headline,
-    })
+    }
 }
 
 #[cfg(test)]

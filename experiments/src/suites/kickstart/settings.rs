@@ -3,24 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::plan::{KickstartError, KickstartPlan, MapOnto};
-
-/// How a student is kickstarted.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub(super) struct Kick {
-    /// Dirichlet mechanism on (else the exact teacher policy).
-    pub(super) mechanism: bool,
-    /// Vanishing coefficient of k.
-    pub(super) vanishing: f64,
-    /// λ of eq. 15.
-    pub(super) lambda: f64,
-    /// k₀.
-    pub(super) k0: f64,
-    /// How the teacher's policy enters Δ_{m,η}.
-    pub(super) map_onto: MapOnto,
-    /// φ ≡ 0 on uniformly random releases.
-    pub(super) ignore_uninformative: bool,
-}
+use super::plan::{Kick, KickstartError, KickstartPlan, MapOnto};
 
 /// One curve of Fig. 2: a network size and, for students, how they are kickstarted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

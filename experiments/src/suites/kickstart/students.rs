@@ -10,21 +10,22 @@ use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
 use privrl_agents::kickstart::lock;
 use privrl_agents::{
-    Agent, Ppo, PpoConfig, PrivacyAwareConfig, PrivacyAwareKickstarting, PrivateTeacher, Teacher,
+    Agent, Ppo, PrivacyAwareConfig, PrivacyAwareKickstarting, PrivateTeacher, Teacher,
     TeacherPrivacySummary,
 };
 use privrl_privacy::PrivacyCost;
 use serde::{Deserialize, Serialize};
 
-use super::plan::{KickstartError, KickstartPlan};
+use super::plan::{suite_dir_name, KickstartError, KickstartPlan};
 use super::settings::{settings, Setting};
+use super::sitting::{checkpoint_interval, without_threshold, Sitting, UnitProgress};
 use super::teacher::{teacher, TeacherSummary};
-use super::SUITE;
 use crate::backend::BackendTask;
 use crate::report::format_number;
 use crate::report::plot::LearningCurves;
-use crate::run::{read_json, MetricsWriter, RunDir};
+use crate::run::{read_json, RunDir, SUMMARY_FILE};
 use crate::sweep::{run_parallel, Job, JobProgress};
+use crate::unit::{seed_major, Unit, UnitStore};
 
 /// `summary.json` of one (setting, seed) run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -50,88 +51,6 @@ pub(super) struct StudentSummary {
     pub(super) curve: Vec<(f64, f64)>,
 }
 
-/// What an interrupted run (student, baseline or teacher) needs to continue from its partial
-/// checkpoint, besides the agent: the configuration it belongs to (a checkpoint of another
-/// configuration is discarded), the epochs done and what the summary is built from.
-#[derive(Debug, Serialize, Deserialize)]
-pub(super) struct UnitProgress {
-    pub(super) config: serde_json::Value,
-    pub(super) epoch: usize,
-    pub(super) curve: Vec<(f64, f64)>,
-    pub(super) exhausted_at_epoch: Option<usize>,
-}
-
-/// One run of `epochs` PPO epochs done in sittings (`--checkpoint-every`, `--time-limit`): it
-/// resumes from a partial checkpoint of the same configuration, checkpoints every `every`
-/// epochs and when `deadline` has passed, and then stops. `every` = 0: no checkpoints (a run
-/// without seeded epoch resets cannot be restored).
-pub(super) struct Sitting<'a> {
-    pub(super) run: &'a RunDir,
-    pub(super) config: serde_json::Value,
-    pub(super) epochs: usize,
-    pub(super) every: usize,
-    pub(super) deadline: Option<Instant>,
-}
-
-/// Epochs between checkpoints of a run with `ppo`: `--checkpoint-every`, or 0 (none) without
-/// seeded epoch resets, since only those make an epoch boundary restorable.
-pub(super) fn checkpoint_interval(plan: &KickstartPlan, ppo: &PpoConfig) -> usize {
-    plan.checkpoint_every * usize::from(ppo.reseed_at_epoch_end)
-}
-
-impl Sitting<'_> {
-    /// The metrics file and the progress to continue from: the last checkpoint's, with the
-    /// agent loaded from it, or a fresh start (no epochs done) after `write_config`.
-    pub(super) fn start(
-        &self,
-        agent: &mut dyn Agent,
-        write_config: impl FnOnce() -> Result<()>,
-    ) -> Result<(MetricsWriter, UnitProgress)> {
-        let resumed = match self.every {
-            0 => None,
-            _ => self.run.load_partial::<UnitProgress>()?.filter(|(_, p)| {
-                without_threshold(p.config.clone()) == self.config && p.epoch < self.epochs
-            }),
-        };
-        match resumed {
-            Some((dir, progress)) => {
-                agent.load_checkpoint(&dir)?;
-                tracing::info!(
-                    "resuming {} after epoch {}",
-                    self.run.path().display(),
-                    progress.epoch
-                );
-                Ok((self.run.resume_metrics(progress.epoch)?, progress))
-            }
-            None => {
-                self.run.clear_partial()?;
-                write_config()?;
-                let progress = UnitProgress {
-                    config: self.config.clone(),
-                    epoch: 0,
-                    curve: Vec::new(),
-                    exhausted_at_epoch: None,
-                };
-                Ok((self.run.metrics()?, progress))
-            }
-        }
-    }
-
-    /// After epoch `progress.epoch`: checkpoints if one is due or the deadline has passed, and
-    /// says whether the run must stop now (checkpointed, before its last epoch).
-    pub(super) fn end_epoch(&self, progress: &UnitProgress, agent: &dyn Agent) -> Result<bool> {
-        if self.every == 0 || progress.epoch >= self.epochs {
-            return Ok(false);
-        }
-        let stop = self.deadline.is_some_and(|d| Instant::now() >= d);
-        if stop || progress.epoch.is_multiple_of(self.every) {
-            self.run
-                .save_partial(progress, |dir| Ok(agent.save_checkpoint(dir)?))?;
-        }
-        Ok(stop)
-    }
-}
-
 pub(super) struct StudentJob {
     pub(super) setting: Setting,
     pub(super) seed: u64,
@@ -147,13 +66,19 @@ impl StudentSummary {
     }
 }
 
-/// A unit's configuration without the `threshold` that configurations written before the
-/// teacher's episode cap held: the threshold does not change how a run trains.
-fn without_threshold(mut config: serde_json::Value) -> serde_json::Value {
-    if let Some(map) = config.as_object_mut() {
-        map.remove("threshold");
+/// The run directory of `setting` (by name) at `seed`: `<setting>-seed<k>`.
+pub(super) fn unit_name(setting: &str, seed: u64) -> String {
+    format!("{setting}-seed{seed}")
+}
+
+/// A student's (or baseline's) unit is its run directory; its `summary.json` marks it
+/// finished, and is what the report reads.
+impl Unit for StudentSummary {
+    type Setting = Setting;
+
+    fn path(root: &Path, setting: &Setting, seed: u64) -> PathBuf {
+        root.join(unit_name(&setting.name, seed)).join(SUMMARY_FILE)
     }
-    config
 }
 
 fn first_at_least(curve: &[(f64, f64)], threshold: f64) -> Option<usize> {
@@ -173,22 +98,6 @@ pub(super) fn epochs_to_plateau(
     (final_return > random_return)
         .then(|| first_at_least(curve, random_return + 0.9 * (final_return - random_return)))
         .flatten()
-}
-
-/// Where the suite's runs go, relative to the run root: `kickstart`, or for the ablation and
-/// with `--out` `kickstart-<env>`, the env's name without backend, namespace, version or
-/// options (`kickstart-cartpole`, `kickstart-airraid` for
-/// `gymnasium:ALE/AirRaid-v5?obs_type=ram#obs_scale=1/255`).
-pub(super) fn suite_dir_name(plan: &KickstartPlan) -> String {
-    if plan.dir_per_env {
-        let id = plan.env.rsplit(':').next().unwrap_or(&plan.env);
-        let id = id.split(['?', '#']).next().unwrap_or(id);
-        let id = id.rsplit('/').next().unwrap_or(id);
-        let env = id.split('-').next().unwrap_or(id).to_lowercase();
-        format!("{SUITE}-{env}")
-    } else {
-        SUITE.to_string()
-    }
 }
 
 /// The (ε, δ) of one release at k₀ of `setting` (`None` without the mechanism), refused
@@ -242,11 +151,7 @@ fn train_student<B: Backend>(
         epoch_reset,
         ..
     } = &job.setting;
-    let run = RunDir::create_in(
-        root,
-        &suite_dir_name(plan),
-        format!("{name}-seed{}", job.seed),
-    )?;
+    let run = RunDir::create_in(root, &suite_dir_name(plan), unit_name(name, job.seed))?;
     let ppo_config = plan.ppo_with_reset(hidden, *epoch_reset);
     let mut ppo = Ppo::<Autodiff<B>>::new(
         ppo_config.clone(),
@@ -254,29 +159,13 @@ fn train_student<B: Backend>(
         device,
         job.seed,
     )?;
-    let mut shared = None;
-    let mut teacher_config = None;
-    let mut student_config = None;
-    if let Some(kick) = kick {
-        let tc = plan.teacher_config(teacher.actions(), kick)?;
-        let private = Arc::new(Mutex::new(PrivateTeacher::new(
-            teacher.clone(),
-            tc.clone(),
-            job.seed + 1_000_000,
-        )?));
-        let sc = PrivacyAwareConfig::new()
-            .with_lambda(kick.lambda)
-            .with_beta(plan.beta)
-            .with_balance(plan.balance)
-            .with_ignore_uninformative(kick.ignore_uninformative);
-        ppo.set_auxiliary_loss(Box::new(PrivacyAwareKickstarting::new(
-            private.clone(),
-            sc.clone(),
-        )?));
-        shared = Some(private);
-        teacher_config = Some(tc);
-        student_config = Some(sc);
-    }
+    let (shared, teacher_config, student_config) = match kick {
+        Some(kick) => {
+            let (private, tc, sc) = kickstarting::<B>(plan, job, teacher, kick, &mut ppo)?;
+            (Some(private), Some(tc), Some(sc))
+        }
+        None => (None, None, None),
+    };
     let config = serde_json::json!({
         "setting": job.setting,
         "seed": job.seed,
@@ -291,12 +180,7 @@ fn train_student<B: Backend>(
     let config: serde_json::Value = serde_json::from_str(&config.to_string())?;
     // A finished run with the same configuration is read back instead of retrained, and
     // measured against the current threshold.
-    if run.is_complete()
-        && read_json::<serde_json::Value>(&run.file("config.json"))
-            .ok()
-            .map(without_threshold)
-            == Some(config.clone())
-    {
+    if run.completed_with_recorded(&config, without_threshold)? {
         return read_json::<StudentSummary>(&run.file("summary.json"))
             .map(|summary| Some(summary.measured_against(threshold)));
     }
@@ -317,17 +201,7 @@ fn train_student<B: Backend>(
         let stats = ppo.train_epoch()?;
         let mut row = stats.row();
         if let Some(private) = &shared {
-            let teacher = lock(private);
-            let spent = teacher.spent_basic();
-            row.extend([
-                ("concentration", teacher.concentration()),
-                ("epsilon_basic", spent.epsilon),
-                ("delta_basic", spent.delta),
-                ("releases", teacher.ledger().len() as f64),
-            ]);
-            if teacher.is_exhausted() && progress.exhausted_at_epoch.is_none() {
-                progress.exhausted_at_epoch = Some(epoch);
-            }
+            teacher_columns(private, epoch, &mut row, &mut progress.exhausted_at_epoch);
         }
         metrics.write_row(&row)?;
         let previous = progress.curve.last().map_or(f64::NAN, |p| p.1);
@@ -346,34 +220,7 @@ fn train_student<B: Backend>(
             return Ok(None);
         }
     }
-    let UnitProgress {
-        curve,
-        exhausted_at_epoch,
-        ..
-    } = progress;
-    let tail: Vec<f64> = curve
-        .iter()
-        .rev()
-        .take(3)
-        .map(|p| p.1)
-        .filter(|v| v.is_finite())
-        .collect();
-    let privacy = match &shared {
-        Some(private) if lock(private).config().mechanism => Some(lock(private).summary()?),
-        _ => None,
-    };
-    let final_return = tail.iter().sum::<f64>() / tail.len().max(1) as f64;
-    let summary = StudentSummary {
-        setting: name.clone(),
-        seed: job.seed,
-        final_return,
-        epochs_to_threshold: first_at_least(&curve, threshold),
-        epochs_to_plateau: epochs_to_plateau(&curve, random_return, final_return),
-        threshold,
-        privacy,
-        exhausted_at_epoch,
-        curve,
-    };
+    let summary = student_summary(job, progress, shared.as_ref(), (threshold, random_return))?;
     // The ablation's units are committed: CSV and JSON only, no per-run figure.
     if !plan.ablation {
         LearningCurves::new(format!(
@@ -388,6 +235,96 @@ fn train_student<B: Backend>(
     run.write_summary(&summary)?;
     run.clear_partial()?;
     Ok(Some(summary))
+}
+
+/// Kickstarting for `kick`: the Dirichlet teacher, shared with the student's auxiliary loss,
+/// and both their configurations.
+fn kickstarting<B: Backend>(
+    plan: &KickstartPlan,
+    job: &StudentJob,
+    teacher: &Teacher,
+    kick: &super::plan::Kick,
+    ppo: &mut Ppo<Autodiff<B>>,
+) -> Result<(
+    Arc<Mutex<PrivateTeacher>>,
+    privrl_agents::PrivateTeacherConfig,
+    PrivacyAwareConfig,
+)> {
+    let tc = plan.teacher_config(teacher.actions(), kick)?;
+    let private = Arc::new(Mutex::new(PrivateTeacher::new(
+        teacher.clone(),
+        tc.clone(),
+        job.seed + 1_000_000,
+    )?));
+    let sc = PrivacyAwareConfig::new()
+        .with_lambda(kick.lambda)
+        .with_beta(plan.beta)
+        .with_balance(plan.balance)
+        .with_ignore_uninformative(kick.ignore_uninformative);
+    ppo.set_auxiliary_loss(Box::new(PrivacyAwareKickstarting::new(
+        private.clone(),
+        sc.clone(),
+    )?));
+    Ok((private, tc, sc))
+}
+
+/// The teacher's columns of an epoch's metrics row (its k, what it spent, its releases), and
+/// the epoch it was first exhausted at.
+fn teacher_columns(
+    private: &Arc<Mutex<PrivateTeacher>>,
+    epoch: usize,
+    row: &mut Vec<(&'static str, f64)>,
+    exhausted_at_epoch: &mut Option<usize>,
+) {
+    let teacher = lock(private);
+    let spent = teacher.spent_basic();
+    row.extend([
+        ("concentration", teacher.concentration()),
+        ("epsilon_basic", spent.epsilon),
+        ("delta_basic", spent.delta),
+        ("releases", teacher.ledger().len() as f64),
+    ]);
+    if teacher.is_exhausted() && exhausted_at_epoch.is_none() {
+        *exhausted_at_epoch = Some(epoch);
+    }
+}
+
+/// A finished student's summary: its final return, the epochs to the threshold and to its own
+/// plateau, and what the teacher spent.
+fn student_summary(
+    job: &StudentJob,
+    progress: UnitProgress,
+    shared: Option<&Arc<Mutex<PrivateTeacher>>>,
+    (threshold, random_return): (f64, f64),
+) -> Result<StudentSummary> {
+    let UnitProgress {
+        curve,
+        exhausted_at_epoch,
+        ..
+    } = progress;
+    let tail: Vec<f64> = curve
+        .iter()
+        .rev()
+        .take(3)
+        .map(|p| p.1)
+        .filter(|v| v.is_finite())
+        .collect();
+    let privacy = match shared {
+        Some(private) if lock(private).config().mechanism => Some(lock(private).summary()?),
+        _ => None,
+    };
+    let final_return = tail.iter().sum::<f64>() / tail.len().max(1) as f64;
+    Ok(StudentSummary {
+        setting: job.setting.name.clone(),
+        seed: job.seed,
+        final_return,
+        epochs_to_threshold: first_at_least(&curve, threshold),
+        epochs_to_plateau: epochs_to_plateau(&curve, random_return, final_return),
+        threshold,
+        privacy,
+        exhausted_at_epoch,
+        curve,
+    })
 }
 
 pub(super) struct SuiteTask {
@@ -438,31 +375,24 @@ impl BackendTask for SuiteTask {
             }
         }
         // Seed-major, so that an interrupted run has every setting at its first seeds.
-        let mut jobs = Vec::new();
-        for seed in 0..plan.seeds as u64 {
-            for setting in &settings {
-                jobs.push(Job::new(
-                    format!("{}-seed{seed}", setting.name),
-                    StudentJob {
-                        setting: setting.clone(),
-                        seed,
-                    },
-                ));
-            }
-        }
-        let planned = jobs.len();
+        let units = seed_major(&settings, 0..plan.seeds as u64);
+        let planned = units.len();
         let runs: Vec<Option<StudentSummary>> = if report_only {
-            let dir = root.join(suite_dir_name(&plan));
-            jobs.into_iter()
-                .filter_map(|job| {
-                    let unit = dir.join(&job.name);
-                    unit.join("summary.json").is_file().then(|| {
-                        read_json::<StudentSummary>(&unit.join("summary.json"))
-                            .map(|summary| Some(summary.measured_against(threshold)))
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?
+            let store = UnitStore::<StudentSummary>::new(root.join(suite_dir_name(&plan)));
+            let mut runs = Vec::new();
+            for (setting, seed) in &units {
+                if let Some(summary) = store.read(setting, *seed)? {
+                    runs.push(Some(summary.measured_against(threshold)));
+                }
+            }
+            runs
         } else {
+            let jobs = units
+                .into_iter()
+                .map(|(setting, seed)| {
+                    Job::new(unit_name(&setting.name, seed), StudentJob { setting, seed })
+                })
+                .collect();
             let random_return = teacher_summary.random_return;
             run_parallel(jobs, threads, |job, progress| {
                 train_student::<B>(

@@ -12,8 +12,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::plan::{KickstartError, KickstartPlan};
-use super::students::{checkpoint_interval, suite_dir_name, Sitting};
+use super::plan::{suite_dir_name, KickstartError, KickstartPlan};
+use super::sitting::{checkpoint_interval, Sitting};
 use crate::report::format_number;
 use crate::report::plot::LearningCurves;
 use crate::run::{read_json, RunDir};
@@ -132,10 +132,7 @@ pub(super) fn teacher<B: Backend>(
     )?;
     // A committed results tree keeps the teacher's summary but not its checkpoint (results/
     // holds no checkpoints), so a missing checkpoint retrains the teacher: same seed, same bytes.
-    let reuse = run.is_complete()
-        && checkpoint.exists()
-        && read_json::<serde_json::Value>(&run.file("config.json")).ok()
-            == Some(config_json.clone());
+    let reuse = run.completed_with(&config)? && checkpoint.exists();
     let cap = plan.ppo(&plan.student_hidden).max_ep_len;
     if reuse {
         ppo.load_checkpoint(&checkpoint)?;

@@ -16,11 +16,13 @@ mod utility;
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use privrl_attacks::{InversionRow, Sample};
 use privrl_envs::room::RoomSetting;
 use privrl_privacy::GradientMechanismConfig;
 
 use self::cell::{cell_name, CellResult, CellScores, VICTIM_TRAINING_SAMPLES};
 use self::headline::headline;
+use self::plan::LeakagePlan;
 use self::report::write_report;
 use self::utility::UtilityTable;
 use crate::backend::dispatch;
@@ -51,19 +53,57 @@ fn run_in(root: &Path, args: LeakageArgs) -> Result<SuiteOutcome> {
     let dir = root.join("leakage");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let (samples, _) = room_samples(RoomSetting::S1, plan.image_size, plan.samples, plan.seed)?;
-    let victim_training = if plan.victim_train_steps > 0 {
-        // Another seed: rooms apart from the attacked samples.
-        let seed = plan.seed.wrapping_add(1);
-        let (training, _) = room_samples(
-            RoomSetting::S1,
-            plan.image_size,
-            VICTIM_TRAINING_SAMPLES,
-            seed,
-        )?;
-        Some((training, plan.victim_train_steps))
-    } else {
-        None
-    };
+    let jobs = jobs(&plan, &samples, victim_training(&plan)?);
+    let outcomes = run_parallel(jobs, args.threads, |mut job, progress| {
+        job.progress = Some(progress.bar(job.samples.len() as u64));
+        let (method, defence, batch_size) = (job.method, job.defence, job.batch_size);
+        Ok((method, defence, batch_size, dispatch(plan.backend, job)?))
+    })?
+    .into_ok()?;
+    let (cells, batch_cells) = write_cells(root, &plan, &samples, outcomes)?;
+    let utility = UtilityTable::read(
+        &args
+            .dpsgd_runs
+            .clone()
+            .unwrap_or_else(|| root.join("dpsgd")),
+        &args.pgc_runs.clone().unwrap_or_else(|| root.join("pgc")),
+    )?;
+    let headline = headline(&cells);
+    let report = write_report(
+        &dir,
+        &args,
+        &plan,
+        &cells,
+        &batch_cells,
+        &utility,
+        &headline,
+    )?;
+    println!("wrote {}", report.display());
+    Ok(SuiteOutcome { report, headline })
+}
+
+/// The victims' own training samples and steps, where `--victim-train-steps` asks for any.
+fn victim_training(plan: &LeakagePlan) -> Result<Option<(Vec<Sample>, usize)>> {
+    if plan.victim_train_steps == 0 {
+        return Ok(None);
+    }
+    // Another seed: rooms apart from the attacked samples.
+    let seed = plan.seed.wrapping_add(1);
+    let (training, _) = room_samples(
+        RoomSetting::S1,
+        plan.image_size,
+        VICTIM_TRAINING_SAMPLES,
+        seed,
+    )?;
+    Ok(Some((training, plan.victim_train_steps)))
+}
+
+/// One job per attack and defence, then QGI without a defence at every batch size above 1.
+fn jobs(
+    plan: &LeakagePlan,
+    samples: &[Sample],
+    victim_training: Option<(Vec<Sample>, usize)>,
+) -> Vec<Job<LeakageJob>> {
     let mut jobs = Vec::new();
     for method in METHODS {
         for (index, defence) in plan.defences.iter().enumerate() {
@@ -72,7 +112,7 @@ fn run_in(root: &Path, args: LeakageArgs) -> Result<SuiteOutcome> {
                 LeakageJob {
                     method,
                     defence: *defence,
-                    samples: samples.clone(),
+                    samples: samples.to_vec(),
                     image_size: plan.image_size,
                     iterations: plan.iterations,
                     tv_weight: plan.tv_weight,
@@ -94,7 +134,7 @@ fn run_in(root: &Path, args: LeakageArgs) -> Result<SuiteOutcome> {
             LeakageJob {
                 method: Method::Qgi,
                 defence: GradientMechanismConfig::None,
-                samples: samples.clone(),
+                samples: samples.to_vec(),
                 image_size: plan.image_size,
                 iterations: plan.iterations,
                 tv_weight: plan.tv_weight,
@@ -106,23 +146,32 @@ fn run_in(root: &Path, args: LeakageArgs) -> Result<SuiteOutcome> {
             },
         ));
     }
-    let outcomes = run_parallel(jobs, args.threads, |mut job, progress| {
-        job.progress = Some(progress.bar(job.samples.len() as u64));
-        let (method, defence, batch_size) = (job.method, job.defence, job.batch_size);
-        Ok((method, defence, batch_size, dispatch(plan.backend, job)?))
-    })?
-    .into_ok()?;
+    jobs
+}
 
+/// One attack's outcome: the method, the defence, the batch size and a row per sample.
+type LeakageOutcome = (Method, GradientMechanismConfig, usize, Vec<InversionRow>);
+
+/// The single-sample cells, and the batch cells with their batch size.
+type Cells = (Vec<CellResult>, Vec<(usize, CellResult)>);
+
+/// Writes every cell's run directory and returns the single-sample cells and the batch cells.
+fn write_cells(
+    root: &Path,
+    plan: &LeakagePlan,
+    samples: &[Sample],
+    outcomes: Vec<(String, LeakageOutcome)>,
+) -> Result<Cells> {
     let (mut cells, mut batch_cells) = (Vec::new(), Vec::new());
     for (name, (method, defence, batch_size, rows)) in outcomes {
         let run = RunDir::create_in(root, "leakage", &name)?;
-        run.write_config(&(&plan, &defence))?;
+        run.write_config(&(plan, &defence))?;
         write_rows(&run, &rows)?;
         reconstruction_sheet(
             &run.path().join("reconstructions.png"),
             method,
             RoomSetting::S1,
-            &samples,
+            samples,
             &rows,
             plan.image_size,
         )?;
@@ -139,25 +188,7 @@ fn run_in(root: &Path, args: LeakageArgs) -> Result<SuiteOutcome> {
             cells.push(cell);
         }
     }
-    let utility = UtilityTable::read(
-        &args
-            .dpsgd_runs
-            .clone()
-            .unwrap_or_else(|| root.join("dpsgd")),
-        &args.pgc_runs.clone().unwrap_or_else(|| root.join("pgc")),
-    )?;
-    let headline = headline(&cells);
-    let report = write_report(
-        &dir,
-        &args,
-        &plan,
-        &cells,
-        &batch_cells,
-        &utility,
-        &headline,
-    )?;
-    println!("wrote {}", report.display());
-    Ok(SuiteOutcome { report, headline })
+    Ok((cells, batch_cells))
 }
 
 #[cfg(test)]

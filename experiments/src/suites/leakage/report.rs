@@ -16,6 +16,7 @@ use crate::report::{format_number, Cell, Report};
 use crate::suites::inversion::{failure_rate, summary, Method, FAILURE_NOTE};
 use crate::summary::Headline;
 
+/// Writes `report.md` and its plots in `dir`; returns the report's path.
 pub(super) fn write_report(
     dir: &Path,
     args: &LeakageArgs,
@@ -30,7 +31,24 @@ pub(super) fn write_report(
         "Leakage: gradient inversion against privatised gradients",
     );
     report.paragraph(&plan.noise_rng.report_line());
+    report.paragraph(&method_paragraph(args, plan));
     report.paragraph(&format!(
+        "A reconstruction counts as **unrecognisable** when the mean SSIM of both images is \
+         below {SSIM_THRESHOLD} and the mean bounding-box IoU is below {IOU_THRESHOLD}."
+    ));
+    utility_sources(&mut report, utility);
+    leakage_table(&mut report, cells, utility);
+    batch_size_table(&mut report, cells, batch_cells);
+    thresholds_section(&mut report, cells);
+    plots_section(&mut report, dir, plan, cells, utility)?;
+    headline.add_to(&mut report);
+    report.reproduce([reproduce_command(args, plan)]);
+    report.write()
+}
+
+/// The method paragraph: the attacks, the defences and their ε, the samples and the victims.
+fn method_paragraph(args: &LeakageArgs, plan: &LeakagePlan) -> String {
+    format!(
         "QGI (DQN victim) and RGI (REINFORCE victim) in setting S1 (RGB + depth + bounding box) \
          attack one single-sample gradient per sample after it passes through a defence: DP-SGD \
          clipping alone (C = {clip}), DP-SGD clipping + Gaussian noise σC (ε: the RDP \
@@ -70,11 +88,11 @@ pub(super) fn write_report(
         },
         actions = NUM_ACTIONS,
         chance = 1.0 / NUM_ACTIONS as f64,
-    ));
-    report.paragraph(&format!(
-        "A reconstruction counts as **unrecognisable** when the mean SSIM of both images is \
-         below {SSIM_THRESHOLD} and the mean bounding-box IoU is below {IOU_THRESHOLD}."
-    ));
+    )
+}
+
+/// Where the utility column comes from, or why it is empty.
+fn utility_sources(report: &mut Report, utility: &UtilityTable) {
     if utility.sources.is_empty() {
         report.paragraph(
             "No DP-SGD or PGC suite runs were found, so the utility column is empty: run \
@@ -84,6 +102,10 @@ pub(super) fn write_report(
     } else {
         report.bullets(utility.sources.iter().map(|s| format!("Utility: {s}")));
     }
+}
+
+/// The privacy, utility and leakage table: one row per attack and defence.
+fn leakage_table(report: &mut Report, cells: &[CellResult], utility: &UtilityTable) {
     let mut rows = Vec::new();
     for cell in cells {
         let util = utility.get(cell.method, &cell.defence);
@@ -132,46 +154,58 @@ pub(super) fn write_report(
             ],
             rows,
         );
+}
 
-    if !batch_cells.is_empty() {
-        let mut rows: Vec<Vec<Cell>> = Vec::new();
-        let single = cells
-            .iter()
-            .find(|c| c.method == Method::Qgi && c.defence == GradientMechanismConfig::None);
-        for (batch_size, cell) in single
-            .map(|c| (1, c))
-            .into_iter()
-            .chain(batch_cells.iter().map(|(b, c)| (*b, c)))
-        {
-            let mut row = vec![Cell::from(batch_size as f64)];
-            row.extend(score_columns(cell));
-            rows.push(row);
-        }
-        report
-            .heading("Batch size (QGI, no defence)")
-            .paragraph(
-                "The shared gradient is the DQN victim's over a batch of consecutive samples \
-                 (J is the batch mean). The batch attack reads the batch's actions off \
-                 ∇b_last, tries every assignment of them to the samples in stage 1 and keeps \
-                 the best, then reconstructs all images at once. Each sample is scored \
-                 against the reconstruction it matches best (the permutation maximising RGB \
-                 SSIM + depth SSIM + IoU), as Yin et al. (2021) score batch recovery.",
-            )
-            .table(
-                &[
-                    "batch size",
-                    "RGB PSNR / SSIM",
-                    "depth PSNR / SSIM",
-                    "bbox IoU",
-                    "action accuracy",
-                    "ε(Q) %",
-                    "recognisable",
-                    "failed",
-                ],
-                rows,
-            );
+/// QGI without a defence against the batch size (batch size 1: the main table's cell), where
+/// batches ran.
+fn batch_size_table(
+    report: &mut Report,
+    cells: &[CellResult],
+    batch_cells: &[(usize, CellResult)],
+) {
+    if batch_cells.is_empty() {
+        return;
     }
+    let mut rows: Vec<Vec<Cell>> = Vec::new();
+    let single = cells
+        .iter()
+        .find(|c| c.method == Method::Qgi && c.defence == GradientMechanismConfig::None);
+    for (batch_size, cell) in single
+        .map(|c| (1, c))
+        .into_iter()
+        .chain(batch_cells.iter().map(|(b, c)| (*b, c)))
+    {
+        let mut row = vec![Cell::from(batch_size as f64)];
+        row.extend(score_columns(cell));
+        rows.push(row);
+    }
+    report
+        .heading("Batch size (QGI, no defence)")
+        .paragraph(
+            "The shared gradient is the DQN victim's over a batch of consecutive samples \
+             (J is the batch mean). The batch attack reads the batch's actions off \
+             ∇b_last, tries every assignment of them to the samples in stage 1 and keeps \
+             the best, then reconstructs all images at once. Each sample is scored \
+             against the reconstruction it matches best (the permutation maximising RGB \
+             SSIM + depth SSIM + IoU), as Yin et al. (2021) score batch recovery.",
+        )
+        .table(
+            &[
+                "batch size",
+                "RGB PSNR / SSIM",
+                "depth PSNR / SSIM",
+                "bbox IoU",
+                "action accuracy",
+                "ε(Q) %",
+                "recognisable",
+                "failed",
+            ],
+            rows,
+        );
+}
 
+/// Where reconstruction stops being recognisable, per attack and defence family.
+fn thresholds_section(report: &mut Report, cells: &[CellResult]) {
     report.heading("Where reconstruction stops being recognisable");
     let mut thresholds = Vec::new();
     for method in METHODS {
@@ -212,7 +246,16 @@ pub(super) fn write_report(
         }
     }
     report.bullets(thresholds);
+}
 
+/// One dual-axis plot per defence family (DP-SGD: one per attack).
+fn plots_section(
+    report: &mut Report,
+    dir: &Path,
+    plan: &LeakagePlan,
+    cells: &[CellResult],
+    utility: &UtilityTable,
+) -> Result<()> {
     report.heading("Plots");
     // DP-SGD's ε protects a transition for QGI's DQN and an episode for RGI's REINFORCE: one
     // plot per attack, never one ε axis for both. A local mechanism's ε is per release for both.
@@ -241,7 +284,11 @@ pub(super) fn write_report(
             );
         }
     }
-    // Every setting that changes a number in this report, so that the command reproduces it.
+    Ok(())
+}
+
+/// The command that reproduces the report: every setting that changes a number in it.
+fn reproduce_command(args: &LeakageArgs, plan: &LeakagePlan) -> String {
     let list = |values: &[f64]| {
         values
             .iter()
@@ -249,7 +296,7 @@ pub(super) fn write_report(
             .collect::<Vec<_>>()
             .join(",")
     };
-    let command = format!(
+    format!(
         "cargo xtask suite leakage --samples {} --image-size {} --iterations {} --tv-weight {} \\\n    \
          --dp-sgd-noise {} --dp-sgd-clip {} --ldp-epsilon {} --laplace-clip {} --prs-clip {} \\\n    \
          --train-env-steps {} --delta {} --adjacency {} --victim-train-steps {} --seed {} \\\n    \
@@ -279,10 +326,7 @@ pub(super) fn write_report(
             .collect::<Vec<_>>()
             .join(","),
         plan.backend,
-    ) + plan.noise_rng.reproduce_flag();
-    headline.add_to(&mut report);
-    report.reproduce([command]);
-    report.write()
+    ) + plan.noise_rng.reproduce_flag()
 }
 
 /// The score columns of a cell: both images' PSNR / SSIM, IoU, action accuracy, the signal's

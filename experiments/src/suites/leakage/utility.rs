@@ -7,9 +7,10 @@ use std::path::Path;
 use anyhow::Result;
 use privrl_privacy::{GradientMechanismConfig, MechanismKind};
 
-use crate::suites::dpsgd::Method as DpsgdMethod;
+use crate::suites::dpsgd::{Method as DpsgdMethod, RunSummary as DpsgdRunSummary};
 use crate::suites::inversion::Method;
-use crate::summary::{read_summaries, DpsgdRunSummary, PgcTrialSummary};
+use crate::suites::pgc::TrialSummary as PgcTrialSummary;
+use crate::summary::read_summaries;
 
 /// Utility at one defence strength, from another suite's runs.
 #[derive(Debug, Clone, Copy)]

@@ -15,24 +15,18 @@
 //! setting that learns with the fewest factors changed (ties: lower median FST).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::path::Path;
 
 use anyhow::{Context, Result};
-use burn::backend::Autodiff;
-use burn::tensor::backend::Backend;
-use privrl_agents::pgc::{median_first_success, run_pgc, AppliedSubmission, SubmissionOrder};
-use privrl_agents::{A3cConfig, InProcess, PgcConfig};
-use privrl_privacy::{Epsilon, MechanismKind};
-use serde::{Deserialize, Serialize};
+use privrl_agents::pgc::{median_first_success, SubmissionOrder};
+use privrl_privacy::MechanismKind;
+use serde::Serialize;
 
-use super::learner::{ActionsArg, ClockArg, LearnerArgs, LossArg, OptimizerChoice, RewardArg};
 use super::plan::PgcSuiteArgs;
-use super::trial::{buffer_size, TrialSummary};
-use crate::backend::{dispatch, BackendTask};
+use super::setting::{settings, Setting};
+use super::units::{read_units, run_units, units_dir, Unit};
 use crate::report::plot::median;
 use crate::report::{Cell, Report};
-use crate::run::{read_json, write_json};
 use crate::summary::{Headline, SuiteOutcome};
 
 /// The cutoff of the criterion, the paper's 90,000 updates: a trial that fails within a
@@ -42,314 +36,6 @@ pub(super) const PAPER_CUTOFF: u64 = 90_000;
 pub(super) const LEARNS_AT: f64 = 0.8;
 /// Share of trials at or below which a setting fails.
 pub(super) const FAILS_AT: f64 = 0.2;
-
-/// One departure from the paper's setting (`--factors` spells it by its slug).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Factor {
-    /// `--reward sparse`.
-    SparseReward,
-    /// `--loss mean`.
-    MeanLoss,
-    /// `--exploration-clock env-steps`.
-    EnvStepClock,
-    /// `--actions sampled`.
-    SampledActions,
-    /// `--bias`.
-    Bias,
-    /// `--optimizer adam` (lr 0.005).
-    Adam,
-}
-
-impl Factor {
-    pub(super) const ALL: [Factor; 6] = [
-        Factor::SparseReward,
-        Factor::MeanLoss,
-        Factor::EnvStepClock,
-        Factor::SampledActions,
-        Factor::Bias,
-        Factor::Adam,
-    ];
-
-    pub(super) fn slug(self) -> &'static str {
-        match self {
-            Factor::SparseReward => "sparse-reward",
-            Factor::MeanLoss => "mean-loss",
-            Factor::EnvStepClock => "env-step-clock",
-            Factor::SampledActions => "sampled-actions",
-            Factor::Bias => "bias",
-            Factor::Adam => "adam",
-        }
-    }
-
-    /// The factor whose slug is `text`.
-    pub(super) fn from_slug(text: &str) -> Option<Factor> {
-        Factor::ALL.into_iter().find(|f| f.slug() == text)
-    }
-
-    fn label(self) -> &'static str {
-        match self {
-            Factor::SparseReward => "reward 0 / −1 on failing / +1 at the cap",
-            Factor::MeanLoss => "loss: mean over steps",
-            Factor::EnvStepClock => "α clock: env steps",
-            Factor::SampledActions => "actions: a ∼ π (α kept)",
-            Factor::Bias => "biases (d = 131)",
-            Factor::Adam => "Adam, lr 0.005",
-        }
-    }
-}
-
-/// `--factors MECHANISM=FACTOR+FACTOR…` (or `MECHANISM=paper`): the learner of one mechanism
-/// as an ablation setting, e.g. `laplace=sampled-actions+adam`, `prs=sparse-reward`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MechanismFactors {
-    /// The mechanism.
-    pub mechanism: MechanismKind,
-    /// Its factors changed from the paper's setting.
-    pub factors: Vec<Factor>,
-}
-
-impl std::str::FromStr for MechanismFactors {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let (mechanism, list) = text
-            .split_once('=')
-            .ok_or_else(|| format!("expected MECHANISM=FACTOR+…, got {text:?}"))?;
-        let mechanism = mechanism
-            .trim()
-            .parse::<MechanismKind>()
-            .ok()
-            .filter(|m| [MechanismKind::Laplace, MechanismKind::Prs].contains(m))
-            .ok_or_else(|| format!("unknown mechanism {mechanism:?} (expected laplace or prs)"))?;
-        let list = list.trim();
-        let factors = if list == "paper" || list.is_empty() {
-            Vec::new()
-        } else {
-            list.split('+')
-                .map(|slug| {
-                    Factor::from_slug(slug.trim()).ok_or_else(|| {
-                        let known: Vec<&str> = Factor::ALL.iter().map(|f| f.slug()).collect();
-                        format!(
-                            "unknown factor {slug:?} (expected paper or a +-list of {})",
-                            known.join(", ")
-                        )
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()?
-        };
-        Ok(Self { mechanism, factors })
-    }
-}
-
-/// One setting: a mechanism at ε (∞ in the ablation, the tables' grid otherwise) with some
-/// factors changed from the paper's setting.
-#[derive(Clone, Debug, PartialEq)]
-pub(super) struct Setting {
-    pub(super) mechanism: MechanismKind,
-    pub(super) factors: Vec<Factor>,
-    pub(super) epsilon: Epsilon,
-}
-
-impl Setting {
-    pub(super) fn new(mechanism: MechanismKind, factors: &[Factor]) -> Self {
-        let mut factors = factors.to_vec();
-        factors.sort();
-        factors.dedup();
-        Self {
-            mechanism,
-            factors,
-            epsilon: Epsilon::INFINITE,
-        }
-    }
-
-    /// The same setting at `epsilon`.
-    pub(super) fn at(mut self, epsilon: Epsilon) -> Self {
-        self.epsilon = epsilon;
-        self
-    }
-
-    /// The factors' slugs joined by `+` (`paper` for none): what `--factors` takes.
-    pub(super) fn factor_slugs(&self) -> String {
-        if self.factors.is_empty() {
-            "paper".into()
-        } else {
-            let slugs: Vec<&str> = self.factors.iter().map(|f| f.slug()).collect();
-            slugs.join("+")
-        }
-    }
-
-    /// `laplace-paper`, `laplace+adam+bias`, … at ε = ∞; `prs+sparse-reward@eps2` at ε = 2.
-    pub(super) fn name(&self) -> String {
-        let base = if self.factors.is_empty() {
-            format!("{}-paper", self.mechanism.name())
-        } else {
-            format!("{}+{}", self.mechanism.name(), self.factor_slugs())
-        };
-        match self.epsilon.get() {
-            None => base,
-            Some(_) => format!("{base}@eps{}", self.epsilon.slug()),
-        }
-    }
-
-    pub(super) fn learner(&self) -> LearnerArgs {
-        let has = |f| self.factors.contains(&f);
-        LearnerArgs {
-            reward: if has(Factor::SparseReward) {
-                RewardArg::Sparse
-            } else {
-                RewardArg::Gymnasium
-            },
-            loss: if has(Factor::MeanLoss) {
-                LossArg::Mean
-            } else {
-                LossArg::Sum
-            },
-            exploration_clock: if has(Factor::EnvStepClock) {
-                ClockArg::EnvSteps
-            } else {
-                ClockArg::Submissions
-            },
-            actions: if has(Factor::SampledActions) {
-                ActionsArg::Sampled
-            } else {
-                ActionsArg::Argmax
-            },
-            bias: has(Factor::Bias),
-        }
-    }
-
-    pub(super) fn optimizer(&self) -> OptimizerChoice {
-        if self.factors.contains(&Factor::Adam) {
-            OptimizerChoice::Adam
-        } else {
-            OptimizerChoice::Sgd
-        }
-    }
-
-    /// The run configuration: Section 4's setting for the mechanism at ε (its C and |B|),
-    /// with this setting's factors, submissions applied in `order`.
-    pub(super) fn config(
-        &self,
-        workers: usize,
-        max_updates: u64,
-        order: SubmissionOrder,
-    ) -> PgcConfig {
-        let optimizer = self.optimizer();
-        let mut config = PgcConfig::paper(self.mechanism.paper_default(self.epsilon))
-            .with_max_updates(max_updates)
-            .with_stop_at_success(true)
-            .with_order(order);
-        config.a3c = self
-            .learner()
-            .apply(A3cConfig::pgc_paper())
-            .with_workers(workers)
-            .with_optimizer(optimizer.kind())
-            .with_lr(optimizer.default_lr())
-            .with_buffer_size(buffer_size(self.mechanism));
-        config
-    }
-
-    /// The `suite pgc` flags that run this setting's cell by hand.
-    fn flags(&self) -> String {
-        format!(
-            "--mechanisms {} --epsilons {} --factors {}={}",
-            self.mechanism.name(),
-            self.epsilon.slug(),
-            self.mechanism.name(),
-            self.factor_slugs()
-        )
-    }
-}
-
-/// The settings: stage 1, the paper's setting and each factor alone, for Laplace at ε = ∞
-/// (|B| = 1, so the cutoff of 90,000 updates is 90,000 submissions) and for PRS at ε = ∞
-/// (|B| = 100; its Adam row is the optimiser per mechanism); stage 2, on Laplace, the
-/// combinations of the three factors that the earlier measurement changed together (Adam,
-/// sampled actions, biases), pairs then all three.
-pub(super) fn settings() -> Vec<Setting> {
-    use Factor::*;
-    let mut out = Vec::new();
-    for mech in [MechanismKind::Laplace, MechanismKind::Prs] {
-        out.push(Setting::new(mech, &[]));
-        out.extend(Factor::ALL.iter().map(|&f| Setting::new(mech, &[f])));
-    }
-    for combo in [
-        &[Adam, SampledActions][..],
-        &[Adam, Bias],
-        &[SampledActions, Bias],
-        &[Adam, SampledActions, Bias],
-    ] {
-        out.push(Setting::new(MechanismKind::Laplace, combo));
-    }
-    out
-}
-
-/// One finished trial of a setting.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(super) struct Unit {
-    pub(super) setting: String,
-    pub(super) factors: Vec<Factor>,
-    pub(super) workers: usize,
-    pub(super) max_updates: u64,
-    /// The order the aggregator applied submissions in (units written before the round-robin
-    /// order existed ran in order of arrival).
-    #[serde(default = "arrival")]
-    pub(super) order: SubmissionOrder,
-    /// The highest mean of a full window of m scores (eq. 25) the trial reached.
-    pub(super) best_mean_score: Option<f64>,
-    pub(super) summary: TrialSummary,
-}
-
-impl Unit {
-    /// Whether running the trial again with a cutoff of `max_updates` could not change it: it
-    /// succeeded, or it already failed at that cutoff or a longer one. A failure at a shorter
-    /// cutoff is run again from the start (a seeded round-robin trial repeats its first
-    /// updates exactly), so that raising `--max-updates` extends the undecided trials only.
-    pub(super) fn settled_within(&self, max_updates: u64) -> bool {
-        self.summary.first_success.is_some() || self.max_updates >= max_updates
-    }
-}
-
-#[cfg(test)]
-impl Unit {
-    /// A hand-made unit for tests: `seed`'s trial of `mechanism` with `factors` at `epsilon`
-    /// (9 agents, round robin, its mechanism's |B|), first succeeding after `first_success`
-    /// submissions (`None`: failed) within a cutoff of `max_updates`.
-    pub(super) fn hand_made(
-        mechanism: MechanismKind,
-        factors: Vec<Factor>,
-        epsilon: Epsilon,
-        seed: u64,
-        first_success: Option<u64>,
-        max_updates: u64,
-    ) -> Self {
-        Unit {
-            setting: Setting::new(mechanism, &factors).at(epsilon).name(),
-            factors,
-            workers: 9,
-            max_updates,
-            order: SubmissionOrder::RoundRobin,
-            best_mean_score: None,
-            summary: TrialSummary {
-                mechanism,
-                epsilon,
-                buffer_size: buffer_size(mechanism),
-                seed,
-                fig2: false,
-                first_success,
-                applied: 0,
-                sent: 0,
-                updates: 0,
-                wall_s: 1.0,
-            },
-        }
-    }
-}
-
-fn arrival() -> SubmissionOrder {
-    SubmissionOrder::Arrival
-}
 
 /// The verdict on a setting's trials, by the criterion of the module's documentation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -396,75 +82,6 @@ pub(super) fn verdict(successes: usize, finished: usize, planned: usize) -> Verd
     }
 }
 
-/// Where the units of `kind` (`ablation`, `tables`) run in `order` live: one directory per
-/// order, since a run in order of arrival depends on the machine's load and one in round-robin
-/// order does not. (The first ablation ran in order of arrival, in `ablation/`.)
-pub(super) fn units_dir(args: &PgcSuiteArgs, kind: &str, order: SubmissionOrder) -> PathBuf {
-    let name = match (kind, order) {
-        ("ablation", SubmissionOrder::Arrival) => "ablation".to_string(),
-        ("tables", SubmissionOrder::RoundRobin) => "tables".to_string(),
-        (kind, SubmissionOrder::Arrival) => format!("{kind}-arrival"),
-        (kind, SubmissionOrder::RoundRobin) => format!("{kind}-round-robin"),
-    };
-    args.results_dir.join(name)
-}
-
-fn unit_path(dir: &Path, setting: &Setting, seed: u64) -> PathBuf {
-    dir.join(setting.name()).join(format!("seed{seed}.json"))
-}
-
-/// One unit to run.
-struct UnitJob {
-    setting: Setting,
-    seed: u64,
-    workers: usize,
-    max_updates: u64,
-    order: SubmissionOrder,
-}
-
-impl BackendTask for UnitJob {
-    type Output = Unit;
-
-    fn run<B: Backend>(self, device: B::Device) -> Result<Unit> {
-        let config = self
-            .setting
-            .config(self.workers, self.max_updates, self.order);
-        let window = config.score_window as u64;
-        let mut best: Option<f64> = None;
-        let outcome = run_pgc::<Autodiff<B>>(
-            &config,
-            &InProcess::new(),
-            self.seed,
-            &device,
-            |a: &AppliedSubmission| {
-                if a.n >= window {
-                    best = Some(best.map_or(a.mean_score, |b| b.max(a.mean_score)));
-                }
-            },
-        )?;
-        Ok(Unit {
-            setting: self.setting.name(),
-            factors: self.setting.factors.clone(),
-            workers: self.workers,
-            max_updates: self.max_updates,
-            order: self.order,
-            best_mean_score: best,
-            summary: TrialSummary {
-                mechanism: self.setting.mechanism,
-                epsilon: self.setting.epsilon,
-                buffer_size: config.a3c.buffer_size,
-                seed: self.seed,
-                fig2: false,
-                first_success: outcome.first_success,
-                applied: outcome.applied,
-                sent: outcome.sent,
-                updates: outcome.updates,
-                wall_s: outcome.wall_s,
-            },
-        })
-    }
-}
-
 /// The settings `args` selects (all, or those named by `--settings`).
 fn selected(args: &PgcSuiteArgs) -> Result<Vec<Setting>> {
     let all = settings();
@@ -488,58 +105,6 @@ fn selected(args: &PgcSuiteArgs) -> Result<Vec<Setting>> {
         .collect()
 }
 
-/// Runs the missing units of `settings` in `dir` one at a time (each runs its agent threads),
-/// trial k of every setting before trial k + 1 of any (so that every cell has a few trials
-/// before any has many), calling `report` after each; the ablation's and the tables' runner.
-pub(super) fn run_units(
-    args: &PgcSuiteArgs,
-    dir: &Path,
-    settings: &[Setting],
-    mut report: impl FnMut() -> Result<()>,
-) -> Result<()> {
-    let plan = args.plan();
-    anyhow::ensure!(plan.trials >= 1, "--trials must be >= 1");
-    anyhow::ensure!(plan.workers >= 1, "--workers must be >= 1");
-    if args.report_only {
-        return Ok(());
-    }
-    for k in 0..plan.trials {
-        let seed = plan.seed + k as u64;
-        for setting in settings {
-            let path = unit_path(dir, setting, seed);
-            if path.exists() && read_json::<Unit>(&path)?.settled_within(plan.max_updates) {
-                continue;
-            }
-            let start = Instant::now();
-            let unit = dispatch(
-                plan.backend,
-                UnitJob {
-                    setting: setting.clone(),
-                    seed,
-                    workers: plan.workers,
-                    max_updates: plan.max_updates,
-                    order: plan.order,
-                },
-            )?;
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)?;
-            }
-            write_json(&path, &unit)?;
-            println!(
-                "{} seed {seed}: FST {} after {} updates ({:.1} s)",
-                setting.name(),
-                unit.summary
-                    .first_success
-                    .map_or("∞".to_string(), |f| f.to_string()),
-                unit.summary.updates,
-                start.elapsed().as_secs_f64()
-            );
-            report()?;
-        }
-    }
-    Ok(())
-}
-
 /// Runs the missing units of the selected settings, regenerating the report after each;
 /// returns the report.
 pub(super) fn run(args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
@@ -547,30 +112,6 @@ pub(super) fn run(args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
     let chosen = selected(args)?;
     run_units(args, &dir, &chosen, || write_report(&dir, args).map(|_| ()))?;
     write_report(&dir, args)
-}
-
-/// Every unit on disk under `dir`, by setting name.
-pub(super) fn read_units(dir: &Path) -> Result<Vec<Unit>> {
-    let mut units = Vec::new();
-    if !dir.exists() {
-        return Ok(units);
-    }
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_dir())
-        .collect();
-    entries.sort();
-    for setting_dir in entries {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&setting_dir)?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "json"))
-            .collect();
-        files.sort();
-        for file in files {
-            units.push(read_json(&file)?);
-        }
-    }
-    Ok(units)
 }
 
 /// One row of the ablation table.
@@ -752,6 +293,28 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
         dir,
         "PGC-A3C at ε = ∞: what the paper's setting needs to learn",
     );
+    ablation_paragraphs(&mut report, planned, plan.order);
+    ablation_table(&mut report, &rows);
+    let conclusion = [MechanismKind::Laplace, MechanismKind::Prs]
+        .iter()
+        .filter(|m| rows.iter().any(|r| r.mechanism == m.name()))
+        .map(|m| smallest_learner(&rows, *m))
+        .collect::<Vec<String>>()
+        .join(" ");
+    report.heading("Verdict").paragraph(&conclusion);
+    let headline = ablation_headline(&rows, &conclusion);
+    headline.add_to(&mut report);
+    report.reproduce(ablation_commands(&units, args));
+    let path = report.write().context("writing the PGC ablation report")?;
+    println!("wrote {}", path.display());
+    Ok(SuiteOutcome {
+        report: path,
+        headline,
+    })
+}
+
+/// The paper's setting at ε = ∞, the trials and their order, and the verdict's criterion.
+fn ablation_paragraphs(report: &mut Report, planned: usize, order: SubmissionOrder) {
     report.paragraph(
         "Ono & Takahashi, Section 4, at ε = ∞: CartPole-v0 with gravity ψ ∈ {9.7, 9.8, 9.9} per \
          agent, a 16-unit ReLU network without biases (d = 112), γ 0.99, λ 0.5, β 0.01, SGD \
@@ -767,7 +330,7 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
          its cutoff in model updates (FST = ∞; the paper's cutoff is 90,000 updates, which \
          for PRS's |B| = 100 is 9,000,000 submissions). {}",
         planned,
-        order_sentence(plan.order),
+        order_sentence(order),
     ));
     report.paragraph(&format!(
         "**Criterion (fixed in `experiments/src/suites/pgc/ablation.rs` before the runs):** a \
@@ -783,6 +346,10 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
         PAPER_CUTOFF,
         FAILS_AT * 100.0
     ));
+}
+
+/// The ablation table: one row per setting, and how to read it.
+fn ablation_table(report: &mut Report, rows: &[Row]) {
     let table: Vec<Vec<Cell>> = rows
         .iter()
         .map(|r| {
@@ -835,16 +402,12 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
          ten consecutive scores a trial reached (195 is success). `ablation.csv` has these \
          rows, `units.csv` one row per trial.",
     );
-    let conclusion = [MechanismKind::Laplace, MechanismKind::Prs]
-        .iter()
-        .filter(|m| rows.iter().any(|r| r.mechanism == m.name()))
-        .map(|m| smallest_learner(&rows, *m))
-        .collect::<Vec<String>>()
-        .join(" ");
-    report.heading("Verdict").paragraph(&conclusion);
-    // The paper's ε = ∞ column: each mechanism's paper setting learns.
+}
+
+/// The headline: the paper's ε = ∞ column, each mechanism's paper setting learns.
+fn ablation_headline(rows: &[Row], conclusion: &str) -> Headline {
     let papers: Vec<&Row> = rows.iter().filter(|r| r.factors_changed == 0).collect();
-    let headline = Headline {
+    Headline {
         effect: "the paper's setting learns at ε = ∞ (the paper: 20/20 trials): for each \
                  mechanism that ran it, at least 80% of the trials of its paper setting \
                  (`laplace-paper`, `prs-paper`) succeed within 90,000 updates."
@@ -865,12 +428,15 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
             format!("{}. {}", lines.join("; "), conclusion.trim_end_matches('.'))
         },
         visible: !papers.is_empty() && papers.iter().all(|r| r.verdict == "learns"),
-    };
-    headline.add_to(&mut report);
-    // One command per group of units run alike (cutoff, threads), from the units themselves.
+    }
+}
+
+/// One command per group of units run alike (cutoff, threads, order), from the units
+/// themselves, then each setting's flags for a cell by hand.
+fn ablation_commands(units: &[Unit], args: &PgcSuiteArgs) -> Vec<String> {
     type Groups<'a> = BTreeMap<(u64, usize, &'a str), (Vec<String>, Vec<u64>)>;
     let mut groups: Groups = BTreeMap::new();
-    for u in &units {
+    for u in units {
         let order = match u.order {
             SubmissionOrder::Arrival => " --order arrival",
             SubmissionOrder::RoundRobin => "",
@@ -903,19 +469,17 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
             .iter()
             .map(|s| format!("#   {}: {}", s.name(), s.flags())),
     );
-    report.reproduce(commands);
-    let path = report.write().context("writing the PGC ablation report")?;
-    println!("wrote {}", path.display());
-    Ok(SuiteOutcome {
-        report: path,
-        headline,
-    })
+    commands
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::setting::Factor;
     use super::*;
-    use privrl_agents::{Exploration, GreedyAction, LossReduction, OptimizerKind, RewardScheme};
+    use privrl_agents::{
+        A3cConfig, Exploration, GreedyAction, LossReduction, OptimizerKind, RewardScheme,
+    };
+    use privrl_privacy::Epsilon;
 
     #[test]
     fn the_verdict_criterion_by_hand() {

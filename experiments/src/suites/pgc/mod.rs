@@ -8,25 +8,28 @@ mod headline;
 mod learner;
 mod plan;
 mod report;
+mod setting;
 mod tables;
 mod trial;
+mod units;
 
 use anyhow::Result;
 use privrl_privacy::{Epsilon, MechanismKind};
 
 use self::report::write_report;
-use self::trial::{buffer_size, runs_at, Trial};
+use self::setting::{buffer_size, runs_at};
+use self::trial::Trial;
 use crate::backend::dispatch;
 use crate::run::{suite_dir, RunName};
 use crate::summary::SuiteOutcome;
 use crate::sweep::{run_parallel, Job};
 
-pub use self::ablation::{Factor, MechanismFactors};
 pub use self::learner::{
     for_mechanism, ActionsArg, ClockArg, LearnerArgs, LossArg, OptimizerChoice, PerMechanism,
     RewardArg,
 };
 pub use self::plan::{OrderArg, PgcSuiteArgs, TransportChoice};
+pub use self::setting::{Factor, MechanismFactors};
 pub use self::trial::TrialSummary;
 
 const SUITE: &str = "pgc";

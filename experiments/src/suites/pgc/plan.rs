@@ -6,8 +6,8 @@ use privrl_agents::pgc::SubmissionOrder;
 use privrl_privacy::{Epsilon, MechanismKind};
 use serde::Serialize;
 
-use super::ablation::{MechanismFactors, Setting};
 use super::learner::{for_mechanism, LearnerArgs, OptimizerChoice, PerMechanism};
+use super::setting::{MechanismFactors, Setting};
 use crate::backend::BackendChoice;
 use crate::mechanism_arg::{MechanismParser, PGC_MECHANISMS};
 use crate::noise_rng::NoiseRng;

@@ -25,14 +25,12 @@ use privrl_agents::pgc::{median_first_success, relative_area};
 use privrl_privacy::{Epsilon, MechanismKind};
 use serde::Serialize;
 
-use super::ablation::{
-    fst_text, order_sentence, read_units, run_units, units_dir, write_units_csv, Setting, Unit,
-    PAPER_CUTOFF,
-};
+use super::ablation::{fst_text, order_sentence, write_units_csv, PAPER_CUTOFF};
 use super::learner::LearnerArgs;
 use super::plan::PgcSuiteArgs;
 use super::report::paper_values;
-use super::trial::{buffer_size, runs_at};
+use super::setting::{buffer_size, runs_at, Setting};
+use super::units::{read_units, run_units, units_dir, Unit};
 use crate::report::{Cell, Report};
 use crate::summary::{Headline, SuiteOutcome};
 
@@ -332,116 +330,8 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
     write_units_csv(dir, &units)?;
 
     let mut report = Report::new(dir, "PGC-A3C: Tables 1–3 beside the paper's");
-    report.paragraph(
-        "Ono & Takahashi, Section 4: CartPole-v0 with gravity ψ ∈ {9.7, 9.8, 9.9} drawn \
-         uniformly per agent, 9 agents, a 16-unit ReLU network, γ 0.99, λ 0.5, β 0.01, \
-         exploration α = max(0, 0.5 − n/1800); Laplace with C = 0.01 and |B| = 1, PRS with \
-         C = 1, |B| = 100 and d̂ = max(1, min(d, ⌊ε/2.5⌋)) (the buffer sizes the paper \
-         settles on in Section 4.1). Every table is over the same trials, ε ∈ {1, 2, 5, 10, \
-         ∞}. Each mechanism runs with its learner (`factors`: changed from the paper's \
-         setting, as in the ablation; `paper` for none).",
-    );
-    report.paragraph(order_sentence(plan.order));
-    report.paragraph(&format!(
-        "**Criterion (fixed in `experiments/src/suites/pgc/tables.rs` before the runs):** a \
-         cell is judged once it has at least {MIN_TRIALS} trials, each a success or a failure \
-         at the paper's cutoff of {PAPER_CUTOFF} updates (a failure at a shorter cutoff is \
-         undecided); until then it is *pending*. A judged cell agrees (✓) when its median FST \
-         lies within a factor {FST_FACTOR} of the paper's (Table 1), its success ratio within \
-         ±{RATIO_TOLERANCE} (Table 2), its relative area within ±{AUC_TOLERANCE} (Table 3). A \
-         table agrees when every judged cell with a paper value agrees, disagrees when more \
-         than half of them disagree, and is inconclusive otherwise."
-    ));
-    let mut row_keys: Vec<(String, String)> = Vec::new();
-    for r in &rows {
-        let key = (r.mechanism.clone(), r.factors.clone());
-        if !row_keys.contains(&key) {
-            row_keys.push(key);
-        }
-    }
-    let epsilons: Vec<Epsilon> = PAPER_EPSILONS
-        .iter()
-        .map(|&e| Epsilon::try_from(e).expect("the paper's ε are valid"))
-        .collect();
-    let headers: Vec<String> = ["Q", "factors"]
-        .iter()
-        .map(|h| h.to_string())
-        .chain(epsilons.iter().map(|e| format!("ε = {e}: ours (paper)")))
-        .collect();
-    let header_refs: Vec<&str> = headers.iter().map(String::as_str).collect();
-    let trials_text = |r: &CellRow| {
-        if r.decided == r.trials {
-            format!("{}/{}", r.successes, r.trials)
-        } else {
-            format!(
-                "{}/{}, {} undecided",
-                r.successes,
-                r.trials,
-                r.trials - r.decided
-            )
-        }
-    };
-    type Render = fn(&CellRow) -> (String, String, CellVerdict);
-    let renders: [(&str, Render); 3] = [
-        ("Table 1: median first success time (submissions)", |r| {
-            (fst_text(r.median_fst), r.paper_fst.clone(), r.table1)
-        }),
-        ("Table 2: success ratio", |r| {
-            (
-                format!("{:.2}", r.success_ratio),
-                r.paper_ratio.clone(),
-                r.table2,
-            )
-        }),
-        (
-            "Table 3: relative area under the success-ratio curve",
-            |r| {
-                (
-                    r.relative_auc
-                        .map_or("n/a".to_string(), |a| format!("{a:.3}")),
-                    r.paper_auc.clone(),
-                    r.table3,
-                )
-            },
-        ),
-    ];
-    let mut verdicts = Vec::new();
-    for (title, render) in renders {
-        let mut table = Vec::new();
-        let mut marks = Vec::new();
-        for (mechanism, factors) in &row_keys {
-            let mut line = vec![Cell::from(mechanism.clone()), Cell::from(factors.clone())];
-            for epsilon in &epsilons {
-                let cell = rows.iter().find(|r| {
-                    &r.mechanism == mechanism
-                        && &r.factors == factors
-                        && r.epsilon == epsilon.slug()
-                });
-                line.push(Cell::from(match cell {
-                    None => format!(
-                        "pending ({})",
-                        paper_values(mechanism.parse().unwrap_or(MechanismKind::None), *epsilon).0
-                    ),
-                    Some(r) => {
-                        let (ours, paper, verdict) = render(r);
-                        marks.push(verdict);
-                        format!("{ours} ({paper}) {} [{}]", verdict.mark(), trials_text(r))
-                    }
-                }));
-            }
-            table.push(line);
-        }
-        let verdict = table_verdict(&marks);
-        let judged = marks.iter().filter(|m| m.compared()).count();
-        verdicts.push((title, verdict));
-        report
-            .heading(title)
-            .table(&header_refs, table)
-            .paragraph(&format!(
-                "**Verdict: {verdict}** ({judged} cell{} judged).",
-                if judged == 1 { "" } else { "s" }
-            ));
-    }
+    tables_paragraphs(&mut report, plan.order);
+    let verdicts = paper_tables(&mut report, &rows);
     report.paragraph(
         "Cells: ours (the paper's; `?` where our text of the paper lost the value) ✓/✗ \
          [successes/trials]; *pending* where the cell has too few or undecided trials, *n/a* \
@@ -471,6 +361,137 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
         report: path,
         headline,
     })
+}
+
+/// The paper's setting, the order of submissions and the criterion.
+fn tables_paragraphs(report: &mut Report, order: privrl_agents::pgc::SubmissionOrder) {
+    report.paragraph(
+        "Ono & Takahashi, Section 4: CartPole-v0 with gravity ψ ∈ {9.7, 9.8, 9.9} drawn \
+         uniformly per agent, 9 agents, a 16-unit ReLU network, γ 0.99, λ 0.5, β 0.01, \
+         exploration α = max(0, 0.5 − n/1800); Laplace with C = 0.01 and |B| = 1, PRS with \
+         C = 1, |B| = 100 and d̂ = max(1, min(d, ⌊ε/2.5⌋)) (the buffer sizes the paper \
+         settles on in Section 4.1). Every table is over the same trials, ε ∈ {1, 2, 5, 10, \
+         ∞}. Each mechanism runs with its learner (`factors`: changed from the paper's \
+         setting, as in the ablation; `paper` for none).",
+    );
+    report.paragraph(order_sentence(order));
+    report.paragraph(&format!(
+        "**Criterion (fixed in `experiments/src/suites/pgc/tables.rs` before the runs):** a \
+         cell is judged once it has at least {MIN_TRIALS} trials, each a success or a failure \
+         at the paper's cutoff of {PAPER_CUTOFF} updates (a failure at a shorter cutoff is \
+         undecided); until then it is *pending*. A judged cell agrees (✓) when its median FST \
+         lies within a factor {FST_FACTOR} of the paper's (Table 1), its success ratio within \
+         ±{RATIO_TOLERANCE} (Table 2), its relative area within ±{AUC_TOLERANCE} (Table 3). A \
+         table agrees when every judged cell with a paper value agrees, disagrees when more \
+         than half of them disagree, and is inconclusive otherwise."
+    ));
+}
+
+/// A cell's text in one table: ours, the paper's value and the cell's verdict.
+type Render = fn(&CellRow) -> (String, String, CellVerdict);
+
+/// Tables 1–3, each with its verdict; returns each table's title and verdict.
+fn paper_tables(report: &mut Report, rows: &[CellRow]) -> Vec<(&'static str, &'static str)> {
+    let mut row_keys: Vec<(String, String)> = Vec::new();
+    for r in rows {
+        let key = (r.mechanism.clone(), r.factors.clone());
+        if !row_keys.contains(&key) {
+            row_keys.push(key);
+        }
+    }
+    let epsilons: Vec<Epsilon> = PAPER_EPSILONS
+        .iter()
+        .map(|&e| Epsilon::try_from(e).expect("the paper's ε are valid"))
+        .collect();
+    let headers: Vec<String> = ["Q", "factors"]
+        .iter()
+        .map(|h| h.to_string())
+        .chain(epsilons.iter().map(|e| format!("ε = {e}: ours (paper)")))
+        .collect();
+    let header_refs: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let renders: [(&str, Render); 3] = [
+        ("Table 1: median first success time (submissions)", |r| {
+            (fst_text(r.median_fst), r.paper_fst.clone(), r.table1)
+        }),
+        ("Table 2: success ratio", |r| {
+            (
+                format!("{:.2}", r.success_ratio),
+                r.paper_ratio.clone(),
+                r.table2,
+            )
+        }),
+        (
+            "Table 3: relative area under the success-ratio curve",
+            |r| {
+                (
+                    r.relative_auc
+                        .map_or("n/a".to_string(), |a| format!("{a:.3}")),
+                    r.paper_auc.clone(),
+                    r.table3,
+                )
+            },
+        ),
+    ];
+    let mut verdicts = Vec::new();
+    for (title, render) in renders {
+        let (table, marks) = paper_table(rows, &row_keys, &epsilons, render);
+        let verdict = table_verdict(&marks);
+        let judged = marks.iter().filter(|m| m.compared()).count();
+        verdicts.push((title, verdict));
+        report
+            .heading(title)
+            .table(&header_refs, table)
+            .paragraph(&format!(
+                "**Verdict: {verdict}** ({judged} cell{} judged).",
+                if judged == 1 { "" } else { "s" }
+            ));
+    }
+    verdicts
+}
+
+/// One table's rows (one per mechanism and factors, one cell per ε) and the verdicts of its
+/// cells that ran.
+fn paper_table(
+    rows: &[CellRow],
+    row_keys: &[(String, String)],
+    epsilons: &[Epsilon],
+    render: Render,
+) -> (Vec<Vec<Cell>>, Vec<CellVerdict>) {
+    let trials_text = |r: &CellRow| {
+        if r.decided == r.trials {
+            format!("{}/{}", r.successes, r.trials)
+        } else {
+            format!(
+                "{}/{}, {} undecided",
+                r.successes,
+                r.trials,
+                r.trials - r.decided
+            )
+        }
+    };
+    let mut table = Vec::new();
+    let mut marks = Vec::new();
+    for (mechanism, factors) in row_keys {
+        let mut line = vec![Cell::from(mechanism.clone()), Cell::from(factors.clone())];
+        for epsilon in epsilons {
+            let cell = rows.iter().find(|r| {
+                &r.mechanism == mechanism && &r.factors == factors && r.epsilon == epsilon.slug()
+            });
+            line.push(Cell::from(match cell {
+                None => format!(
+                    "pending ({})",
+                    paper_values(mechanism.parse().unwrap_or(MechanismKind::None), *epsilon).0
+                ),
+                Some(r) => {
+                    let (ours, paper, verdict) = render(r);
+                    marks.push(verdict);
+                    format!("{ours} ({paper}) {} [{}]", verdict.mark(), trials_text(r))
+                }
+            }));
+        }
+        table.push(line);
+    }
+    (table, marks)
 }
 
 #[cfg(test)]

@@ -15,20 +15,6 @@ use crate::backend::BackendTask;
 use crate::report::plot::{Line, LineChart};
 use crate::run::RunDir;
 
-/// MAX_BUF of the paper's runs (Section 4.1): 100 for PRS, 1 for Laplace and the raw gradient.
-pub(super) fn buffer_size(mech: MechanismKind) -> usize {
-    match mech {
-        MechanismKind::Prs => 100,
-        _ => 1,
-    }
-}
-
-/// The cells a row runs: the non-private row (the paper's "non-private A3C", against which
-/// Table 3 is relative when it runs) has only ε = ∞.
-pub(super) fn runs_at(mech: MechanismKind, epsilon: Epsilon) -> bool {
-    mech != MechanismKind::None || epsilon == Epsilon::INFINITE
-}
-
 /// One trial (or one Fig. 2 run).
 #[derive(Clone)]
 pub(super) struct Trial {
@@ -44,8 +30,8 @@ pub(super) struct Trial {
     pub(super) redis: Option<String>,
 }
 
-/// What one trial's `summary.json` holds (read back by the leakage suite:
-/// [`crate::summary::PgcTrialSummary`]).
+/// What one trial's `summary.json` holds (read back by the leakage suite through
+/// [`crate::summary::read_summaries`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TrialSummary {
     /// The mechanism Q.
@@ -185,6 +171,7 @@ fn downsample(curve: &[(f64, f64)], points: usize) -> Vec<(f64, f64)> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::setting::{buffer_size, runs_at};
     use super::*;
     use crate::suites::pgc::tests::{parse, Cli};
     use crate::suites::pgc::OptimizerChoice;
