@@ -1,6 +1,7 @@
 //! `cargo xtask quickstart`: the README's main command. It runs a quick version of everything
 //! that exists and writes `runs/quickstart/report.md`; every suite adds its quick mode here.
 
+use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Result;
@@ -129,7 +130,36 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
     // The quick suites run on the first seed.
     let seed = args.seeds.first().copied().unwrap_or(0);
 
-    // 1. Backend: first- and second-order gradients on the chosen backend.
+    backend_section(&mut report, &args)?;
+    environment_section(&mut report, &args)?;
+    random_baselines_section(&mut report, &args, &dir)?;
+    let inversion = inversion_section(&mut report, &args, seed, &dir)?;
+    ppo_section(&mut report, &args)?;
+    let dpsgd = dpsgd_section(&mut report, &args, seed, &dir)?;
+    let pgc = pgc_section(&mut report, &args, seed, &dir)?;
+    let leakage = leakage_section(&mut report, &args, seed, &dir)?;
+    let kickstart = kickstart_section(&mut report, &args, seed, &dir)?;
+    let headlines: Vec<(&str, SuiteOutcome)> = vec![
+        ("Gradient inversion (QGI, RGI)", inversion),
+        ("DP-SGD and local DP", dpsgd),
+        ("PGC-A3C", pgc),
+        ("Leakage", leakage),
+        ("Privacy-preserving kickstarting", kickstart),
+    ];
+    headlines_section(&mut report, &headlines);
+
+    report.paragraph(&format!(
+        "Quickstart took {:.0} s.",
+        start.elapsed().as_secs_f64()
+    ));
+    report.reproduce(["cargo xtask quickstart"]);
+    let path = report.write()?;
+    println!("wrote {}", path.display());
+    Ok(())
+}
+
+/// Section 1: Backend: first- and second-order gradients on the chosen backend.
+fn backend_section(report: &mut Report, args: &QuickstartArgs) -> Result<()> {
     let doctor = dispatch(args.backend, Doctor)?;
     report
         .heading("Backend check")
@@ -151,16 +181,22 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
                 ],
             ],
         );
+    Ok(())
+}
 
-    // 2. Environment throughput.
+/// Section 2: Environment throughput.
+fn environment_section(report: &mut Report, args: &QuickstartArgs) -> Result<()> {
     let envs = env_throughput(args.env_steps, 16)?;
     report.heading("Environment throughput").paragraph(&format!(
         "Single thread, random actions, {} steps each (`cargo xtask bench` for more).",
         args.env_steps
     ));
-    env_throughput_table(&mut report, &envs, 16);
+    env_throughput_table(report, &envs, 16);
+    Ok(())
+}
 
-    // 3. Random-policy baselines: the floor every learning curve is read against.
+/// Section 3: Random-policy baselines: the floor every learning curve is read against.
+fn random_baselines_section(report: &mut Report, args: &QuickstartArgs, dir: &Path) -> Result<()> {
     let names: Vec<&'static str> = registry().iter().map(|spec| spec.name).collect();
     let jobs = names
         .iter()
@@ -212,9 +248,16 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
     for (caption, files) in &plots {
         report.plot(caption, files);
     }
+    Ok(())
+}
 
-    // 4. Gradient inversion (QGI, RGI) on the rooms, quick mode.
-    let mut headlines: Vec<(&str, SuiteOutcome)> = Vec::new();
+/// Section 4: Gradient inversion (QGI, RGI) on the rooms, quick mode.
+fn inversion_section(
+    report: &mut Report,
+    args: &QuickstartArgs,
+    seed: u64,
+    dir: &Path,
+) -> Result<SuiteOutcome> {
     let inversion = crate::suites::inversion::run(crate::suites::inversion::InversionArgs {
         quick: true,
         samples: None,
@@ -233,11 +276,13 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
          300 iterations per stage): see [{}]({}). `cargo xtask suite inversion` runs larger \
          settings.",
         inversion.report.display(),
-        pathdiff(&inversion.report, &dir)
+        pathdiff(&inversion.report, dir)
     ));
-    headlines.push(("Gradient inversion (QGI, RGI)", inversion));
+    Ok(inversion)
+}
 
-    // 5. A short PPO run on CartPole-v1.
+/// Section 5: A short PPO run on CartPole-v1.
+fn ppo_section(report: &mut Report, args: &QuickstartArgs) -> Result<()> {
     let ppo_seeds: Vec<u64> = args.seeds.iter().copied().take(3).collect();
     let (summaries, ppo_plot) =
         crate::train::quick_ppo("quickstart", &ppo_seeds, args.ppo_steps, args.threads)?;
@@ -257,8 +302,16 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
             "PPO on CartPole-v1: mean return of the last 100 episodes",
             &ppo_plot,
         );
+    Ok(())
+}
 
-    // 6. DP-SGD and local DP for REINFORCE and DQN on CartPole-v1, quick mode.
+/// Section 6: DP-SGD and local DP for REINFORCE and DQN on CartPole-v1, quick mode.
+fn dpsgd_section(
+    report: &mut Report,
+    args: &QuickstartArgs,
+    seed: u64,
+    dir: &Path,
+) -> Result<SuiteOutcome> {
     let dpsgd = crate::suites::dpsgd::run(crate::suites::dpsgd::DpsgdArgs::quick(
         seed,
         args.backend,
@@ -269,12 +322,19 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
          noise levels each, one seed, 150 episodes), with the ε each DP-SGD run spends: see \
          [{}]({}). `cargo xtask suite dpsgd` runs the full sweep.",
         dpsgd.report.display(),
-        pathdiff(&dpsgd.report, &dir)
+        pathdiff(&dpsgd.report, dir)
     ));
-    headlines.push(("DP-SGD and local DP", dpsgd));
+    Ok(dpsgd)
+}
 
-    // 7. PGC-A3C (locally private distributed A3C), quick mode, in-process, in the setting
-    // that learns at ε = ∞ (at the paper's setting as written no run learns: docs/pgc.md).
+/// Section 7: PGC-A3C (locally private distributed A3C), quick mode, in-process, in the setting
+/// that learns at ε = ∞ (at the paper's setting as written no run learns: docs/pgc.md).
+fn pgc_section(
+    report: &mut Report,
+    args: &QuickstartArgs,
+    seed: u64,
+    dir: &Path,
+) -> Result<SuiteOutcome> {
     let mut pgc_args = crate::suites::pgc::PgcSuiteArgs::quick(seed, args.backend, args.threads);
     pgc_args.optimizer = vec![crate::suites::pgc::PerMechanism {
         mechanism: None,
@@ -291,15 +351,22 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
              learns even at ε = ∞, so the effect of ε could not show): see [{}]({}). `cargo \
              xtask suite pgc` runs Tables 1–3 at scale.",
             pgc.report.display(),
-            pathdiff(&pgc.report, &dir)
+            pathdiff(&pgc.report, dir)
         ));
-    headlines.push(("PGC-A3C", pgc));
+    Ok(pgc)
+}
 
-    // 8. Leakage: the attacks against the defences, beside the utility the DP-SGD and PGC
-    // suites just measured (it reads their runs).
-    // `--quick` attacks 38 cells × 20 samples (about 15 min on 2 cores); two strengths per
-    // family and 6 samples keep the headline's three cells (none, the largest σ, the smallest
-    // ε) at an eighth of the time.
+/// Section 8: Leakage: the attacks against the defences, beside the utility the DP-SGD and PGC
+/// suites just measured (it reads their runs).
+/// `--quick` attacks 38 cells × 20 samples (about 15 min on 2 cores); two strengths per
+/// family and 6 samples keep the headline's three cells (none, the largest σ, the smallest
+/// ε) at an eighth of the time.
+fn leakage_section(
+    report: &mut Report,
+    args: &QuickstartArgs,
+    seed: u64,
+    dir: &Path,
+) -> Result<SuiteOutcome> {
     let mut leakage_args =
         crate::suites::leakage::LeakageArgs::quick(seed, args.backend, args.threads);
     leakage_args.samples = Some(6);
@@ -316,11 +383,18 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
              16×16 px, 6 samples per cell, with the utility of the two suites above: see \
              [{}]({}). `cargo xtask suite leakage --quick` sweeps 5 σ and 6 ε on 20 samples.",
             leakage.report.display(),
-            pathdiff(&leakage.report, &dir)
+            pathdiff(&leakage.report, dir)
         ));
-    headlines.push(("Leakage", leakage));
+    Ok(leakage)
+}
 
-    // 9. Privacy-preserving kickstarting, quick mode.
+/// Section 9: Privacy-preserving kickstarting, quick mode.
+fn kickstart_section(
+    report: &mut Report,
+    args: &QuickstartArgs,
+    seed: u64,
+    dir: &Path,
+) -> Result<SuiteOutcome> {
     let kickstart = crate::suites::kickstart::run(crate::suites::kickstart::KickstartArgs::quick(
         seed,
         args.backend,
@@ -333,11 +407,13 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
              et al. in quick mode (2 seeds, 15 epochs of 1000 steps): see [{}]({}). `cargo xtask \
              suite kickstart` runs the 10-seed version.",
             kickstart.report.display(),
-            pathdiff(&kickstart.report, &dir)
+            pathdiff(&kickstart.report, dir)
         ));
-    headlines.push(("Privacy-preserving kickstarting", kickstart));
+    Ok(kickstart)
+}
 
-    // What each quick mode is sized to show, judged by the criterion in its suite's code.
+/// What each quick mode is sized to show, judged by the criterion in its suite's code.
+fn headlines_section(report: &mut Report, headlines: &[(&str, SuiteOutcome)]) {
     let rows = headlines
         .iter()
         .map(|(suite, outcome)| {
@@ -360,15 +436,6 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
             &["suite", "effect and criterion", "measured", "verdict"],
             rows,
         );
-
-    report.paragraph(&format!(
-        "Quickstart took {:.0} s.",
-        start.elapsed().as_secs_f64()
-    ));
-    report.reproduce(["cargo xtask quickstart"]);
-    let path = report.write()?;
-    println!("wrote {}", path.display());
-    Ok(())
 }
 
 /// `target` relative to the directory `from`, for links inside runs/ (both under the runs root).
