@@ -233,8 +233,8 @@ fn baselines_and_the_joint_ablation_run_through_the_same_loop() {
     assert_eq!(ig.action, sample.action);
 }
 
-#[test]
-fn attacks_are_deterministic_given_the_seed() {
+/// An 8×8 depth DQN victim and its shared gradient of one synthetic sample.
+fn tiny_dqn_case() -> (Victim<B>, privrl_agents::GradientRecord) {
     let device = Default::default();
     let victim =
         Victim::<B>::from_seed(&common::depth_config(8), VictimKind::Dqn, 5, &device).unwrap();
@@ -248,6 +248,12 @@ fn attacks_are_deterministic_given_the_seed() {
     let record = victim
         .shared_gradient(std::slice::from_ref(&sample))
         .unwrap();
+    (victim, record)
+}
+
+#[test]
+fn attacks_are_deterministic_given_the_seed() {
+    let (victim, record) = tiny_dqn_case();
     let config = AttackConfig::qgi()
         .with_iterations_per_stage(15)
         .with_seed(9);
@@ -387,19 +393,7 @@ impl<BB: burn::tensor::backend::Backend> privrl_attacks::ImageRegulariser<BB> fo
 #[test]
 fn a_registered_prior_plugs_in_by_name() {
     use privrl_attacks::{register_image_prior, Inner, TotalVariation};
-    let device = Default::default();
-    let victim =
-        Victim::<B>::from_seed(&common::depth_config(8), VictimKind::Dqn, 5, &device).unwrap();
-    let sample = common::synthetic_sample(
-        None,
-        Some(8),
-        7,
-        1.0..5.0,
-        &mut ChaCha8Rng::seed_from_u64(3),
-    );
-    let record = victim
-        .shared_gradient(std::slice::from_ref(&sample))
-        .unwrap();
+    let (victim, record) = tiny_dqn_case();
     let config = AttackConfig::qgi()
         .with_iterations_per_stage(40)
         .with_seed(9);

@@ -10,7 +10,7 @@
 //! | [`run`] | run directories, metrics CSV, JSON files |
 //! | [`summary`] | the typed summaries suites write and read |
 //! | [`sweep`] | seeds × settings as parallel jobs, shards across machines and their merge |
-//! | [`unit`] | the unit template of the long suites: plan, units on disk, resume, report |
+//! | [`unit`](mod@unit) | the unit template of the long suites: plan, units on disk, resume, report |
 //! | [`report`] | markdown reports, tables, number formats and plots |
 //! | [`backend`] | the only place a concrete Burn backend is named |
 //!

@@ -364,7 +364,7 @@ impl PrivacyEngine {
     }
 
     /// σ_Δ, the noise multiplier on the gradient: σ, or with adaptive clipping
-    /// [`adaptive_gradient_noise`].
+    /// [`adaptive_gradient_noise`](crate::dp::adaptive_gradient_noise).
     pub fn gradient_noise_multiplier(&self) -> f64 {
         self.gradient_noise
     }
