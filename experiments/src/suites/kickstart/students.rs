@@ -10,7 +10,7 @@ use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
 use privrl_agents::kickstart::lock;
 use privrl_agents::{
-    Agent, Ppo, PrivacyAwareConfig, PrivacyAwareKickstarting, PrivateTeacher, Teacher,
+    Agent, Ppo, PpoConfig, PrivacyAwareConfig, PrivacyAwareKickstarting, PrivateTeacher, Teacher,
     TeacherPrivacySummary,
 };
 use privrl_privacy::PrivacyCost;
@@ -166,18 +166,7 @@ fn train_student<B: Backend>(
         }
         None => (None, None, None),
     };
-    let config = serde_json::json!({
-        "setting": job.setting,
-        "seed": job.seed,
-        "env": plan.env,
-        "epochs": plan.epochs,
-        "ppo": ppo_config,
-        "teacher": teacher_config,
-        "student": student_config,
-        "backend": plan.backend,
-    });
-    // Through text and back, as the file on disk is, so that the comparison is exact.
-    let config: serde_json::Value = serde_json::from_str(&config.to_string())?;
+    let config = run_config(plan, job, &ppo_config, teacher_config, student_config)?;
     // A finished run with the same configuration is read back instead of retrained, and
     // measured against the current threshold.
     if run.completed_with_recorded(&config, without_threshold)? {
@@ -235,6 +224,28 @@ fn train_student<B: Backend>(
     run.write_summary(&summary)?;
     run.clear_partial()?;
     Ok(Some(summary))
+}
+
+/// A student run's `config.json`, through text and back, as the file on disk is, so that the
+/// comparison with a finished run's is exact.
+fn run_config(
+    plan: &KickstartPlan,
+    job: &StudentJob,
+    ppo_config: &PpoConfig,
+    teacher_config: Option<privrl_agents::PrivateTeacherConfig>,
+    student_config: Option<PrivacyAwareConfig>,
+) -> Result<serde_json::Value> {
+    let config = serde_json::json!({
+        "setting": job.setting,
+        "seed": job.seed,
+        "env": plan.env,
+        "epochs": plan.epochs,
+        "ppo": ppo_config,
+        "teacher": teacher_config,
+        "student": student_config,
+        "backend": plan.backend,
+    });
+    Ok(serde_json::from_str(&config.to_string())?)
 }
 
 /// Kickstarting for `kick`: the Dirichlet teacher, shared with the student's auxiliary loss,
