@@ -277,6 +277,19 @@ fn without_noise_and_clipping_the_release_is_the_plain_mean_gradient() {
         f64::INFINITY,
         "σ = 0 has no guarantee"
     );
+    // The batch's unnoised statistics sit behind their own accessor: the drawn size and the
+    // plain mean loss, exactly.
+    let step = engine.private_step(&net, &batch, &Traced(&loss)).unwrap();
+    let diagnostics = step.non_private_diagnostics();
+    assert_eq!(diagnostics.batch_size, 12);
+    let plain_loss = autodiff::exclusive(|| {
+        f64::from(loss(&net, &batch, &mut Tape::off()).mean().into_scalar())
+    });
+    assert!(
+        (diagnostics.mean_loss - plain_loss).abs() <= 1e-5 * plain_loss.abs().max(1.0),
+        "{} vs {plain_loss}",
+        diagnostics.mean_loss
+    );
 }
 
 #[test]

@@ -279,16 +279,35 @@ pub struct EngineState {
     pub rng: Option<MechanismRngState>,
 }
 
-/// What [`PrivacyEngine::private_step`] returns.
+/// What [`PrivacyEngine::private_step`] returns: the release, which the engine's (ε, δ)
+/// covers, and beside it statistics that it does not cover, behind
+/// [`PrivateGradient::non_private_diagnostics`].
 #[derive(Debug, Clone)]
 pub struct PrivateGradient {
     /// The released gradient, in the module's parameter layout.
     pub gradient: GradientRecord,
+    diagnostics: NonPrivateDiagnostics,
+}
+
+/// Statistics of the drawn batch computed **without noise**: the engine's (ε, δ) does not
+/// cover them. The realised batch size tells whether a record was sampled (membership, under
+/// add/remove adjacency), and the mean loss is a function of the batch's records. Use them for
+/// debugging or on data that is not private; a run that logs them (e.g. the TD loss that
+/// `DpSgdDqn::step` returns) publishes them outside the guarantee.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NonPrivateDiagnostics {
     /// Σ_i ℓ_i / (drawn batch size) where the strategy sees the losses (NaN otherwise, and for
     /// an empty batch).
     pub mean_loss: f64,
     /// Records in the drawn batch.
     pub batch_size: usize,
+}
+
+impl PrivateGradient {
+    /// The batch's unnoised statistics, outside the (ε, δ) guarantee ([`NonPrivateDiagnostics`]).
+    pub fn non_private_diagnostics(&self) -> NonPrivateDiagnostics {
+        self.diagnostics
+    }
 }
 
 fn check_sampling(dataset_size: usize, sample_rate: f64) -> Result<(), EngineError> {
@@ -419,8 +438,9 @@ impl PrivacyEngine {
         Ok(self.private_step(module, batch, per_sample)?.gradient)
     }
 
-    /// [`PrivacyEngine::private_gradient`] with the batch's mean loss; with adaptive clipping
-    /// it then moves C (module docs of [`AdaptiveClipping`]).
+    /// [`PrivacyEngine::private_gradient`] with the batch's unnoised statistics beside it
+    /// ([`PrivateGradient::non_private_diagnostics`], outside the guarantee); with adaptive
+    /// clipping it then moves C (module docs of [`AdaptiveClipping`]).
     pub fn private_step<B, M>(
         &mut self,
         module: &M,
@@ -459,8 +479,10 @@ impl PrivacyEngine {
             .record(self.config.sample_rate, self.noise_multiplier, 1);
         Ok(PrivateGradient {
             gradient: released.layout.record(&released.values)?,
-            mean_loss: released.loss_sum / batch.len() as f64,
-            batch_size: batch.len(),
+            diagnostics: NonPrivateDiagnostics {
+                mean_loss: released.loss_sum / batch.len() as f64,
+                batch_size: batch.len(),
+            },
         })
     }
 

@@ -54,8 +54,8 @@ mod training;
 pub use crate::error::EngineError;
 pub use adaptive::{adaptive_gradient_noise, AdaptiveClipping};
 pub use engine::{
-    EngineState, NoiseCalibration, PrivacyEngine, PrivacyEngineConfig, PrivateGradient,
-    ValidPrivacyEngineConfig,
+    EngineState, NoiseCalibration, NonPrivateDiagnostics, PrivacyEngine, PrivacyEngineConfig,
+    PrivateGradient, ValidPrivacyEngineConfig,
 };
 pub use grad_sample::{
     clip_per_sample, dp_sgd_gradient, per_sample_gradients_by_loop, per_sample_norms,

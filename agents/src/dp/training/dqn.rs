@@ -73,7 +73,9 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
 
     /// One environment step of the DQN, whose gradient steps are DP-SGD steps on a
     /// Poisson sample with q_t = min(1, |B| / n_t), divided by the expected batch q_t·n_t.
-    /// Returns the mean TD loss of the gradient steps, if any ran (NaN for an empty sample).
+    /// Returns the mean TD loss of the gradient steps, if any ran (NaN for an empty sample):
+    /// an unnoised statistic of the sampled transitions, outside the (ε, δ) guarantee
+    /// ([`NonPrivateDiagnostics`](crate::dp::NonPrivateDiagnostics)).
     pub fn step(&mut self) -> Result<Option<f64>, AgentError> {
         let batch_size = self.agent.config().batch_size as f64;
         let engine = &mut self.engine;
@@ -88,15 +90,16 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
                 let loss = TdPerSample::new(dqn, &transitions, batch)?;
                 Ok(engine.private_step(dqn.q_network(), &loss.indices, &loss)?)
             })?;
-            if !released.mean_loss.is_finite() && released.batch_size > 0 {
+            let diagnostics = released.non_private_diagnostics();
+            if !diagnostics.mean_loss.is_finite() && diagnostics.batch_size > 0 {
                 return Err(AgentError::NonFinite {
                     what: "TD loss",
-                    value: released.mean_loss,
+                    value: diagnostics.mean_loss,
                     update: dqn.updates(),
                 });
             }
             dqn.apply_gradient(&released.gradient)?;
-            Ok((released.mean_loss, f64::NAN))
+            Ok((diagnostics.mean_loss, f64::NAN))
         })?;
         Ok(trained.map(|(loss, _)| loss))
     }
