@@ -307,13 +307,25 @@ impl RunDir {
     }
 }
 
-/// Writes `value` as pretty JSON, through a temporary file and a rename so that readers
-/// never see a half-written file.
+/// Writes `value` as pretty JSON ([`json_text`]), through [`write_atomic`].
 pub fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
-    let mut text = serde_json::to_string_pretty(value)
-        .with_context(|| format!("serialising {}", path.display()))?;
+    let text = json_text(value).with_context(|| format!("serialising {}", path.display()))?;
+    write_atomic(path, &text)
+}
+
+/// `value` as pretty JSON ending in a newline: the text of every JSON file a run writes.
+pub fn json_text(value: &impl Serialize) -> Result<String> {
+    let mut text = serde_json::to_string_pretty(value)?;
     text.push('\n');
-    let tmp = path.with_extension("json.tmp");
+    Ok(text)
+}
+
+/// Writes `text` to `path` through a temporary file beside it (`<path>.tmp`) and a rename, so
+/// that readers never see a half-written file: `path` is either absent, the old file or whole.
+pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
     fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
     fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
     Ok(())

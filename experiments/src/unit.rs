@@ -27,7 +27,7 @@ use anyhow::{Context, Result};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::run::read_json;
+use crate::run::{json_text, read_json, write_atomic};
 
 /// What a finished unit (one setting at one seed) writes, and where.
 pub trait Unit: Serialize + DeserializeOwned {
@@ -43,9 +43,7 @@ pub trait Unit: Serialize + DeserializeOwned {
     /// a suite's committed units were written otherwise and new ones must match them byte for
     /// byte.
     fn text(&self) -> Result<String> {
-        let mut text = serde_json::to_string_pretty(self)?;
-        text.push('\n');
-        Ok(text)
+        json_text(self)
     }
 }
 
@@ -99,12 +97,7 @@ impl<U: Unit> UnitStore<U> {
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("creating {}", parent.display()))?;
         }
-        let mut temp = path.clone().into_os_string();
-        temp.push(".tmp");
-        let temp = PathBuf::from(temp);
-        std::fs::write(&temp, unit.text()?)
-            .with_context(|| format!("writing {}", temp.display()))?;
-        std::fs::rename(&temp, &path).with_context(|| format!("writing {}", path.display()))?;
+        write_atomic(&path, &unit.text()?)?;
         Ok(path)
     }
 

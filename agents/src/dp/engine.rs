@@ -236,17 +236,12 @@ pub struct PrivacyEngine {
     gradient_noise: f64,
     rng: MechanismRng,
     schedule: ReleaseSchedule,
-    /// The gradient's release, built for the current C and the module's parameter count, and
-    /// rebuilt only when C moves (adaptive clipping).
-    release: Option<BuiltRelease>,
+    /// The gradient's release, built for the current C (its `record_clip`, ∞ for none) and the
+    /// module's parameter count (its `dimension`), and rebuilt only when C moves (adaptive
+    /// clipping).
+    release: Option<Box<dyn GradientMechanism>>,
     /// The release of adaptive clipping's centred count (sensitivity ½, noise 2σ_b), if any.
     count_release: Option<Box<dyn GradientMechanism>>,
-}
-
-/// A mechanism and the (C, d) it was built for.
-struct BuiltRelease {
-    clip: f64,
-    mechanism: Box<dyn GradientMechanism>,
 }
 
 impl fmt::Debug for PrivacyEngine {
@@ -458,11 +453,7 @@ impl PrivacyEngine {
             });
         }
         self.build_release(module)?;
-        let mechanism = &self
-            .release
-            .as_ref()
-            .expect("built by build_release")
-            .mechanism;
+        let mechanism = self.release.as_ref().expect("built by build_release");
         let expected = self.expected_batch_size();
         let released = release_batch(
             module,
@@ -495,14 +486,15 @@ impl PrivacyEngine {
     {
         let clip = self.config.clip;
         let dimension = match &self.release {
-            Some(built) if built.clip == clip => return Ok(()),
-            Some(built) => built.mechanism.dimension(),
+            Some(built) if built.record_clip().unwrap_or(f64::INFINITY) == clip => return Ok(()),
+            Some(built) => built.dimension(),
             // Reading the parameters initialises lazy ones: in a section, as every tracked op.
             None => autodiff::exclusive(|| ParamLayout::of(module).num_values()),
         };
-        let mechanism = GradientMechanismConfig::clipped_gaussian(clip, self.gradient_noise)
-            .build(dimension, 1)?;
-        self.release = Some(BuiltRelease { clip, mechanism });
+        self.release = Some(
+            GradientMechanismConfig::clipped_gaussian(clip, self.gradient_noise)
+                .build(dimension, 1)?,
+        );
         Ok(())
     }
 

@@ -98,10 +98,16 @@ pub struct PerSampleFactors<B: Backend> {
 struct LayerFactors<B: Backend> {
     inputs: Tensor<B, 2>,
     errors: Tensor<B, 2>,
-    has_bias: bool,
-    /// The layer's parameter paths in the `Mlp` ([`Mlp::layer_param_paths`]).
+    /// The layer's parameter paths in the `Mlp` ([`Mlp::layer_param_paths`]); a layer has a
+    /// bias exactly when it has a bias path.
     weight_path: String,
     bias_path: Option<String>,
+}
+
+impl<B: Backend> LayerFactors<B> {
+    fn has_bias(&self) -> bool {
+        self.bias_path.is_some()
+    }
 }
 
 impl<B: Backend> PerSampleFactors<B> {
@@ -113,12 +119,11 @@ impl<B: Backend> PerSampleFactors<B> {
         grads: &AB::Gradients,
     ) -> Self {
         let layers = mlp
-            .layers
-            .iter()
-            .zip(mlp.layer_param_paths())
+            .layer_param_paths()
+            .into_iter()
             .zip(&forward.layer_inputs)
             .zip(&forward.probes)
-            .map(|(((layer, (weight_path, bias_path)), input), probe)| {
+            .map(|(((weight_path, bias_path), input), probe)| {
                 let errors = probe.grad(grads).unwrap_or_else(|| {
                     // No path from this layer to the loss: its gradients are zero.
                     Tensor::<B, 2>::zeros(
@@ -129,7 +134,6 @@ impl<B: Backend> PerSampleFactors<B> {
                 LayerFactors {
                     inputs: input.clone().inner(),
                     errors,
-                    has_bias: layer.bias.is_some(),
                     weight_path,
                     bias_path,
                 }
@@ -164,7 +168,7 @@ impl<B: Backend> PerSampleFactors<B> {
         for layer in &self.layers {
             let (weight_sq, bias_sq) = linear_squared_norms(&layer.inputs, &layer.errors);
             norms.push(weight_sq);
-            if layer.has_bias {
+            if layer.has_bias() {
                 norms.push(bias_sq);
             }
         }
@@ -183,7 +187,7 @@ impl<B: Backend> PerSampleFactors<B> {
             let [_, d_input] = layer.inputs.dims();
             let [_, d_output] = layer.errors.dims();
             sizes.push(d_input * d_output);
-            if layer.has_bias {
+            if layer.has_bias() {
                 sizes.push(d_output);
             }
         }
@@ -228,7 +232,7 @@ impl<B: Backend> PerSampleFactors<B> {
                 shape: vec![d_input, d_output],
                 values: to_host(weight),
             });
-            if layer.has_bias {
+            if let Some(bias_path) = &layer.bias_path {
                 let bias = if shared {
                     bias
                 } else {
@@ -236,7 +240,7 @@ impl<B: Backend> PerSampleFactors<B> {
                     linear_weighted_sums(&layer.inputs, &layer.errors, c).1
                 };
                 params.push(NamedGradient {
-                    name: layer.bias_path.clone().unwrap_or_default(),
+                    name: bias_path.clone(),
                     shape: vec![d_output],
                     values: to_host(bias),
                 });
@@ -261,7 +265,7 @@ impl<B: Backend> PerSampleFactors<B> {
                 for &aj in a {
                     flat.extend(delta.iter().map(|&dk| aj * dk));
                 }
-                if layer.has_bias {
+                if layer.has_bias() {
                     flat.extend_from_slice(delta);
                 }
             }
