@@ -167,7 +167,7 @@ pub trait Agent {
 /// at full precision. An f64 backend's checkpoints use [`DoublePrecisionSettings`] instead
 /// ([`save_record`], [`load_record`], [`load_module`] choose by `B::FloatElem`): stored as f32,
 /// an f64 run resumed from its checkpoint would not continue bit for bit.
-pub type CheckpointRecorder = NamedMpkFileRecorder<FullPrecisionSettings>;
+pub(crate) type CheckpointRecorder = NamedMpkFileRecorder<FullPrecisionSettings>;
 
 /// Whether `B` computes in f64, so that its checkpoints must keep f64.
 fn stores_f64<B: Backend>() -> bool {
@@ -182,7 +182,7 @@ pub(crate) fn checkpoint_error(path: &Path, error: impl std::fmt::Display) -> Ag
 }
 
 /// Saves `module` to `dir/name.mpk` (see [`save_record`] for the byte layout).
-pub fn save_module<B: Backend, M: Module<B>>(
+pub(crate) fn save_module<B: Backend, M: Module<B>>(
     module: &M,
     dir: &Path,
     name: &str,
@@ -191,7 +191,7 @@ pub fn save_module<B: Backend, M: Module<B>>(
 }
 
 /// Loads `dir/name.mpk` into `module`.
-pub fn load_module<B: Backend, M: Module<B>>(
+pub(crate) fn load_module<B: Backend, M: Module<B>>(
     module: M,
     dir: &Path,
     name: &str,
@@ -215,7 +215,7 @@ pub fn load_module<B: Backend, M: Module<B>>(
 /// records give equal files. Burn keeps an optimizer's state in a hash map whose iteration
 /// order follows a per-process random seed; written as is, two runs from one seed wrote
 /// different bytes for the same state. The loader reads map entries in any order.
-pub fn save_record<B: Backend, R: Record<B>>(
+pub(crate) fn save_record<B: Backend, R: Record<B>>(
     record: R,
     dir: &Path,
     name: &str,
@@ -264,7 +264,7 @@ fn sort_maps(value: &mut rmpv::Value) {
 }
 
 /// Loads a record written by [`save_record`].
-pub fn load_record<B: Backend, R: Record<B>>(
+pub(crate) fn load_record<B: Backend, R: Record<B>>(
     dir: &Path,
     name: &str,
     device: &B::Device,

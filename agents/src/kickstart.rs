@@ -716,7 +716,7 @@ impl PrivacyAwareKickstarting {
         config: PrivacyAwareConfig,
     ) -> Result<Self, AgentError> {
         config.validate()?;
-        let actions = lock(&teacher).teacher().actions();
+        let actions = PrivateTeacher::lock(&teacher).teacher().actions();
         Ok(Self {
             teacher,
             config,
@@ -744,10 +744,13 @@ impl PrivacyAwareKickstarting {
     }
 }
 
-/// Locks the teacher; a poisoned lock (a panic elsewhere) still holds a consistent teacher,
-/// because every mutation completes before the guard drops.
-pub fn lock(teacher: &Mutex<PrivateTeacher>) -> MutexGuard<'_, PrivateTeacher> {
-    teacher.lock().unwrap_or_else(|e| e.into_inner())
+impl PrivateTeacher {
+    /// Locks a teacher shared between a student and its caller; a poisoned lock (a panic
+    /// elsewhere) still holds a consistent teacher, because every mutation completes before
+    /// the guard drops.
+    pub fn lock(shared: &Mutex<PrivateTeacher>) -> MutexGuard<'_, PrivateTeacher> {
+        shared.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 impl<B: AutodiffBackend> AuxiliaryPolicyLoss<B> for PrivacyAwareKickstarting {
@@ -757,7 +760,7 @@ impl<B: AutodiffBackend> AuxiliaryPolicyLoss<B> for PrivacyAwareKickstarting {
 
     fn observe(&mut self, obs: &[f32], trajectory_start: bool) -> Result<(), AgentError> {
         let demonstration = {
-            let mut teacher = lock(&self.teacher);
+            let mut teacher = PrivateTeacher::lock(&self.teacher);
             let start = match teacher.config().vanishing_unit {
                 VanishingUnit::Trajectory => trajectory_start,
                 VanishingUnit::Rollout => self.pending.rows() == 0,
@@ -788,7 +791,7 @@ impl<B: AutodiffBackend> AuxiliaryPolicyLoss<B> for PrivacyAwareKickstarting {
     /// Saves the shared teacher's state. Between epochs the term itself holds nothing that
     /// the next epoch reads: its demonstrations were consumed by the update.
     fn save_state(&self, dir: &Path) -> Result<(), AgentError> {
-        let state = lock(&self.teacher).state();
+        let state = PrivateTeacher::lock(&self.teacher).state();
         save_json(dir, TEACHER_STATE_FILE, &state)
     }
 
@@ -796,7 +799,7 @@ impl<B: AutodiffBackend> AuxiliaryPolicyLoss<B> for PrivacyAwareKickstarting {
         let state = load_json(dir, TEACHER_STATE_FILE)?;
         self.pending = DemonstrationRows::default();
         self.batch = DemonstrationRows::default();
-        lock(&self.teacher).restore(state)
+        PrivateTeacher::lock(&self.teacher).restore(state)
     }
 
     fn prepare(&mut self, observations: &[f32], obs_len: usize) -> Result<(), AgentError> {

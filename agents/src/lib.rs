@@ -1,28 +1,34 @@
 //! Reinforcement-learning agents for privrl, generic over the Burn backend.
 //!
-//! The networks in [`nn`] are shared with `privrl-attacks`, so an attack inverts exactly the
-//! model that an agent trains.
+//! The networks ([`Mlp`], [`Dense`], the convolutions, [`MultimodalNet`]) are shared with
+//! `privrl-attacks`, so an attack inverts exactly the model that an agent trains.
 //!
-//! - [`ppo`]: PPO-Clip as in Spinning Up, with an [`AuxiliaryPolicyLoss`] hook.
-//! - [`dqn`]: DQN with replay, a target network, ε-greedy and MSE loss; optional Double DQN.
-//! - [`reinforce`]: REINFORCE with an entropy bonus, one episode per gradient.
-//! - [`kickstart`]: privacy-preserving kickstarting: Dirichlet-privatised teacher with a
-//!   ledger, the privacy-aware student's penalty E\[φ_λ\] for PPO.
-//! - [`a3c`]: A3C with worker threads submitting per-episode gradients to shared parameters.
-//! - [`dp`]: DP-SGD for any Burn module ([`PrivacyEngine`], per-sample gradients one rule per
-//!   layer, the ε spent), and the DP-SGD REINFORCE and DQN agents built on it.
-//! - [`pgc`]: PGC-A3C, locally private distributed A3C over threads or (with the `redis`
-//!   feature) Redis Streams.
+//! Every public item has one path. The agents, their configs, networks, errors and the
+//! [`PrivacyEngine`] are at the crate root; five public modules hold what a researcher extends
+//! or calls from below an agent:
+//!
+//! - [`dp`]: DP-SGD's machinery (per-sample gradients one rule per layer, the one
+//!   clip → sum → noise path [`dp::release_batch`], the parameter layout); the engine itself
+//!   ([`PrivacyEngine`]) and the DP-SGD agents ([`DpSgdReinforce`], [`DpSgdDqn`]) are at the root.
+//! - [`losses`]: the papers' loss functions (DQN's TD loss, REINFORCE, PPO-Clip, A3C, the
+//!   privacy-aware penalty).
 //! - [`autodiff`]: autodiff sections, which make concurrent use of Burn 0.21's autodiff safe.
 //! - [`tensor`]: tensors in the backend's own float type; host data to tensors and back.
-//! - [`nn`]: the layers and networks (`Dense`, `Mlp`, convolutions, the multimodal victim);
-//!   [`network`]: what an agent needs of a network; [`heads`]: policy, value and Q heads.
-//! - [`agent`]: the [`Agent`] trait and checkpoints; [`optim`]: the optimisers agents use;
-//!   [`record`]: [`GradientRecord`], the named gradient an agent shares; [`params`]: every
-//!   parameter with its path from the module tree, the one place paths are named.
-//! - private: `buffer` (replay and rollout buffers), `env` (observations to tensors), `error`
-//!   (every error type of the crate, re-exported here), `gradient` (per-parameter gradients
-//!   of a module).
+//! - [`params`]: every parameter with its path from the module tree, the one place paths are
+//!   named.
+//!
+//! At the root, by family: [`Ppo`] (PPO-Clip as in Spinning Up, with an
+//! [`AuxiliaryPolicyLoss`] hook); [`Dqn`] (replay, a target network, ε-greedy, MSE loss,
+//! optional Double DQN); [`Reinforce`] (an entropy bonus, one episode per gradient);
+//! privacy-preserving kickstarting ([`PrivateTeacher`], a Dirichlet-privatised teacher with a
+//! ledger, and [`PrivacyAwareKickstarting`], the student's penalty E\[φ_λ\] for PPO); [`A3c`]
+//! (worker threads submitting per-episode gradients to shared parameters); PGC-A3C
+//! ([`run_pgc`], [`Aggregator`], [`PgcAgent`]: locally private distributed A3C over threads or,
+//! with the `redis` feature, Redis Streams); the [`Agent`] trait and checkpoints;
+//! [`GradientRecord`], the named gradient an agent shares; the optimisers ([`FlatAdam`]).
+//! Private modules: one per family above, plus `buffer` (replay and rollout buffers), `env`
+//! (observations to tensors), `error` (every error type, re-exported here) and `gradient`
+//! (per-parameter gradients of a module).
 //!
 //! Every agent exposes `act`, `update(batch)`, `gradient(batch) -> GradientRecord` and
 //! checkpoints; the [`Agent`] trait is the loop-level part that `cargo xtask train` uses.
@@ -57,7 +63,7 @@
 //!
 //! ```
 //! use burn::backend::{Autodiff, NdArray};
-//! use privrl_agents::pgc::run_pgc;
+//! use privrl_agents::run_pgc;
 //! use privrl_agents::{A3cConfig, InProcess, PgcConfig};
 //! use privrl_privacy::{Epsilon, GradientMechanismConfig};
 //!
@@ -70,26 +76,28 @@
 //! ```
 
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
-pub mod a3c;
-pub mod agent;
+mod a3c;
+mod agent;
 pub mod autodiff;
 mod buffer;
 pub mod dp;
-pub mod dqn;
+mod dqn;
 mod env;
 mod error;
 mod gradient;
-pub mod heads;
-pub mod kickstart;
-pub mod network;
-pub mod nn;
-pub mod optim;
+mod heads;
+mod kickstart;
+pub mod losses;
+mod network;
+mod nn;
+mod optim;
 pub mod params;
-pub mod pgc;
-pub mod ppo;
-pub mod record;
-pub mod reinforce;
+mod pgc;
+mod ppo;
+mod record;
+mod reinforce;
 pub mod tensor;
 
 pub use a3c::{
@@ -98,31 +106,39 @@ pub use a3c::{
 };
 pub use agent::{ActMode, Agent, EpisodeLog, EpochStats};
 pub use buffer::{ReplayBuffer, RolloutBatch, TransitionBatch};
-pub use dp::{
-    DpSgdDqn, DpSgdReinforce, DpSgdTrainingConfig, NoiseCalibration, NoisyObservationEnv,
-    PrivacyEngine, PrivacyEngineConfig, PrivacyTally, PrivacyUnit,
+pub use dp::adaptive::AdaptiveClipping;
+pub use dp::engine::{
+    EngineState, NoiseCalibration, NonPrivateDiagnostics, PrivacyEngine, PrivacyEngineConfig,
+    PrivateGradient, ValidPrivacyEngineConfig,
+};
+pub use dp::training::{
+    DpSgdDqn, DpSgdReinforce, DpSgdTrainingConfig, NoisyObservationEnv, PrivacyTally, PrivacyUnit,
 };
 pub use dqn::{Dqn, DqnConfig, DqnStats, TdLoss};
 pub use error::{AgentError, EngineError, RecordError};
 pub use gradient::{param_gradients, ParamGradient};
 pub use heads::{ActorCritic, ActorCriticConfig, Categorical};
 pub use kickstart::{
-    privacy_aware_penalty, Demonstration, ExhaustedTeacher, PrivacyAwareConfig,
-    PrivacyAwareKickstarting, PrivateTeacher, PrivateTeacherConfig, PrivateTeacherState, Teacher,
-    TeacherPrivacySummary, VanishingUnit,
+    Demonstration, ExhaustedTeacher, PrivacyAwareConfig, PrivacyAwareKickstarting, PrivateTeacher,
+    PrivateTeacherConfig, PrivateTeacherState, Teacher, TeacherPrivacySummary, VanishingUnit,
 };
 pub use network::{trainable_from_inner, HostMlp, Network, TrainableNetwork};
 pub use nn::{
-    conv2d_im2col, Activation, Conv2dLayer, Conv2dLayerConfig, ConvEncoder, ConvEncoderConfig,
-    ConvNet, ConvNetConfig, Dense, DenseConfig, ImageShape, LinearInputs, Mlp, MlpConfig,
-    MultimodalNet, MultimodalNetConfig,
+    conv2d_im2col, fast_tanh, matmul_by_row_blocks, Activation, Conv2dLayer, Conv2dLayerConfig,
+    Conv2dLayerRecord, ConvEncoder, ConvEncoderConfig, ConvEncoderRecord, ConvNet, ConvNetConfig,
+    ConvNetRecord, Dense, DenseConfig, DenseRecord, ImageShape, LinearInputs, Mlp, MlpConfig,
+    MlpRecord, MultimodalNet, MultimodalNetConfig, MultimodalNetRecord,
 };
-pub use optim::{AgentOptimizer, FlatAdam, OptimizerKind};
-#[cfg(feature = "redis")]
-pub use pgc::RedisTransport;
+pub use optim::{AgentOptimizer, FlatAdam, OptimizerKind, ADAM_EPSILON};
 pub use pgc::{
-    Aggregator, InProcess, Parameters, PgcAgent, PgcConfig, PgcError, Submission, Transport,
+    average_scores, first_success_time, flatten_parameters, initial_parameters,
+    load_flat_parameters, median_first_success, relative_area, run_agent, run_pgc, success_ratio,
+    success_ratio_area, Aggregator, AggregatorState, AppliedSubmission, Delivery, InProcess,
+    Parameters, PgcAgent, PgcConfig, PgcError, PgcOutcome, RoundRobin, Submission, SubmissionOrder,
+    Transport,
 };
+#[cfg(feature = "redis")]
+pub use pgc::{RedisTransport, DEFAULT_RECONNECT_TIMEOUT};
 pub use ppo::{AuxiliaryPolicyLoss, Ppo, PpoConfig, PpoStats};
 pub use record::{GradientRecord, NamedGradient};
 pub use reinforce::{EpisodeBatch, Reinforce, ReinforceConfig, ReinforceStats};

@@ -18,12 +18,12 @@ fn ten_thousand_concurrent_backwards_are_all_right() {
 
 use burn::backend::{Autodiff, NdArray};
 use burn::module::AutodiffModule;
-use privrl_agents::a3c::episode_loss;
 use privrl_agents::autodiff::{backward, exclusive};
-use privrl_agents::heads::ActorCritic;
-use privrl_agents::network::trainable_from_inner;
-use privrl_agents::pgc::initial_parameters;
-use privrl_agents::record::GradientRecord;
+use privrl_agents::initial_parameters;
+use privrl_agents::losses::episode_loss;
+use privrl_agents::trainable_from_inner;
+use privrl_agents::ActorCritic;
+use privrl_agents::GradientRecord;
 use privrl_agents::{A3c, A3cConfig, Parameters, PgcAgent, PgcConfig};
 use privrl_privacy::{Epsilon, GradientMechanismConfig};
 

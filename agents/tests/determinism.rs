@@ -7,7 +7,7 @@ use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use privrl_agents::autodiff::exclusive;
-use privrl_agents::nn::MlpConfig;
+use privrl_agents::MlpConfig;
 use privrl_agents::{Agent, Ppo, PpoConfig};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;

@@ -13,14 +13,16 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Tensor, TensorData};
 use privrl_agents::autodiff;
 use privrl_agents::dp::{
-    adaptive_gradient_noise, clip_per_sample, per_sample_norms, select_records, AdaptiveClipping,
-    EngineError, MicroBatches, NoiseCalibration, ParamLayout, PerSampleGradients, PrivacyEngine,
-    PrivacyEngineConfig, Tape, Traced,
+    adaptive_gradient_noise, clip_per_sample, per_sample_norms, select_records, MicroBatches,
+    ParamLayout, PerSampleGradients, Tape, Traced,
 };
-use privrl_agents::nn::{Dense, DenseConfig};
 use privrl_agents::GradientRecord;
+use privrl_agents::{
+    AdaptiveClipping, EngineError, NoiseCalibration, PrivacyEngine, PrivacyEngineConfig,
+};
+use privrl_agents::{Dense, DenseConfig};
 use privrl_privacy::{
-    dp_sgd_epsilon_under, noise_multiplier_for_under, pld, AccountantKind, Adjacency, PldConfig,
+    dp_sgd_epsilon_under, noise_multiplier_for_under, AccountantKind, Adjacency, PldConfig,
     RandomnessSource, ReleaseSchedule, SubsampledGaussianSteps,
 };
 use rand::{Rng, SeedableRng};
@@ -814,7 +816,8 @@ fn the_pld_accountant_gives_the_pld_epsilon_of_the_logged_schedule() {
     }
     assert_eq!(nets[0], nets[1], "the accountant does not touch the run");
     let independent =
-        pld::schedule_epsilon(&log, Adjacency::AddRemove, 1e-5, &PldConfig::default()).unwrap();
+        privrl_privacy::schedule_epsilon(&log, Adjacency::AddRemove, 1e-5, &PldConfig::default())
+            .unwrap();
     let pld_eps = pld_engine.epsilon().unwrap();
     assert!(
         (pld_eps - independent).abs() <= 1e-12 * independent,

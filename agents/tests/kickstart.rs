@@ -5,11 +5,10 @@ use std::sync::{Arc, Mutex};
 
 use burn::backend::{Autodiff, NdArray};
 use burn::tensor::{Tensor, TensorData};
-use privrl_agents::kickstart::lock;
+use privrl_agents::losses::privacy_aware_penalty;
 use privrl_agents::{
-    privacy_aware_penalty, Agent, AgentError, AuxiliaryPolicyLoss, ExhaustedTeacher, MlpConfig,
-    Ppo, PpoConfig, PrivacyAwareConfig, PrivacyAwareKickstarting, PrivateTeacher,
-    PrivateTeacherConfig, Teacher,
+    Agent, AgentError, AuxiliaryPolicyLoss, ExhaustedTeacher, MlpConfig, Ppo, PpoConfig,
+    PrivacyAwareConfig, PrivacyAwareKickstarting, PrivateTeacher, PrivateTeacherConfig, Teacher,
 };
 use privrl_privacy::SimplexMap;
 use rand::SeedableRng;
@@ -386,7 +385,7 @@ fn a_kickstarted_ppo_epoch_records_its_releases() {
         .unwrap()
         .1;
     assert!(penalty.is_finite() && penalty > 0.0);
-    let teacher = lock(&private);
+    let teacher = PrivateTeacher::lock(&private);
     assert_eq!(teacher.ledger().len(), 200);
     let episodes = ppo.episode_log().episodes() as u64;
     let summary = teacher.summary().unwrap();
@@ -404,9 +403,18 @@ fn per_rollout_vanishing_multiplies_k_once_per_epoch() {
     let (private, mut ppo) = kickstarted_student(config, 100, 8, 2, 4);
     for epoch in 0..3 {
         ppo.train_epoch().unwrap();
-        assert_eq!(lock(&private).concentration(), 5.0 * 0.5f64.powi(epoch));
+        assert_eq!(
+            PrivateTeacher::lock(&private).concentration(),
+            5.0 * 0.5f64.powi(epoch)
+        );
     }
-    assert_eq!(lock(&private).summary().unwrap().trajectories, 3);
+    assert_eq!(
+        PrivateTeacher::lock(&private)
+            .summary()
+            .unwrap()
+            .trajectories,
+        3
+    );
 }
 
 /// (observation, trajectory start) of every `observe` call.
@@ -491,9 +499,18 @@ fn per_trajectory_vanishing_multiplies_k_at_every_epoch_boundary() {
     );
     for epoch in 0..3 {
         ppo.train_epoch().unwrap();
-        assert_eq!(lock(&private).concentration(), 5.0 * 0.5f64.powi(epoch));
+        assert_eq!(
+            PrivateTeacher::lock(&private).concentration(),
+            5.0 * 0.5f64.powi(epoch)
+        );
     }
-    assert_eq!(lock(&private).summary().unwrap().trajectories, 3);
+    assert_eq!(
+        PrivateTeacher::lock(&private)
+            .summary()
+            .unwrap()
+            .trajectories,
+        3
+    );
 }
 
 /// The student's prepared weights and its penalty on a 64-step CartPole batch whose teacher

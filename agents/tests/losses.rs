@@ -11,12 +11,13 @@ use burn::module::AutodiffModule;
 use burn::optim::{Optimizer, SgdConfig};
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Tensor, TensorData};
-use privrl_agents::a3c::{actor_critic_loss, episode_loss, value_targets, A3cEpisode};
-use privrl_agents::dqn::td_loss;
-use privrl_agents::heads::state_value;
-use privrl_agents::ppo::{clipped_surrogate, value_loss};
-use privrl_agents::reinforce::reinforce_loss;
+use privrl_agents::losses::reinforce_loss;
+use privrl_agents::losses::state_value;
+use privrl_agents::losses::td_loss;
+use privrl_agents::losses::{actor_critic_loss, episode_loss, value_targets};
+use privrl_agents::losses::{clipped_surrogate, value_loss};
 use privrl_agents::tensor::{matrix, one_hot, vector};
+use privrl_agents::A3cEpisode;
 use privrl_agents::{
     A3c, A3cConfig, Agent, Dqn, DqnConfig, GradientRecord, Network, Ppo, PpoConfig, Reinforce,
     ReinforceConfig,

@@ -5,7 +5,7 @@
 use burn::backend::{Autodiff, NdArray};
 use burn::module::AutodiffModule;
 use burn::tensor::{Distribution, Tensor, TensorData};
-use privrl_agents::nn::fast_tanh;
+use privrl_agents::fast_tanh;
 use privrl_agents::{
     ActMode, Activation, Agent, AgentError, ConvEncoderConfig, Dqn, DqnConfig, HostMlp, MlpConfig,
     MultimodalNet, MultimodalNetConfig, Network, Ppo, PpoConfig, Reinforce, ReinforceConfig,

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use burn::backend::{Autodiff, NdArray};
-use privrl_agents::pgc::{
+use privrl_agents::{
     first_success_time, flatten_parameters, initial_parameters, run_pgc, AggregatorState, Delivery,
     SubmissionOrder,
 };
@@ -477,7 +477,7 @@ fn zero_parameters(bias: bool, submissions: u64, env_steps: u64) -> Parameters {
 /// terminal state; Gymnasium's +1 per step bootstraps only a cut episode.
 #[test]
 fn reward_schemes_on_hand_made_episodes() {
-    use privrl_agents::a3c::value_targets;
+    use privrl_agents::losses::value_targets;
     let steps = |scheme: RewardScheme, flags: &[(bool, bool)]| -> (Vec<f32>, bool) {
         let mut bootstrap = false;
         let rewards = flags

@@ -6,11 +6,12 @@
 use burn::backend::{Autodiff, NdArray};
 use burn::module::Module;
 use burn::tensor::Tensor;
-use privrl_agents::dp::{private_td_gradient, DpSgdDqn, DpSgdReinforce, NoisyObservationEnv};
+use privrl_agents::dp::private_td_gradient;
 use privrl_agents::{
     AgentError, DpSgdTrainingConfig, Dqn, DqnConfig, GradientRecord, Mlp, PrivacyTally,
     PrivacyUnit, Reinforce, ReinforceConfig, TdLoss, TransitionBatch,
 };
+use privrl_agents::{DpSgdDqn, DpSgdReinforce, NoisyObservationEnv};
 use privrl_envs::Env;
 use privrl_privacy::{
     clip_l2, dp_sgd_epsilon, dp_sgd_epsilon_under, AccountantKind, Adjacency, GradientMechanism,

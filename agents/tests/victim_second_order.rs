@@ -5,8 +5,8 @@
 
 use burn::backend::Autodiff;
 use burn::tensor::{Tensor, TensorData};
-use privrl_agents::dqn::td_loss;
-use privrl_agents::reinforce::reinforce_loss;
+use privrl_agents::losses::reinforce_loss;
+use privrl_agents::losses::td_loss;
 use privrl_agents::{ConvEncoderConfig, MultimodalNet, MultimodalNetConfig};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

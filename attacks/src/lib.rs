@@ -7,23 +7,25 @@
 //! state x, the action and the supervision signal u by minimising a gradient matching loss
 //! L(g_rec, g) (eq. 2).
 //!
-//! - [`model`]: what the attacks need from a network ([`InvertibleModel`]): privrl's
+//! Every public item has one path, at the crate root; the modules are private:
+//!
+//! - `model`: what the attacks need from a network ([`InvertibleModel`]): privrl's
 //!   [`privrl_agents::MultimodalNet`], [`privrl_agents::ConvNet`] and [`privrl_agents::Mlp`],
 //!   or your own Burn module.
-//! - [`victim`]: the attacked network and its shared gradient for a batch of [`Sample`]s,
-//!   under DQN's or REINFORCE's loss.
-//! - [`parts`]: the named, swappable parts (gradient source, matching loss, prior, stages,
+//! - `victim`: the attacked network ([`Victim`]) and its shared gradient for a batch of
+//!   [`Sample`]s, under DQN's or REINFORCE's loss.
+//! - `parts`: the named, swappable parts (gradient source, matching loss, prior, stages,
 //!   action rules, schedule); the image prior is a trait, [`ImageRegulariser`], so a prior
-//!   of one's own plugs in by name ([`register_image_prior`], private module `prior`);
-//!   [`adam`]: Adam over raw tensors.
-//! - [`attack`](mod@attack): the one optimisation loop and the attack pipeline;
+//!   of one's own plugs in by name ([`register_image_prior`], module `prior`);
+//!   `adam`: Adam over raw tensors ([`TensorAdam`]).
+//! - `attack`: the one optimisation loop and the attack pipeline ([`attack()`]);
 //!   [`AttackConfig::qgi`], [`AttackConfig::rgi`], [`AttackConfig::dlg`] and
 //!   [`AttackConfig::inverting_gradients`] are configurations of it.
-//! - [`recovery`]: the rule-based action and signal reconstruction (eq. 7–9, Section IV-C2).
-//! - [`metrics`]: PSNR, SSIM, IoU, action accuracy, percentage and absolute errors.
-//! - [`suite`]: per-sample evaluation rows for Tables I and II.
-//! - [`defence`]: DP-SGD, Laplace and projected-random-sign defences between the learner and
-//!   the attacker, for measuring leakage against ε.
+//! - `recovery`: the rule-based action and signal reconstruction (eq. 7–9, Section IV-C2).
+//! - `metrics`: PSNR, SSIM, IoU, action accuracy, percentage and absolute errors ([`psnr`]).
+//! - `suite`: per-sample evaluation rows for Tables I and II.
+//! - `defence`: DP-SGD, Laplace and projected-random-sign defences between the learner and
+//!   the attacker ([`Defence`]), for measuring leakage against ε.
 //!
 //! Second-order gradients use `Autodiff<Autodiff<B>>` (see `docs/architecture.md`); every layer of
 //! the victim is twice differentiable.
@@ -59,19 +61,20 @@
 //! # Ok::<(), privrl_attacks::AttackError>(())
 //! ```
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
-pub mod adam;
-pub mod attack;
-pub mod defence;
+mod adam;
+mod attack;
+mod defence;
 mod error;
 mod io;
-pub mod metrics;
-pub mod model;
-pub mod parts;
+mod metrics;
+mod model;
+mod parts;
 mod prior;
-pub mod recovery;
-pub mod suite;
-pub mod victim;
+mod recovery;
+mod suite;
+mod victim;
 
 pub use adam::{TensorAdam, TensorAdamConfig};
 pub use attack::{
@@ -82,8 +85,8 @@ pub use defence::Defence;
 pub use error::AttackError;
 pub use io::read_metadata;
 pub use metrics::{
-    absolute_error, action_accuracy, bbox_iou, luma_bt601, percentage_error, psnr, ssim,
-    ImageNormalisation, ImageScores,
+    absolute_error, action_accuracy, bbox_iou, gaussian_window, luma_bt601, percentage_error, psnr,
+    score_rgb, ssim, ImageNormalisation, ImageScores, SSIM_SIGMA, SSIM_WINDOW,
 };
 pub use model::{InvertibleModel, LinearSplit, ObservationParts};
 pub use parts::{

@@ -6,7 +6,7 @@
 use burn::config::Config;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
-use privrl_agents::nn::matmul_by_row_blocks;
+use privrl_agents::matmul_by_row_blocks;
 use rand::Rng;
 
 pub use crate::prior::{

@@ -67,7 +67,7 @@ pub struct PolicyGradientRecovery {
 ///
 /// - Eq. 8: (∇_b J_pg)_rec = ∇_{b_last} − ∇_b J_entropy(p_rec).
 /// - The action: for every a, ∇_b J_pg(p_rec, a, r = 1) through the agents' own
-///   [`privrl_agents::reinforce::reinforce_loss`]; a_rec is the one whose direction is best
+///   [`privrl_agents::losses::reinforce_loss`]; a_rec is the one whose direction is best
 ///   aligned with (∇_b J_pg)_rec. Alignment is |cos|, not cos, because the return R may be
 ///   negative (standardised returns), which flips the direction.
 /// - Eq. 9: r_rec = (∇_b J_pg)_rec / ∇_b J_pg(p_rec, a_rec, 1), solved in the least-squares

@@ -1,10 +1,10 @@
 //! The metrics against hand-computed values and against a brute-force SSIM.
 
-use privrl_attacks::metrics::{gaussian_window, score_rgb, SSIM_SIGMA, SSIM_WINDOW};
 use privrl_attacks::{
     absolute_error, action_accuracy, bbox_iou, luma_bt601, percentage_error, psnr, ssim,
     ImageNormalisation,
 };
+use privrl_attacks::{gaussian_window, score_rgb, SSIM_SIGMA, SSIM_WINDOW};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -8,7 +8,7 @@
 //!   (checked against recorded Gymnasium trajectories in `tests/gymnasium_parity.rs`).
 //! - [`make`] and [`registry`]: environments by name.
 //! - [`VecEnv`]: N environments in lockstep with auto-reset, `final_obs` and episode returns.
-//! - [`room`]: the active-perception room task ([`RoomEnv`], registered as `room-s1` and
+//! - [`room`]: the active-perception room task ([`room::RoomEnv`], registered as `room-s1` and
 //!   `room-s2`): 120 procedural rooms rendered by a ray caster into RGB, depth and the
 //!   target's bounding box, a pure-Rust stand-in for the paper's AI2THOR task.
 //! - `gymnasium` (cargo feature `gymnasium`): any Gymnasium environment, e.g.
@@ -18,6 +18,10 @@
 //! - [`throughput`]: environment steps per second under a uniformly random policy
 //!   ([`throughput::RandomActions`]), for `cargo xtask bench`, the criterion benches and the
 //!   suites' random baselines.
+//!
+//! Every public item has one path: the environments, [`Env`] and [`VecEnv`] at the root; the
+//! room task, the Gymnasium bridge, the interpreter choice and the throughput helpers in their
+//! public modules ([`room`], `gymnasium`, [`python`], [`throughput`]), not also at the root.
 //!
 //! Nothing here panics on bad input: stepping a finished episode, an out-of-range action or an
 //! unknown name returns an [`EnvError`] that lists what is valid. Reset distributions are
@@ -49,6 +53,7 @@
 //! ```
 
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
 mod acrobot;
 mod cartpole;
@@ -69,11 +74,8 @@ pub use acrobot::Acrobot;
 pub use cartpole::{CartPole, CartPoleConfig, CartPoleIntegrator};
 pub use env::{Env, Step, StepInfo};
 pub use error::{EnvError, EpisodeEnd};
-#[cfg(feature = "gymnasium")]
-pub use gymnasium::{GymnasiumConfig, GymnasiumEnv, KwargValue};
 pub use mountain_car::MountainCar;
 pub use obs::{Image, MultimodalObs, Obs};
 pub use registry::{env_names, make, registry, rendered_env_names, EnvSpec};
-pub use room::{RoomConfig, RoomEnv, RoomSetting, RoomType};
 pub use space::Space;
 pub use vec_env::{EpisodeStats, FlatVecStep, VecEnv, VecStep};

@@ -6,7 +6,8 @@
 
 use serde::Serialize;
 
-use crate::{Acrobot, CartPole, Env, EnvError, MountainCar, RoomEnv, Space};
+use crate::room::RoomEnv;
+use crate::{Acrobot, CartPole, Env, EnvError, MountainCar, Space};
 
 /// What `xtask env list` prints about one registered environment.
 #[derive(Debug, Clone, PartialEq, Serialize)]

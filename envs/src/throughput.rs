@@ -9,7 +9,8 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use crate::{make, registry, Env, EnvError, Obs, RoomConfig, VecEnv};
+use crate::room::RoomConfig;
+use crate::{make, registry, Env, EnvError, Obs, VecEnv};
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 

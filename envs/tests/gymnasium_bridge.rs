@@ -14,10 +14,8 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use privrl_envs::gymnasium::GymnasiumConfig;
-use privrl_envs::{
-    make, CartPole, CartPoleConfig, Env, EnvError, EpisodeEnd, GymnasiumEnv, Obs, Space, VecEnv,
-};
+use privrl_envs::gymnasium::{GymnasiumConfig, GymnasiumEnv};
+use privrl_envs::{make, CartPole, CartPoleConfig, Env, EnvError, EpisodeEnd, Obs, Space, VecEnv};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

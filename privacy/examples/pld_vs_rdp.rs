@@ -15,8 +15,8 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use privrl_privacy::pld::{PldConfig, PrivacyLossDistribution};
 use privrl_privacy::{Adjacency, PrivacyError, RdpAccountant, SubsampledGaussianSteps};
+use privrl_privacy::{PldConfig, PrivacyLossDistribution};
 
 const DELTA: f64 = 1e-5;
 

@@ -26,7 +26,7 @@
 //!   q = 0.01, σ = 4 (0.79 against 0.56 over 1000 steps), 2.0× at q = 0.01, σ = 1, and up to
 //!   7.9× where σ is small and q large (q = 0.2, σ = 0.8: 167 against 21), where the
 //!   group-privacy bound at order 2α meets the subsampled Gaussian's large-order blow-up. The
-//!   PLD accountant ([`crate::pld`]) accounts that pair tightly (as dp-accounting's
+//!   PLD accountant (`pld`) accounts that pair tightly (as dp-accounting's
 //!   `REPLACE_ONE`).
 
 use std::fmt;

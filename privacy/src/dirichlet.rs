@@ -1,7 +1,7 @@
 //! The Dirichlet mechanism (paper 000, eq. 5): release a policy π ∈ Δ_{m,η} as one draw of
 //! Dir(kπ), and the maps that put any probability vector into Δ_{m,η}.
 //!
-//! Its (ε, δ) comes from Theorem 1, in [`crate::dirichlet_accounting`].
+//! Its (ε, δ) comes from Theorem 1, in `dirichlet_accounting`.
 
 use rand::Rng;
 
@@ -15,10 +15,10 @@ use crate::PrivacyError;
 ///
 /// Policies usually come out of an f32 softmax, whose sum is off by ~1e-7 · m; 1e-5 accepts those
 /// and still rejects a vector that is not a distribution.
-pub const SIMPLEX_TOLERANCE: f64 = 1e-5;
+pub(crate) const SIMPLEX_TOLERANCE: f64 = 1e-5;
 
 /// Checks `p` ∈ Δ_{m,η} (paper 000, eq. 1): length m, finite, Σ p_i = 1 and p_i ≥ η, up to
-/// [`SIMPLEX_TOLERANCE`] (on the sum, and relative to η on the entries).
+/// 1e-5 (on the sum, and relative to η on the entries).
 pub fn check_restricted_simplex(
     name: &'static str,
     p: &[f64],

@@ -26,7 +26,7 @@ pub struct DirichletConfig {
     /// τ ∈ (0, 1/m): outputs outside Δ_{m,τ} are the δ event (eq. 6). For τ ≥ 1/m, Δ_{m,τ} has
     /// no interior, so δ = 1 and the guarantee is void; such τ are refused.
     pub tau: f64,
-    /// Lipschitz constant L > 0 of the policy network in ‖·‖₂ (see [`crate::lipschitz`]).
+    /// Lipschitz constant L > 0 of the policy network in ‖·‖₂ (see `lipschitz`).
     pub lipschitz: f64,
     /// Adjacency radius b > 0: observations x, x' with ‖x − x'‖₂ ≤ b are neighbours
     /// (Definition 1).

@@ -1,24 +1,26 @@
 //! Differential privacy for deep RL: mechanisms, accountants, a budget ledger and Lipschitz
 //! bounds. Pure Rust, no burn dependency; gradients and observations are plain slices.
 //!
-//! | module | what | source |
+//! | module: main item | what | source |
 //! |---|---|---|
-//! | [`dirichlet`] | Dirichlet mechanism Dir(kπ), maps onto Δ_{m,η}, Lemma 1 radius | paper 000, eq. 1, 5, 14, 15 |
-//! | [`dirichlet_accounting`] | Theorem 1: ε (eq. 12), δ (eq. 6, 13; exact for m = 2), k for a target ε | paper 000 |
-//! | [`lipschitz`] | certified Lipschitz upper bound of an MLP policy | paper 000, Section 3 |
-//! | [`laplace`] | Laplace gradient mechanism with L1 clipping | paper 003, eq. 19–21 |
-//! | [`projected_random_sign`] | projected random sign, bit flip | paper 003, Algorithm 3, eq. 4, 5, 23, 24 |
-//! | [`gaussian`] | Gaussian mechanism, classic and analytic calibration | Dwork & Roth; Balle & Wang 2018 |
-//! | [`gradient_mechanism`] | one object-safe trait for every gradient mechanism (none, clip, DP-SGD, Laplace, PRS), their names and configs | papers 003, 004 |
-//! | [`dpsgd`] | DP-SGD clipping (flat, per layer), noise, averaging, Poisson sampling | paper 004, Figure 7 |
-//! | [`rdp`] | RDP accountant of the subsampled Gaussian, (ε, δ) conversion, σ for a target ε (the per-step RDP in the private `rdp_step`) | Mironov et al. 2019; Balle et al. 2020; Opacus |
-//! | [`pld`] | PLD accountant of the subsampled Gaussian (tighter ε, an upper bound), heterogeneous schedules, both adjacencies; [`AccountantKind`], the choice between RDP and PLD | Koskela et al. 2020; Doroshenko et al. 2022; dp-accounting |
-//! | [`composition`] | basic and advanced composition, the `Accountant` trait | DRV 2010; Kairouz et al. 2015 |
-//! | [`accountants`] | [`ReleaseSchedule`]: a DP-SGD run's releases (each at the q it used) and their ε by RDP or PLD, the one DP-SGD accounting | Opacus' accountant history |
-//! | [`ledger`] | record of every release; spent so far; budget checks | |
-//! | [`observation_noise`] | σ·IQR Gaussian noise on observations | paper 004, local DP |
-//! | [`randomness`] | seeded or OS randomness, samplers; the floating-point caveat | Mironov 2012 |
-//! | [`adjacency`] | add/remove and substitution neighbours of the subsampled Gaussian's RDP | Balle et al. 2018; Mironov et al. 2019 |
+//! | `dirichlet`: [`DirichletMechanism`] | Dirichlet mechanism Dir(kπ), maps onto Δ_{m,η}, Lemma 1 radius | paper 000, eq. 1, 5, 14, 15 |
+//! | `dirichlet_accounting`: [`DirichletConfig`] | Theorem 1: ε (eq. 12), δ (eq. 6, 13; exact for m = 2), k for a target ε | paper 000 |
+//! | `lipschitz`: [`mlp_lipschitz_bound`] | certified Lipschitz upper bound of an MLP policy | paper 000, Section 3 |
+//! | `laplace`: [`LaplaceGradient`] | Laplace gradient mechanism with L1 clipping | paper 003, eq. 19–21 |
+//! | `projected_random_sign`: [`ProjectedRandomSign`] | projected random sign, bit flip | paper 003, Algorithm 3, eq. 4, 5, 23, 24 |
+//! | `gaussian`: [`GaussianMechanism`] | Gaussian mechanism, classic and analytic calibration | Dwork & Roth; Balle & Wang 2018 |
+//! | `gradient_mechanism`: [`GradientMechanism`] | one object-safe trait for every gradient mechanism (none, clip, DP-SGD, Laplace, PRS), their names and configs | papers 003, 004 |
+//! | `dpsgd`: [`DpSgd`] | DP-SGD clipping (flat, per layer), noise, averaging, Poisson sampling | paper 004, Figure 7 |
+//! | `rdp`: [`dp_sgd_epsilon`] | RDP accountant of the subsampled Gaussian, (ε, δ) conversion, σ for a target ε (the per-step RDP in the private `rdp_step`) | Mironov et al. 2019; Balle et al. 2020; Opacus |
+//! | `pld`: [`PrivacyLossDistribution`] | PLD accountant of the subsampled Gaussian (tighter ε, an upper bound), heterogeneous schedules, both adjacencies; [`AccountantKind`], the choice between RDP and PLD | Koskela et al. 2020; Doroshenko et al. 2022; dp-accounting |
+//! | `composition`: [`Accountant`] | basic and advanced composition, the `Accountant` trait | DRV 2010; Kairouz et al. 2015 |
+//! | `accountants`: [`RdpAccountant`] | [`ReleaseSchedule`]: a DP-SGD run's releases (each at the q it used) and their ε by RDP or PLD, the one DP-SGD accounting | Opacus' accountant history |
+//! | `ledger`: [`Ledger`] | record of every release; spent so far; budget checks | |
+//! | `observation_noise`: [`ObservationNoise`] | σ·IQR Gaussian noise on observations | paper 004, local DP |
+//! | `randomness`: [`NoiseMode`] | seeded or OS randomness, samplers; the floating-point caveat | Mironov 2012 |
+//! | `adjacency`: [`Adjacency`] | add/remove and substitution neighbours of the subsampled Gaussian's RDP | Balle et al. 2018; Mironov et al. 2019 |
+//!
+//! Every public item has one path, at the crate root; the modules are private.
 //!
 //! Configs are validated once, by `XConfig::build(self) -> Result<X, PrivacyError>`; the built
 //! value's hot path does not check its parameters again. Every mechanism takes `&mut impl Rng`.
@@ -51,26 +53,27 @@
 //! ```
 
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
-pub mod accountants;
-pub mod adjacency;
-pub mod composition;
-pub mod dirichlet;
-pub mod dirichlet_accounting;
-pub mod dpsgd;
+mod accountants;
+mod adjacency;
+mod composition;
+mod dirichlet;
+mod dirichlet_accounting;
+mod dpsgd;
 mod epsilon;
 mod error;
-pub mod gaussian;
-pub mod gradient_mechanism;
-pub mod laplace;
-pub mod ledger;
-pub mod lipschitz;
+mod gaussian;
+mod gradient_mechanism;
+mod laplace;
+mod ledger;
+mod lipschitz;
 mod mechanism;
-pub mod observation_noise;
-pub mod pld;
-pub mod projected_random_sign;
-pub mod randomness;
-pub mod rdp;
+mod observation_noise;
+mod pld;
+mod projected_random_sign;
+mod randomness;
+mod rdp;
 mod rdp_step;
 mod special;
 
@@ -105,7 +108,10 @@ pub use lipschitz::{
 };
 pub use mechanism::{Mechanism, PrivacyCost};
 pub use observation_noise::{interquartile_range, ObservationNoise, ObservationNoiseConfig};
-pub use pld::{dp_sgd_epsilon_pld, AccountantKind, PldConfig, PrivacyLossDistribution};
+pub use pld::{
+    dp_sgd_epsilon_pld, schedule_delta, schedule_epsilon, AccountantKind, PldConfig,
+    PrivacyLossDistribution,
+};
 pub use projected_random_sign::{
     default_reduced_dimension, BitFlip, ProjectedRandomSign, ProjectionMatrix, PrsConfig,
 };

@@ -34,7 +34,7 @@
 //! - **substitution**: (1 − q)N(0, σ²) + qN(−1, σ²) against (1 − q)N(0, σ²) + qN(1, σ²), the
 //!   pair of `dp-accounting`'s `REPLACE_ONE` (the two records' clipped gradients point in
 //!   opposite directions at the full clipping norm); at q = 1 the Gaussian pair at distance 2.
-//!   This is tighter than the RDP bound of [`crate::adjacency`] (which has no tight closed
+//!   This is tighter than the RDP bound of `adjacency` (which has no tight closed
 //!   form); the tests check it against dp-accounting.
 //!
 //! **Accuracy.** Discretisation and truncation only ever raise ε. The grid interval h
@@ -49,7 +49,7 @@
 //! bounded rigorously, as in dp-accounting; negative round-off is clipped to 0.
 //!
 //! ```
-//! use privrl_privacy::pld::{self, PldConfig};
+//! use privrl_privacy::{PldConfig, PrivacyLossDistribution};
 //! use privrl_privacy::{dp_sgd_epsilon, Adjacency, SubsampledGaussianSteps};
 //!
 //! // One block: q = 0.01, σ = 1, 100 steps; then 10 steps at q = 0.1.
@@ -57,7 +57,7 @@
 //!     SubsampledGaussianSteps { sample_rate: 0.01, noise_multiplier: 1.0, steps: 100 },
 //!     SubsampledGaussianSteps { sample_rate: 0.1, noise_multiplier: 1.0, steps: 10 },
 //! ];
-//! let distribution = pld::PrivacyLossDistribution::subsampled_gaussian(
+//! let distribution = PrivacyLossDistribution::subsampled_gaussian(
 //!     &schedule,
 //!     Adjacency::AddRemove,
 //!     &PldConfig::default(),
@@ -66,7 +66,7 @@
 //! // δ for that ε is the 1e-5 it was asked for (to the solver's precision).
 //! assert!((distribution.delta(epsilon)? - 1e-5).abs() < 1e-9);
 //! // Tighter than the RDP accountant on the single block.
-//! let pld_100 = pld::dp_sgd_epsilon_pld(Adjacency::AddRemove, 0.01, 1.0, 100, 1e-5)?;
+//! let pld_100 = privrl_privacy::dp_sgd_epsilon_pld(Adjacency::AddRemove, 0.01, 1.0, 100, 1e-5)?;
 //! assert!(pld_100 < dp_sgd_epsilon(0.01, 1.0, 100, 1e-5)?);
 //! # Ok::<(), privrl_privacy::PrivacyError>(())
 //! ```
@@ -161,7 +161,7 @@ impl PldConfig {
 
 /// The most steps a schedule may hold in all (2⁴⁰): far beyond any training run, and small
 /// enough that loss indices stay exact in the integer arithmetic of the composition.
-pub const MAX_STEPS: u64 = 1 << 40;
+pub(crate) const MAX_STEPS: u64 = 1 << 40;
 
 /// Which worst-case pair of one step (module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -574,7 +574,7 @@ pub struct PrivacyLossDistribution {
     pairs: Vec<(Pmf, f64)>,
 }
 
-/// q ∈ [0, 1] and σ in the RDP accountant's range ([`crate::rdp`]), and σ ≥ 1e-3: below, one
+/// q ∈ [0, 1] and σ in the RDP accountant's range (`rdp`), and σ ≥ 1e-3: below, one
 /// step's loss spans more than 10⁵ nats (ε in the thousands), which no grid resolves.
 fn check_block(block: &SubsampledGaussianSteps) -> Result<(), PrivacyError> {
     check_sgm(block.sample_rate, block.noise_multiplier)?;

@@ -228,7 +228,7 @@ pub(crate) fn standard_normal<R: Rng + ?Sized>(rng: &mut R) -> f64 {
 /// A Laplace(0, scale) draw by the inverse CDF: −scale · sgn(u) · ln(1 − 2|u|), u ∈ (−½, ½).
 /// See the module's floating-point caveat.
 #[inline]
-pub fn laplace<R: Rng + ?Sized>(rng: &mut R, scale: f64) -> f64 {
+pub(crate) fn laplace<R: Rng + ?Sized>(rng: &mut R, scale: f64) -> f64 {
     let u = open01(rng) - 0.5;
     // 1 − 2|u| ∈ (0, 1]: finite logarithm.
     -scale * u.signum() * (1.0 - 2.0 * u.abs()).ln()

@@ -1,6 +1,6 @@
 //! The RDP of one step of the Poisson-subsampled Gaussian mechanism under add/remove
 //! neighbours (Mironov, Talwar & Zhang 2019): the per-step quantity that the RDP accountant
-//! ([`crate::rdp`]) composes and that [`crate::adjacency`] bounds for substitution. Its own
+//! (`rdp`) composes and that `adjacency` bounds for substitution. Its own
 //! file so that `rdp` and `adjacency` both build on it without importing each other.
 
 use crate::special::{log_add, log_erfc, log_sub};

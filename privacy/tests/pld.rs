@@ -3,12 +3,10 @@
 //! tighter), against the exact Gaussian mechanism (Balle & Wang 2018) at q = 1, and on bad
 //! input.
 
-use privrl_privacy::pld::{
-    schedule_delta, schedule_epsilon, AccountantKind, PldConfig, PrivacyLossDistribution,
-};
 use privrl_privacy::{
     analytic_gaussian_delta, compute_rdp_under, default_orders, dp_sgd_epsilon_pld,
-    dp_sgd_epsilon_under, rdp_to_dp, Adjacency, PrivacyError, SubsampledGaussianSteps,
+    dp_sgd_epsilon_under, rdp_to_dp, schedule_delta, schedule_epsilon, AccountantKind, Adjacency,
+    PldConfig, PrivacyError, PrivacyLossDistribution, SubsampledGaussianSteps,
 };
 
 /// Agreement with dp-accounting at the same grid interval: both run the same pessimistic

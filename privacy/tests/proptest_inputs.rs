@@ -3,11 +3,11 @@
 //! be. Out-of-range inputs that the issue tracker named (zero steps, q outside (0, 1], σ ≤ 0,
 //! δ outside (0, 1), a trillion actions, NaN and ∞ anywhere) must be errors.
 
-use privrl_privacy::pld::{schedule_delta, PldConfig};
 use privrl_privacy::{
     dp_sgd_epsilon, dp_sgd_epsilon_pld, Adjacency, DirichletConfig, Epsilon,
     GradientMechanismConfig, Mechanism, NoiseMode, SubsampledGaussianSteps, MAX_ACTIONS,
 };
+use privrl_privacy::{schedule_delta, PldConfig};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::test_runner::RngSeed;

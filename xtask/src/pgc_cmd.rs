@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
 use clap::{Args, Subcommand};
-use privrl_agents::pgc::{initial_parameters, run_agent, run_pgc, SubmissionOrder};
+use privrl_agents::{initial_parameters, run_agent, run_pgc, SubmissionOrder};
 use privrl_agents::{
     A3cConfig, Aggregator, InProcess, PgcAgent, PgcConfig, PgcError, RedisTransport, Submission,
     Transport,

@@ -10,11 +10,11 @@
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
-use privrl_privacy::pld::{PldConfig, PrivacyLossDistribution};
 use privrl_privacy::{
     dp_sgd_epsilon_under, noise_multiplier_for_under, AccountantKind, Adjacency, DeltaMethod,
     DirichletConfig, MechanismRng, RandomnessSource,
 };
+use privrl_privacy::{PldConfig, PrivacyLossDistribution};
 
 /// Privacy accounting commands.
 #[derive(Debug, Subcommand)]

@@ -14,7 +14,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use burn::backend::NdArray;
-use privrl_agents::pgc::{initial_parameters, Delivery};
+use privrl_agents::{initial_parameters, Delivery};
 use privrl_agents::{
     A3cConfig, Aggregator, InProcess, PgcConfig, PgcError, RedisTransport, Submission, Transport,
 };

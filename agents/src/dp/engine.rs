@@ -14,9 +14,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::autodiff;
 use crate::dp::release::release_batch;
-use crate::dp::{AdaptiveClipping, ParamLayout, PerSampleGradients};
+use crate::dp::{ParamLayout, PerSampleGradients};
 use crate::error::EngineError;
 use crate::record::GradientRecord;
+use crate::AdaptiveClipping;
 
 /// Where σ comes from.
 #[derive(Debug, Clone, Copy, PartialEq)]

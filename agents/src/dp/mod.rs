@@ -1,12 +1,12 @@
 //! DP-SGD in one home (Abadi et al. 2016, Algorithm 1; paper 004, Figure 7), laid out as
-//! Opacus is: [`PrivacyEngine`] (`engine`), the one clip → sum → noise path
+//! Opacus is: [`PrivacyEngine`](crate::PrivacyEngine) (`engine`), the one clip → sum → noise path
 //! ([`release_batch`], `release`), per-sample gradients one rule per layer
 //! (`grad_sample`: linear, conv, the traced fast path, micro-batches), the releases and their
 //! ε ([`ReleaseSchedule`](privrl_privacy::ReleaseSchedule)), adaptive clipping, and the DP-SGD agents built on the engine
-//! (`training`: [`DpSgdReinforce`], [`DpSgdDqn`], and [`NoisyObservationEnv`] for local DP on
+//! (`training`: [`DpSgdReinforce`](crate::DpSgdReinforce), [`DpSgdDqn`](crate::DpSgdDqn), and [`NoisyObservationEnv`](crate::NoisyObservationEnv) for local DP on
 //! observations).
 //!
-//! The [`PrivacyEngine`], in the manner of Opacus' `PrivacyEngine`:
+//! The [`PrivacyEngine`](crate::PrivacyEngine), in the manner of Opacus' `PrivacyEngine`:
 //!
 //! Every step
 //! 1. draws a batch by **Poisson sampling** (each of the N records independently with
@@ -15,13 +15,13 @@
 //! 3. clips each to ‖g_i‖₂ ≤ C, sums, adds N(0, σ²C²I) and divides by the **expected** batch
 //!    size qN (the drawn size depends on the data; Opacus divides by qN too);
 //! 4. hands the result to any Burn [`Optimizer`](burn::optim::Optimizer);
-//! 5. records the release (q, σ) so that [`PrivacyEngine::epsilon`] composes every step with
+//! 5. records the release (q, σ) so that [`PrivacyEngine::epsilon`](crate::PrivacyEngine::epsilon) composes every step with
 //!    the chosen accountant of [`privrl_privacy`] ([`AccountantKind`](privrl_privacy::AccountantKind)): RDP (Mironov, Talwar &
-//!    Zhang 2019; the default, as Opacus) or the tighter PLD ([`privrl_privacy::pld`]), under
+//!    Zhang 2019; the default, as Opacus) or the tighter PLD ([`PrivacyLossDistribution`](privrl_privacy::PrivacyLossDistribution)), under
 //!    the chosen [`Adjacency`](privrl_privacy::Adjacency) (add/remove by default, as Opacus).
 //!
 //! σ is given, or calibrated from a target (ε, δ) and a number of steps
-//! ([`NoiseCalibration::TargetEpsilon`]), as Opacus' `make_private_with_epsilon`, always under
+//! ([`NoiseCalibration::TargetEpsilon`](crate::NoiseCalibration::TargetEpsilon)), as Opacus' `make_private_with_epsilon`, always under
 //! RDP (see there).
 //!
 //! # Per-sample gradients
@@ -44,19 +44,17 @@
 //!
 //! Sampling and noise come from one [`MechanismRng`](privrl_privacy::MechanismRng): ChaCha20 from a seed (same seed, same
 
-mod adaptive;
-mod engine;
+pub(crate) mod adaptive;
+pub(crate) mod engine;
 mod grad_sample;
 mod layout;
 mod release;
-mod training;
+pub(crate) mod training;
 
-pub use crate::error::EngineError;
-pub use adaptive::{adaptive_gradient_noise, AdaptiveClipping};
-pub use engine::{
-    EngineState, NoiseCalibration, NonPrivateDiagnostics, PrivacyEngine, PrivacyEngineConfig,
-    PrivateGradient, ValidPrivacyEngineConfig,
-};
+// The user-facing types (PrivacyEngine, the DP agents) are at the crate root only, one path
+// each. Here: the machinery a researcher extends: per-sample gradients one rule per layer, the one
+// clip -> sum -> noise path, the parameter layout, adaptive clipping's noise.
+pub use adaptive::adaptive_gradient_noise;
 pub use grad_sample::{
     clip_per_sample, dp_sgd_gradient, per_sample_gradients_by_loop, per_sample_norms,
     probed_forward, select_records, traced_forward, ClippedSum, GivenGradients, GradSampleLayer,
@@ -64,7 +62,4 @@ pub use grad_sample::{
 };
 pub use layout::{ParamEntry, ParamLayout};
 pub use release::{release_batch, BatchRelease};
-pub use training::{
-    private_td_gradient, DpSgdDqn, DpSgdReinforce, DpSgdTrainingConfig, NoisyObservationEnv,
-    PrivacyTally, PrivacyUnit,
-};
+pub use training::private_td_gradient;

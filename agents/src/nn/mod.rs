@@ -20,13 +20,12 @@ mod params;
 
 pub use self::activation::{fast_tanh, Activation};
 pub use self::conv::{
-    conv2d_im2col, Conv2dLayer, Conv2dLayerConfig, Conv2dLayerRecord, Conv2dLayerRecordItem,
-    ConvEncoder, ConvEncoderConfig, ConvEncoderRecord, ConvEncoderRecordItem,
+    conv2d_im2col, Conv2dLayer, Conv2dLayerConfig, Conv2dLayerRecord, ConvEncoder,
+    ConvEncoderConfig, ConvEncoderRecord,
 };
-pub use self::conv_net::{ConvNet, ConvNetConfig, ConvNetRecord, ConvNetRecordItem};
-pub use self::dense::{matmul_by_row_blocks, Dense, DenseConfig, DenseRecord, DenseRecordItem};
-pub use self::mlp::{Mlp, MlpConfig, MlpRecord, MlpRecordItem};
+pub use self::conv_net::{ConvNet, ConvNetConfig, ConvNetRecord};
+pub use self::dense::{matmul_by_row_blocks, Dense, DenseConfig, DenseRecord};
+pub use self::mlp::{Mlp, MlpConfig, MlpRecord};
 pub use self::multimodal::{
     ImageShape, LinearInputs, MultimodalNet, MultimodalNetConfig, MultimodalNetRecord,
-    MultimodalNetRecordItem,
 };

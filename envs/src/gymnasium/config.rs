@@ -126,7 +126,7 @@ pub struct GymnasiumConfig {
     pub id: String,
     /// Keyword arguments for `gymnasium.make`, in order.
     pub kwargs: Vec<(String, KwargValue)>,
-    /// Interpreter; `None` for [`default_python`](super::default_python).
+    /// Interpreter; `None` for [`default_python`](crate::python::default_python).
     pub python: Option<PathBuf>,
     /// Directories put in front of the worker's `PYTHONPATH`, e.g. for `my_envs:MyEnv-v0`.
     pub python_path: Vec<PathBuf>,
@@ -266,7 +266,7 @@ impl GymnasiumConfig {
         self
     }
 
-    /// Uses this interpreter instead of [`default_python`](super::default_python).
+    /// Uses this interpreter instead of [`default_python`](crate::python::default_python).
     pub fn with_python(mut self, python: impl Into<PathBuf>) -> Self {
         self.python = Some(python.into());
         self

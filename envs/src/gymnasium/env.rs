@@ -6,8 +6,9 @@ use std::fmt;
 
 use super::protocol::{self, MakeReply, WireSpace};
 use super::worker::{Launch, Worker};
-use super::{default_python, GymnasiumConfig};
+use super::GymnasiumConfig;
 use crate::env::check_obs_len;
+use crate::python::default_python;
 use crate::{Env, EnvError, EpisodeEnd, Obs, Space, Step, StepInfo};
 
 /// A worker that has been started and sent `make`, not yet answered.

@@ -47,7 +47,7 @@
 //!
 //! The interpreter is `PRIVRL_PYTHON` if set, else `.venv/bin/python` at the workspace root
 //! if it exists (`scripts/test.sh` creates it), else `python3` from `PATH`
-//! ([`default_python`]). It needs `gymnasium` ([`GYMNASIUM_REQUIREMENT`], the version tested)
+//! ([`default_python`](crate::python::default_python)). It needs `gymnasium` ([`GYMNASIUM_REQUIREMENT`], the version tested)
 //! and, for Atari, `ale-py` ([`ALE_PY_REQUIREMENT`]; the ROMs ship in its wheel). A missing
 //! interpreter or package is an error that gives the exact `pip install` to run. The worker
 //! script is compiled into the library, so it works from any working directory.
@@ -98,7 +98,6 @@ mod worker;
 
 use std::time::Duration;
 
-pub use crate::python::default_python;
 pub use config::{GymnasiumConfig, KwargValue};
 pub use env::GymnasiumEnv;
 pub use worker::SPIN_VARIABLE;

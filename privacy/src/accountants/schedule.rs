@@ -18,7 +18,7 @@ use crate::{Adjacency, PrivacyError};
 /// count), each q exactly as used (a replay buffer that grows gives every step its own q),
 /// and the ε they add up to at δ, under an [`Adjacency`], by an [`AccountantKind`]: the RDP
 /// accountant (Mironov, Talwar & Zhang 2019; the default) or the PLD accountant
-/// ([`crate::pld`], tighter). The one accounting of privrl-agents' `PrivacyEngine` and of the
+/// (`pld`, tighter). The one accounting of privrl-agents' `PrivacyEngine` and of the
 /// DP agents built on it; plain data, so a checkpoint holds it exactly (a schedule saved
 /// before the accountant was recorded reads as RDP, the only one then).
 ///

@@ -69,7 +69,7 @@ pub fn probed_forward<B: AutodiffBackend>(mlp: &Mlp<B>, x: Tensor<B, 2>) -> Prob
 }
 
 /// `mlp.forward(x)` with every Dense layer passed through `tape`, so that an [`Mlp`] takes the
-/// [`crate::dp::PrivacyEngine`]'s fast path ([`crate::dp::Traced`]); the same
+/// [`crate::PrivacyEngine`]'s fast path ([`crate::dp::Traced`]); the same
 /// layers, activation and dropout as [`probed_forward`].
 pub fn traced_forward<B: AutodiffBackend>(
     mlp: &Mlp<B>,

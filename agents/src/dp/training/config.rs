@@ -5,8 +5,8 @@ use privrl_privacy::{
     AccountantKind, Adjacency, GradientMechanism, GradientMechanismConfig, NoiseMode,
 };
 
-use crate::dp::{AdaptiveClipping, NoiseCalibration, PrivacyEngine, PrivacyEngineConfig};
 use crate::error::{check_count, check_non_negative, check_positive, AgentError};
+use crate::{AdaptiveClipping, NoiseCalibration, PrivacyEngine, PrivacyEngineConfig};
 
 /// DP-SGD parameters of a private training run (paper 004, Figure 7).
 #[derive(Config, Debug)]

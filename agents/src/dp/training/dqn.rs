@@ -11,8 +11,8 @@ use rand::RngCore;
 use crate::autodiff;
 use crate::buffer::TransitionBatch;
 use crate::dp::{
-    release_batch, select_records, traced_forward, ClippedSum, DpSgdTrainingConfig, ParamLayout,
-    PerSampleGradients, PrivacyEngine, PrivacyTally, PrivacyUnit, Tape, Traced,
+    release_batch, select_records, traced_forward, ClippedSum, ParamLayout, PerSampleGradients,
+    Tape, Traced,
 };
 use crate::dqn::{Dqn, TdLoss};
 use crate::error::{AgentError, EngineError};
@@ -20,6 +20,7 @@ use crate::heads::q_of_actions;
 use crate::nn::Mlp;
 use crate::record::GradientRecord;
 use crate::tensor::{matrix, one_hot};
+use crate::{DpSgdTrainingConfig, PrivacyEngine, PrivacyTally, PrivacyUnit};
 
 use super::tally::PrivateState;
 
@@ -75,7 +76,7 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
     /// Poisson sample with q_t = min(1, |B| / n_t), divided by the expected batch q_t·n_t.
     /// Returns the mean TD loss of the gradient steps, if any ran (NaN for an empty sample):
     /// an unnoised statistic of the sampled transitions, outside the (ε, δ) guarantee
-    /// ([`NonPrivateDiagnostics`](crate::dp::NonPrivateDiagnostics)).
+    /// ([`NonPrivateDiagnostics`](crate::NonPrivateDiagnostics)).
     pub fn step(&mut self) -> Result<Option<f64>, AgentError> {
         let batch_size = self.agent.config().batch_size as f64;
         let engine = &mut self.engine;

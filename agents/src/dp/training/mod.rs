@@ -47,7 +47,7 @@
 //!
 //! **Adjacency.** Every ε here is stated under an [`Adjacency`], add/remove by default (as in
 //! Opacus), or substitution ([`DpSgdTrainingConfig::adjacency`]), whose per-step RDP is a
-//! conservative bound, exact at q = 1 ([`privrl_privacy::adjacency`]). An ε is printed with its
+//! conservative bound, exact at q = 1 ([`privrl_privacy::rdp_subsampled_gaussian_under`]). An ε is printed with its
 //! unit and relation ([`PrivacyTally::label`]).
 //!
 //! **Resuming.** `save_checkpoint` writes the engine's state ([`EngineState`]: every release,

@@ -6,12 +6,11 @@ use std::path::Path;
 use burn::tensor::backend::AutodiffBackend;
 
 use crate::autodiff;
-use crate::dp::{
-    DpSgdTrainingConfig, GivenGradients, ParamLayout, PrivacyEngine, PrivacyTally, PrivacyUnit,
-};
+use crate::dp::{GivenGradients, ParamLayout};
 use crate::error::AgentError;
 use crate::record::GradientRecord;
 use crate::reinforce::Reinforce;
+use crate::{DpSgdTrainingConfig, PrivacyEngine, PrivacyTally, PrivacyUnit};
 
 use super::tally::PrivateState;
 

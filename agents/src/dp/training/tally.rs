@@ -6,9 +6,9 @@ use privrl_privacy::{AccountantKind, Adjacency, ReleaseSchedule};
 use serde::{Deserialize, Serialize};
 
 use crate::agent::{checkpoint_error, load_json, save_json};
-use crate::dp::{EngineState, PrivacyEngine};
 use crate::dqn::DqnConfig;
 use crate::error::AgentError;
+use crate::{EngineState, PrivacyEngine};
 
 /// What one record of a private training run is: the unit that its ε protects (module docs).
 /// An ε per transition and an ε per episode are not comparable numbers: an episode holds
@@ -88,7 +88,7 @@ impl PrivacyTally {
         self.schedule.record(q, self.noise_multiplier, count);
     }
 
-    /// The tally that [`DpSgdDqn`](crate::dp::DpSgdDqn) reaches after `env_steps` environment steps with `config`,
+    /// The tally that [`DpSgdDqn`](crate::DpSgdDqn) reaches after `env_steps` environment steps with `config`,
     /// predicted from the schedule alone: the replay buffer holds n_t = min(t, capacity)
     /// transitions after step t (one per step, episodes or not), a gradient step runs at every
     /// t ≥ `learning_starts` that `train_frequency` divides (`gradient_steps` of them), and

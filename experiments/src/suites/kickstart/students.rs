@@ -8,7 +8,6 @@ use std::time::Instant;
 use anyhow::Result;
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
-use privrl_agents::kickstart::lock;
 use privrl_agents::{
     Agent, Ppo, PpoConfig, PrivacyAwareConfig, PrivacyAwareKickstarting, PrivateTeacher, Teacher,
     TeacherPrivacySummary,
@@ -287,7 +286,7 @@ fn teacher_columns(
     row: &mut Vec<(&'static str, f64)>,
     exhausted_at_epoch: &mut Option<usize>,
 ) {
-    let teacher = lock(private);
+    let teacher = PrivateTeacher::lock(private);
     let spent = teacher.spent_basic();
     row.extend([
         ("concentration", teacher.concentration()),
@@ -321,7 +320,9 @@ fn student_summary(
         .filter(|v| v.is_finite())
         .collect();
     let privacy = match shared {
-        Some(private) if lock(private).config().mechanism => Some(lock(private).summary()?),
+        Some(private) if PrivateTeacher::lock(private).config().mechanism => {
+            Some(PrivateTeacher::lock(private).summary()?)
+        }
         _ => None,
     };
     let final_return = tail.iter().sum::<f64>() / tail.len().max(1) as f64;

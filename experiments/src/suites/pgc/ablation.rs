@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use privrl_agents::pgc::{median_first_success, SubmissionOrder};
+use privrl_agents::{median_first_success, SubmissionOrder};
 use privrl_privacy::MechanismKind;
 use serde::Serialize;
 

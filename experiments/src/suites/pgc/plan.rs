@@ -2,7 +2,7 @@
 //! resolve to (what `config.json` records).
 
 use clap::{Args, ValueEnum};
-use privrl_agents::pgc::SubmissionOrder;
+use privrl_agents::SubmissionOrder;
 use privrl_privacy::{Epsilon, MechanismKind};
 use serde::Serialize;
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use privrl_agents::pgc::{median_first_success, relative_area, success_ratio};
+use privrl_agents::{median_first_success, relative_area, success_ratio};
 use privrl_privacy::{Epsilon, MechanismKind};
 
 use super::headline::headline;

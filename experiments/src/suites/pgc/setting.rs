@@ -2,7 +2,7 @@
 //! (Section 4), the ablation's list of such settings, and each mechanism's |B| and the ε at
 //! which its row runs. The ablation, the tables and the plan all name settings this way.
 
-use privrl_agents::pgc::SubmissionOrder;
+use privrl_agents::SubmissionOrder;
 use privrl_agents::{A3cConfig, PgcConfig};
 use privrl_privacy::{Epsilon, MechanismKind};
 use serde::{Deserialize, Serialize};

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use privrl_agents::pgc::{median_first_success, relative_area};
+use privrl_agents::{median_first_success, relative_area};
 use privrl_privacy::{Epsilon, MechanismKind};
 use serde::Serialize;
 
@@ -263,7 +263,7 @@ fn cells(units: &[Unit]) -> Vec<CellRow> {
 fn reproduce_commands(
     units: &[Unit],
     results_dir: &Path,
-    order: privrl_agents::pgc::SubmissionOrder,
+    order: privrl_agents::SubmissionOrder,
 ) -> Vec<String> {
     let learner = |u: &Unit| {
         let setting = Setting::new(u.summary.mechanism, &u.factors);
@@ -295,8 +295,8 @@ fn reproduce_commands(
         seeds.push(u.summary.seed);
     }
     let order = match order {
-        privrl_agents::pgc::SubmissionOrder::Arrival => " --order arrival",
-        privrl_agents::pgc::SubmissionOrder::RoundRobin => "",
+        privrl_agents::SubmissionOrder::Arrival => " --order arrival",
+        privrl_agents::SubmissionOrder::RoundRobin => "",
     };
     groups
         .iter()
@@ -364,7 +364,7 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
 }
 
 /// The paper's setting, the order of submissions and the criterion.
-fn tables_paragraphs(report: &mut Report, order: privrl_agents::pgc::SubmissionOrder) {
+fn tables_paragraphs(report: &mut Report, order: privrl_agents::SubmissionOrder) {
     report.paragraph(
         "Ono & Takahashi, Section 4: CartPole-v0 with gravity ψ ∈ {9.7, 9.8, 9.9} drawn \
          uniformly per agent, 9 agents, a 16-unit ReLU network, γ 0.99, λ 0.5, β 0.01, \
@@ -569,7 +569,7 @@ mod tests {
     /// the paper's cutoff; a failure at a short cutoff keeps its own command.
     #[test]
     fn successes_reproduce_at_the_longest_cutoff() {
-        use privrl_agents::pgc::SubmissionOrder;
+        use privrl_agents::SubmissionOrder;
         let unit = |seed: u64, fst: Option<u64>, max_updates: u64| {
             let factors = vec![super::super::Factor::SparseReward];
             Unit::hand_made(

@@ -4,7 +4,7 @@
 use anyhow::Result;
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
-use privrl_agents::pgc::{run_pgc, AppliedSubmission};
+use privrl_agents::{run_pgc, AppliedSubmission};
 use privrl_agents::{A3cConfig, InProcess, PgcConfig, RedisTransport, Transport};
 use privrl_privacy::{Epsilon, MechanismKind};
 use serde::{Deserialize, Serialize};

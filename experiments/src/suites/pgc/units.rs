@@ -9,8 +9,8 @@ use std::time::Instant;
 use anyhow::Result;
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
-use privrl_agents::pgc::{run_pgc, AppliedSubmission, SubmissionOrder};
 use privrl_agents::InProcess;
+use privrl_agents::{run_pgc, AppliedSubmission, SubmissionOrder};
 use serde::{Deserialize, Serialize};
 
 use super::plan::PgcSuiteArgs;
