@@ -89,6 +89,15 @@ pub enum AttackError {
         /// The names registered for it.
         known: String,
     },
+    /// `SignalRule::Registered { name }` names a rule that was not registered
+    /// ([`crate::register_signal_rule`]).
+    #[error("signal rule `{name}` is not registered (registered: [{known}])")]
+    UnknownSignalRule {
+        /// The name asked for.
+        name: String,
+        /// The names registered.
+        known: String,
+    },
     /// A safetensors file that could not be written or read, or whose tensors do not fit the
     /// model.
     #[error("safetensors file {path}: {message}")]

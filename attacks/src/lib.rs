@@ -16,7 +16,9 @@
 //!   [`Sample`]s, under DQN's or REINFORCE's loss.
 //! - `parts`: the named, swappable parts (gradient source, matching loss, prior, stages,
 //!   action rules, schedule); the image prior is a trait, [`ImageRegulariser`], so a prior
-//!   of one's own plugs in by name ([`register_image_prior`], module `prior`);
+//!   of one's own plugs in by name ([`register_image_prior`], module `prior`), and so does a
+//!   rule for the supervision signal ([`SignalSource`], [`register_signal_rule`], module
+//!   `signal`);
 //!   `adam`: Adam over raw tensors ([`TensorAdam`]).
 //! - `attack`: the one optimisation loop and the attack pipeline ([`attack()`]);
 //!   [`AttackConfig::qgi`], [`AttackConfig::rgi`], [`AttackConfig::dlg`] and
@@ -73,6 +75,7 @@ mod model;
 mod parts;
 mod prior;
 mod recovery;
+mod signal;
 mod suite;
 mod victim;
 
@@ -90,9 +93,10 @@ pub use metrics::{
 };
 pub use model::{InvertibleModel, LinearSplit, ObservationParts};
 pub use parts::{
-    gaussian_noise, register_image_prior, total_variation, ActionRecovery, ActionRule,
-    GradientMatchingLoss, GradientSource, ImagePrior, ImageRegulariser, LrSchedule,
-    MatchedGradient, ReconstructedGradient, SignalRule, StateOptimisation, TotalVariation,
+    gaussian_noise, register_image_prior, register_signal_rule, total_variation, ActionRecovery,
+    ActionRule, GradientMatchingLoss, GradientSource, ImagePrior, ImageRegulariser, LrSchedule,
+    MatchedGradient, ReconstructedGradient, SignalRule, SignalSource, StateOptimisation,
+    TotalVariation,
 };
 pub use recovery::{
     action_from_bias_gradient, odd_sign_action, policy_gradient_recovery,

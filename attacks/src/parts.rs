@@ -12,9 +12,10 @@ use rand::Rng;
 pub use crate::prior::{
     register_image_prior, total_variation, ImagePrior, ImageRegulariser, TotalVariation,
 };
+pub use crate::signal::{register_signal_rule, SignalRule, SignalSource};
 
 /// How the reconstruction's weight gradient g_rec is computed.
-#[derive(Config, Debug, Copy, PartialEq, Eq)]
+#[derive(Config, Debug, PartialEq)]
 pub enum GradientSource {
     /// The error-direction surrogate of eq. 6, J̃(F(x_rec)) = (∇_{b_last} J(F(x), u))ᵀ F(x_rec):
     /// for a batch of one, ∇_{b_last} J = ∂J/∂y, so g_rec = ∇_w J̃ equals the true gradient when
@@ -38,13 +39,6 @@ pub enum ActionRule {
     FromBias,
     /// Optimised jointly with the state as free logits z, entering J as the soft one-hot
     /// softmax(z) (DLG's dummy label); the reconstructed action is argmax z.
-    Joint,
-}
-
-/// Where the supervision signal (target Q or reward) in the objective comes from.
-#[derive(Config, Debug, Copy, PartialEq, Eq)]
-pub enum SignalRule {
-    /// Optimised jointly with the state as one free scalar, Gaussian-initialised.
     Joint,
 }
 

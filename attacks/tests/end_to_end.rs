@@ -456,3 +456,95 @@ fn a_registered_prior_plugs_in_by_name() {
         other => panic!("{other}"),
     }
 }
+
+/// The signal in J for `AttackConfig::inverting_gradients`: optimised jointly (the paper's
+/// baselines), known to the attacker, or a rule registered by name.
+#[test]
+fn a_known_or_registered_signal_rule_plugs_in() {
+    use privrl_attacks::{
+        register_signal_rule, GradientSource, SignalRule, SignalSource, VictimKind,
+    };
+    let (victim, record) = tiny_dqn_case();
+    let truth = common::synthetic_sample(
+        None,
+        Some(8),
+        7,
+        1.0..5.0,
+        &mut ChaCha8Rng::seed_from_u64(3),
+    );
+    let with_signal = |signal: SignalRule| {
+        AttackConfig::inverting_gradients()
+            .with_source(GradientSource::Objective {
+                action: privrl_attacks::ActionRule::FromBias,
+                signal,
+            })
+            .with_iterations_per_stage(60)
+            .with_seed(9)
+    };
+    let joint = attack(&victim, &record, &with_signal(SignalRule::Joint)).unwrap();
+    let known = attack(
+        &victim,
+        &record,
+        &with_signal(SignalRule::Known {
+            value: truth.signal,
+        }),
+    )
+    .unwrap();
+    // A known signal is the signal reported, exactly; a joint one is estimated.
+    assert_eq!(known.signal, truth.signal);
+    assert_ne!(joint.signal, truth.signal);
+    // Knowing the signal leaves only the state to find: the depth comes closer to the truth.
+    let error = |depth: &[f32]| {
+        let expected = truth.depth.as_ref().unwrap();
+        depth
+            .iter()
+            .zip(expected)
+            .map(|(a, b)| (a - b).powi(2))
+            .sum::<f32>()
+    };
+    let (known_error, joint_error) = (
+        error(known.depth.as_ref().unwrap()),
+        error(joint.depth.as_ref().unwrap()),
+    );
+    assert!(
+        known_error < joint_error,
+        "known {known_error} vs joint {joint_error}"
+    );
+
+    // A rule of one's own: known for a DQN victim, so it is `Known` bit for bit.
+    struct DqnTarget(f64);
+    impl SignalSource for DqnTarget {
+        fn known(&self, kind: VictimKind) -> Option<f64> {
+            (kind == VictimKind::Dqn).then_some(self.0)
+        }
+        fn initial(&self, _init_std: f64, _rng: &mut dyn rand::RngCore) -> f64 {
+            unreachable!("known for a DQN victim")
+        }
+    }
+    register_signal_rule("dqn-target", DqnTarget(truth.signal));
+    let registered = attack(
+        &victim,
+        &record,
+        &with_signal(SignalRule::Registered {
+            name: "dqn-target".into(),
+        }),
+    )
+    .unwrap();
+    assert_eq!(registered, known);
+    // An unregistered name is refused before the attack starts, naming what is registered.
+    let err = attack(
+        &victim,
+        &record,
+        &with_signal(SignalRule::Registered {
+            name: "no-such-rule".into(),
+        }),
+    )
+    .unwrap_err();
+    match err {
+        AttackError::UnknownSignalRule { name, known } => {
+            assert_eq!(name, "no-such-rule");
+            assert!(known.contains("dqn-target"), "{known}");
+        }
+        other => panic!("{other}"),
+    }
+}

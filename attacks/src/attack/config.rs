@@ -135,7 +135,7 @@ impl AttackConfig {
             if let GradientSource::Objective {
                 action: ActionRule::FromBias,
                 ..
-            } = self.source
+            } = &self.source
             {
                 return Err(AttackError::Incompatible(
                     "ActionRule::FromBias needs the action before the optimisation, but PolicyGradientDirection \

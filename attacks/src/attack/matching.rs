@@ -64,8 +64,11 @@ impl<B: Backend, M: InvertibleModel<Outer<B>>> Problem<'_, B, M> {
                     (None, Some(logits)) => Tensor::from_inner(softmax(logits, 1)),
                     (None, None) => unreachable!("an objective without an action"),
                 };
-                let signal =
-                    Tensor::from_inner(vars.signal.expect("an objective without a signal"));
+                let signal = match (&self.fixed_signal, vars.signal) {
+                    (Some(known), _) => known.clone(),
+                    (None, Some(free)) => Tensor::from_inner(free),
+                    (None, None) => unreachable!("an objective without a signal"),
+                };
                 self.victim.kind().objective(output, action, signal)
             }
         };

@@ -44,7 +44,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::error::AttackError;
 use crate::model::InvertibleModel;
-use crate::parts::StateOptimisation;
+use crate::parts::{GradientSource, StateOptimisation};
 use crate::victim::{Inner, Outer, Victim};
 
 pub use batch::batch_action_assignments;
@@ -99,6 +99,9 @@ pub fn attack_batch<B: Backend, M: InvertibleModel<Outer<B>>>(
         if let Some(prior) = &config.prior {
             prior.check_available::<Inner<B>>()?;
         }
+        if let GradientSource::Objective { signal, .. } = &config.source {
+            signal.check_available()?;
+        }
         if !(1..=MAX_BATCH).contains(&batch_size) {
             return Err(AttackError::OutOfRange {
                 name: "batch_size",
@@ -114,7 +117,8 @@ pub fn attack_batch<B: Backend, M: InvertibleModel<Outer<B>>>(
         let mut history = Vec::new();
 
         // Free supervision (DLG/IG): action logits and signal, carried from stage to stage.
-        let mut supervision = FreeSupervision::new(config, victim.num_actions(), &mut rng);
+        let mut supervision =
+            FreeSupervision::new(config, victim.kind(), victim.num_actions(), &mut rng)?;
         // A model without a linear split has no stage 1: its state is optimised jointly.
         let two_stages = victim.net().linear_split().is_some();
         let state = match config.state {

@@ -32,6 +32,8 @@ pub(super) struct Problem<'a, B: Backend, M> {
     pub(super) error_direction: Option<Tensor<Outer<B>, 2>>,
     /// The action of the objective when a rule fixes it before the optimisation.
     pub(super) fixed_action: Option<Tensor<Outer<B>, 2>>,
+    /// The signal of the objective when the attacker knows it (`SignalRule::Known`).
+    pub(super) fixed_signal: Option<Tensor<Outer<B>, 1>>,
 }
 
 impl<'a, B: Backend, M: InvertibleModel<Outer<B>>> Problem<'a, B, M> {
@@ -46,7 +48,7 @@ impl<'a, B: Backend, M: InvertibleModel<Outer<B>>> Problem<'a, B, M> {
         }
         if batch > 1
             && (victim.kind() != VictimKind::Dqn
-                || config.source != GradientSource::ErrorDirection
+                || !matches!(config.source, GradientSource::ErrorDirection)
                 || config.state != StateOptimisation::TwoStage)
         {
             return Err(AttackError::Incompatible(
@@ -94,7 +96,7 @@ impl<'a, B: Backend, M: InvertibleModel<Outer<B>>> Problem<'a, B, M> {
             None => None,
         };
         let needs_bias = |what: &'static str| AttackError::NoLastBias { needed_by: what };
-        let error_direction = match config.source {
+        let error_direction = match &config.source {
             GradientSource::ErrorDirection => {
                 let g = bias_gradient
                     .as_ref()
@@ -103,7 +105,7 @@ impl<'a, B: Backend, M: InvertibleModel<Outer<B>>> Problem<'a, B, M> {
             }
             GradientSource::Objective { .. } => None,
         };
-        let fixed_action = match config.source {
+        let fixed_action = match &config.source {
             GradientSource::Objective {
                 action: ActionRule::FromBias,
                 ..
@@ -117,6 +119,12 @@ impl<'a, B: Backend, M: InvertibleModel<Outer<B>>> Problem<'a, B, M> {
             }
             _ => None,
         };
+        let fixed_signal = match &config.source {
+            GradientSource::Objective { signal, .. } => signal
+                .known(victim.kind())?
+                .map(|value| vector::<Outer<B>>(&[value as f32], device)),
+            GradientSource::ErrorDirection => None,
+        };
         Ok(Self {
             victim,
             batch,
@@ -125,6 +133,7 @@ impl<'a, B: Backend, M: InvertibleModel<Outer<B>>> Problem<'a, B, M> {
             bias_gradient,
             error_direction,
             fixed_action,
+            fixed_signal,
         })
     }
 }

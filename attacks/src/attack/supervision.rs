@@ -12,8 +12,9 @@ use super::problem::Problem;
 use super::variables::{Block, Layout};
 use crate::error::AttackError;
 use crate::model::InvertibleModel;
-use crate::parts::{gaussian_noise, ActionRule, GradientSource, SignalRule};
+use crate::parts::{gaussian_noise, ActionRule, GradientSource};
 use crate::recovery::{action_before_reconstruction, policy_gradient_recovery, q_value_rule};
+use crate::signal::SignalStart;
 use crate::victim::{host, LinearPartInput, Outer, VictimKind};
 
 /// The reconstructed action, signal, Q̂_rec and p_rec.
@@ -24,34 +25,44 @@ pub(super) struct Supervision {
     pub(super) probabilities: Option<Vec<f32>>,
 }
 
-/// The jointly optimised action logits and signal of DLG/IG (empty for QGI/RGI).
+/// The jointly optimised action logits and signal of DLG/IG (empty for QGI/RGI), and the
+/// signal when the attacker knows it.
 pub(super) struct FreeSupervision {
     pub(super) layout: Layout,
     pub(super) values: Vec<f32>,
     num_actions: usize,
+    known_signal: Option<f64>,
 }
 
 impl FreeSupervision {
-    pub(super) fn new(config: &AttackConfig, num_actions: usize, rng: &mut ChaCha8Rng) -> Self {
+    pub(super) fn new(
+        config: &AttackConfig,
+        kind: VictimKind,
+        num_actions: usize,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<Self, AttackError> {
         let mut layout = Layout::default();
         let mut values = Vec::new();
-        if let GradientSource::Objective { action, signal } = config.source {
-            if action == ActionRule::Joint {
+        let mut known_signal = None;
+        if let GradientSource::Objective { action, signal } = &config.source {
+            if *action == ActionRule::Joint {
                 layout.push(Block::ActionLogits, num_actions);
                 values.extend(gaussian_noise(num_actions, config.init_std, rng));
             }
-            match signal {
-                SignalRule::Joint => {
+            match signal.start(kind, config.init_std, rng)? {
+                SignalStart::Free(initial) => {
                     layout.push(Block::Signal, 1);
-                    values.extend(gaussian_noise(1, config.init_std, rng));
+                    values.push(initial);
                 }
+                SignalStart::Fixed(value) => known_signal = Some(value),
             }
         }
-        Self {
+        Ok(Self {
             layout,
             values,
             num_actions,
-        }
+            known_signal,
+        })
     }
 
     /// argmax of the action logits, if they are optimised.
@@ -61,11 +72,12 @@ impl FreeSupervision {
             .map(|logits| argmax(&logits))
     }
 
-    /// The signal, if it is optimised.
+    /// The signal, if it is optimised or known.
     fn signal(&self) -> Option<f64> {
         self.layout
             .read(Block::Signal, &self.values)
             .map(|s| f64::from(s[0]))
+            .or(self.known_signal)
     }
 }
 
