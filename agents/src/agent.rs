@@ -98,6 +98,13 @@ pub struct EpochStats {
 }
 
 impl EpochStats {
+    /// Column of [`EpochStats::env_steps`] in [`EpochStats::row`] (and `metrics.csv`).
+    pub const ENV_STEPS: &'static str = "env_steps";
+    /// Column of [`EpochStats::episodes`].
+    pub const EPISODES: &'static str = "episodes";
+    /// Column of [`EpochStats::mean_return_100`].
+    pub const MEAN_RETURN_100: &'static str = "mean_return_100";
+
     /// Builds the common part from an episode log; `first_episode` is the number of episodes
     /// that had finished when the epoch began.
     pub(crate) fn from_log(
@@ -126,10 +133,10 @@ impl EpochStats {
     pub fn row(&self) -> Vec<(&'static str, f64)> {
         let mut row = vec![
             ("epoch", self.epoch as f64),
-            ("env_steps", self.env_steps as f64),
-            ("episodes", self.episodes as f64),
+            (Self::ENV_STEPS, self.env_steps as f64),
+            (Self::EPISODES, self.episodes as f64),
             ("updates", self.updates as f64),
-            ("mean_return_100", self.mean_return_100),
+            (Self::MEAN_RETURN_100, self.mean_return_100),
             ("epoch_return", self.epoch_return),
         ];
         row.extend(self.extra.iter().copied());

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
+use privrl_agents::EpochStats;
 use serde::Serialize;
 
 use super::seed::{curve_axis, run_name, SeedResult, TrainSummary};
@@ -28,8 +29,12 @@ pub(super) fn load_suite_results(
                 |points: Vec<(f64, f64)>| points.into_iter().filter(|p| p.1.is_finite()).collect();
             Ok(SeedResult {
                 summary,
-                curve_by_steps: finite(metrics.xy("env_steps", "mean_return_100")?),
-                curve_by_episodes: finite(metrics.xy("episodes", "mean_return_100")?),
+                curve_by_steps: finite(
+                    metrics.xy(EpochStats::ENV_STEPS, EpochStats::MEAN_RETURN_100)?,
+                ),
+                curve_by_episodes: finite(
+                    metrics.xy(EpochStats::EPISODES, EpochStats::MEAN_RETURN_100)?,
+                ),
                 plot: PlotFiles {
                     svg: run.join("curve.svg"),
                     png: run.join("curve.png"),

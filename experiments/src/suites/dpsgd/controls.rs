@@ -373,16 +373,24 @@ impl CurveColumn {
         CurveColumn::Epsilon,
     ];
 
+    /// The column's name, but for ε under PLD (the protocol runs' `metrics.csv`
+    /// writes and reads its first four columns by these names).
+    pub(super) const fn column(self) -> &'static str {
+        match self {
+            CurveColumn::Episode => "episode",
+            CurveColumn::EnvSteps => "env_steps",
+            CurveColumn::Return => "return",
+            CurveColumn::MeanReturn25 => "mean_return_25",
+            CurveColumn::Epsilon => "epsilon",
+        }
+    }
+
     /// The column's name in the header. The curve's ε after every episode is RDP's, so under
     /// the PLD accountant it is named `epsilon_rdp`.
     pub(super) fn name(self, accountant: AccountantKind) -> &'static str {
         match (self, accountant) {
-            (CurveColumn::Episode, _) => "episode",
-            (CurveColumn::EnvSteps, _) => "env_steps",
-            (CurveColumn::Return, _) => "return",
-            (CurveColumn::MeanReturn25, _) => "mean_return_25",
-            (CurveColumn::Epsilon, AccountantKind::Rdp) => "epsilon",
             (CurveColumn::Epsilon, AccountantKind::Pld) => "epsilon_rdp",
+            _ => self.column(),
         }
     }
 

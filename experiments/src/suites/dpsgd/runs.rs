@@ -18,6 +18,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use super::controls::CurveColumn;
 use super::plan::{DpsgdPlan, Method};
 use super::{mean, ENV, SOLVED_RETURN, SOLVED_WINDOW, WARMUP_STEPS};
 use crate::backend::BackendTask;
@@ -163,7 +164,10 @@ impl BackendTask for RunTask<'_> {
         // A complete run with the same config is reused, so an interrupted sweep resumes.
         if run.completed_with(&config)? {
             let summary = crate::run::read_json(&run.file("summary.json"))?;
-            let curve = run.read_metrics()?.xy("episode", "mean_return_25")?;
+            let curve = run.read_metrics()?.xy(
+                CurveColumn::Episode.column(),
+                CurveColumn::MeanReturn25.column(),
+            )?;
             return Ok(RunOutcome { summary, curve });
         }
         run.write_config(&config)?;
@@ -183,10 +187,13 @@ impl BackendTask for RunTask<'_> {
             let log = agent.log();
             let recent = log.mean_recent_return(SOLVED_WINDOW).unwrap_or(f64::NAN);
             metrics.write_row(&[
-                ("episode", log.episodes() as f64),
-                ("env_steps", log.env_steps as f64),
-                ("return", log.returns.last().copied().unwrap_or(f64::NAN)),
-                ("mean_return_25", recent),
+                (CurveColumn::Episode.column(), log.episodes() as f64),
+                (CurveColumn::EnvSteps.column(), log.env_steps as f64),
+                (
+                    CurveColumn::Return.column(),
+                    log.returns.last().copied().unwrap_or(f64::NAN),
+                ),
+                (CurveColumn::MeanReturn25.column(), recent),
             ])?;
             curve.push((log.episodes() as f64, recent));
             bar.set_position(log.episodes() as u64);
