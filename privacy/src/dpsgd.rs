@@ -228,23 +228,7 @@ impl DpSgd {
 
     /// Σ_i clip(g_i), accumulated in f64.
     pub fn clipped_sum(&self, per_sample: &[Vec<f32>]) -> Result<Vec<f32>, PrivacyError> {
-        let mut sum = vec![0.0f64; self.config.dimension];
-        let mut scratch = vec![0.0f32; self.config.dimension];
-        for g in per_sample {
-            if g.len() != self.config.dimension {
-                return Err(PrivacyError::DimensionMismatch {
-                    name: "per-sample gradient",
-                    expected: self.config.dimension,
-                    found: g.len(),
-                });
-            }
-            scratch.copy_from_slice(g);
-            self.clip(&mut scratch)?;
-            for (s, &x) in sum.iter_mut().zip(&scratch) {
-                *s += f64::from(x);
-            }
-        }
-        Ok(sum.iter().map(|&x| saturating_f32(x)).collect())
+        host_clipped_sum(per_sample, self.config.dimension, |g| self.clip(g))
     }
 
     /// Σ_i clip(g_i) + N(0, σ²S²I).
@@ -274,6 +258,35 @@ impl DpSgd {
         positive("batch_size", batch_size)?;
         self.noisy_mean_of_clipped_sum(self.clipped_sum(per_sample)?, batch_size, rng)
     }
+}
+
+/// Σ_i clip(g_i) of per-record gradients held on the host, accumulated in f64 and saturated
+/// to f32: the host side of privrl's one clip → sum → noise path (the device side is
+/// `privrl_agents::dp::release_batch`; both release the sum through the same
+/// [`DpSgd::noisy_mean_of_clipped_sum`]). `clip` checks and clips one gradient in place; a
+/// row of the wrong length is refused before it.
+pub(crate) fn host_clipped_sum(
+    per_record: &[Vec<f32>],
+    dimension: usize,
+    mut clip: impl FnMut(&mut [f32]) -> Result<(), PrivacyError>,
+) -> Result<Vec<f32>, PrivacyError> {
+    let mut sum = vec![0.0f64; dimension];
+    let mut scratch = vec![0.0f32; dimension];
+    for g in per_record {
+        if g.len() != dimension {
+            return Err(PrivacyError::DimensionMismatch {
+                name: "per-sample gradient",
+                expected: dimension,
+                found: g.len(),
+            });
+        }
+        scratch.copy_from_slice(g);
+        clip(&mut scratch)?;
+        for (s, &x) in sum.iter_mut().zip(&scratch) {
+            *s += f64::from(x);
+        }
+    }
+    Ok(sum.into_iter().map(saturating_f32).collect())
 }
 
 /// Poisson subsampling: each of `n` indices enters the batch independently with probability

@@ -37,7 +37,7 @@ use std::str::FromStr;
 use rand::{Rng, RngCore};
 use serde::{Deserialize, Serialize};
 
-use crate::dpsgd::{clip_l2, Clipping, DpSgd, DpSgdConfig};
+use crate::dpsgd::{clip_l2, host_clipped_sum, Clipping, DpSgd, DpSgdConfig};
 use crate::error::{all_finite, at_least_one, positive, saturating_f32};
 use crate::laplace::{clip_l1, LaplaceConfig};
 use crate::mechanism::{Mechanism, PrivacyCost};
@@ -143,20 +143,14 @@ pub trait GradientMechanism: fmt::Debug + fmt::Display + Send + Sync {
         expected_batch_size: f64,
         rng: &mut dyn RngCore,
     ) -> Result<Vec<f32>, PrivacyError> {
-        let dimension = self.dimension();
-        let mut sum = vec![0.0f64; dimension];
-        let mut scratch = vec![0.0f32; dimension];
-        for g in per_record {
-            check_gradient("per-record gradient", g, dimension)?;
-            scratch.copy_from_slice(g);
-            if let Some(clip) = self.record_clip() {
-                clip_l2(&mut scratch, clip);
+        let clip = self.record_clip();
+        let sum = host_clipped_sum(per_record, self.dimension(), |g| {
+            check_gradient("per-record gradient", g, g.len())?;
+            if let Some(clip) = clip {
+                clip_l2(g, clip);
             }
-            for (s, &x) in sum.iter_mut().zip(&scratch) {
-                *s += f64::from(x);
-            }
-        }
-        let sum = sum.into_iter().map(saturating_f32).collect();
+            Ok(())
+        })?;
         self.release_clipped_sum(sum, expected_batch_size, rng)
     }
 }
@@ -672,15 +666,6 @@ impl GradientMechanism for GaussianSum {
             }
             None => self.release_clipped_sum(sum, expected_batch_size, rng),
         }
-    }
-    fn release_batch(
-        &self,
-        per_record: &[Vec<f32>],
-        expected_batch_size: f64,
-        rng: &mut dyn RngCore,
-    ) -> Result<Vec<f32>, PrivacyError> {
-        self.0
-            .noisy_mean(per_record, expected_batch_size, &mut RngRef(rng))
     }
 }
 
