@@ -6,8 +6,11 @@
 //! own gravity ψ), computes the gradient of the episode loss (eq. 15–18, the same code as
 //! [`crate::A3c`]), passes it through a mechanism Q ([`GradientMechanism`]: Laplace, Algorithm
 //! 2, or projected random sign, Algorithm 3, from `privrl-privacy`) and submits it. The
-//! aggregator applies eq. 22 once |B| ≥ MAX_BUF and publishes the new θ. It sees only noisy
-//! gradients, so θ is post-processing of ε-LDP releases (Lemmas 1–4, Theorem 3).
+//! aggregator applies eq. 22 once |B| ≥ MAX_BUF and publishes the new θ, which is
+//! post-processing of the ε-LDP gradient releases (Lemmas 1–4, Theorem 3). Each submission
+//! also carries its episode's score ζ (the episode's length) **in the clear**, and the
+//! aggregator's success test (eq. 25–26) reads them: the paper treats scores as public, and
+//! the ε covers the gradients only. The score is a function of the agent's private gravity ψ.
 //!
 //! With `rounds = T > 1`, an agent submits T times with ε/T each (Section 3.2.1).
 //!
