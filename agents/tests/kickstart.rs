@@ -135,6 +135,17 @@ fn teacher() -> Teacher {
     Teacher::from_actor(&actor).unwrap()
 }
 
+/// Over three epochs, k is 5·0.5^epoch after each and the teacher has seen three trajectories.
+fn assert_k_halves_every_epoch(private: &Mutex<PrivateTeacher>, ppo: &mut Ppo<B>) {
+    for epoch in 0..3 {
+        ppo.train_epoch().unwrap();
+        let k = PrivateTeacher::lock(private).concentration();
+        assert_eq!(k, 5.0 * 0.5f64.powi(epoch));
+    }
+    let summary = PrivateTeacher::lock(private).summary().unwrap();
+    assert_eq!(summary.trajectories, 3);
+}
+
 /// A privacy-aware PPO student of `teacher()` released through a private teacher with
 /// `config` and k₀ = 5 on CartPole: `steps` per epoch, one hidden layer of `hidden` units and
 /// `iters` policy and value iterations, seeded by `seed`.
@@ -401,20 +412,7 @@ fn per_rollout_vanishing_multiplies_k_once_per_epoch() {
         .with_vanishing_coefficient(0.5)
         .with_vanishing_unit(privrl_agents::VanishingUnit::Rollout);
     let (private, mut ppo) = kickstarted_student(config, 100, 8, 2, 4);
-    for epoch in 0..3 {
-        ppo.train_epoch().unwrap();
-        assert_eq!(
-            PrivateTeacher::lock(&private).concentration(),
-            5.0 * 0.5f64.powi(epoch)
-        );
-    }
-    assert_eq!(
-        PrivateTeacher::lock(&private)
-            .summary()
-            .unwrap()
-            .trajectories,
-        3
-    );
+    assert_k_halves_every_epoch(&private, &mut ppo);
 }
 
 /// (observation, trajectory start) of every `observe` call.
@@ -497,20 +495,7 @@ fn per_trajectory_vanishing_multiplies_k_at_every_epoch_boundary() {
         1,
         9,
     );
-    for epoch in 0..3 {
-        ppo.train_epoch().unwrap();
-        assert_eq!(
-            PrivateTeacher::lock(&private).concentration(),
-            5.0 * 0.5f64.powi(epoch)
-        );
-    }
-    assert_eq!(
-        PrivateTeacher::lock(&private)
-            .summary()
-            .unwrap()
-            .trajectories,
-        3
-    );
+    assert_k_halves_every_epoch(&private, &mut ppo);
 }
 
 /// The student's prepared weights and its penalty on a 64-step CartPole batch whose teacher

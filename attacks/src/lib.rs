@@ -93,15 +93,15 @@ pub use metrics::{
 };
 pub use model::{InvertibleModel, LinearSplit, ObservationParts};
 pub use parts::{
-    gaussian_noise, register_image_prior, register_signal_rule, total_variation, ActionRecovery,
-    ActionRule, GradientMatchingLoss, GradientSource, ImagePrior, ImageRegulariser, LrSchedule,
-    MatchedGradient, ReconstructedGradient, SignalRule, SignalSource, StateOptimisation,
-    TotalVariation,
+    gaussian_noise, register_image_prior, total_variation, ActionRecovery, ActionRule,
+    GradientMatchingLoss, GradientSource, ImagePrior, ImageRegulariser, LrSchedule,
+    MatchedGradient, ReconstructedGradient, SignalRule, StateOptimisation, TotalVariation,
 };
 pub use recovery::{
     action_from_bias_gradient, odd_sign_action, policy_gradient_recovery,
     q_value_from_error_magnitude, PolicyGradientRecovery, QValueRecovery,
 };
+pub use signal::{register_signal_rule, SignalSource};
 pub use suite::{
     best_matching, evaluate_defended_batch_inversion, evaluate_defended_inversion,
     evaluate_inversion, score_reconstruction, InversionRow, ReconstructedState,

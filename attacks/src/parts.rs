@@ -12,7 +12,6 @@ use rand::Rng;
 pub use crate::prior::{
     register_image_prior, total_variation, ImagePrior, ImageRegulariser, TotalVariation,
 };
-pub use crate::signal::{register_signal_rule, SignalRule, SignalSource};
 
 /// How the reconstruction's weight gradient g_rec is computed.
 #[derive(Config, Debug, PartialEq)]
@@ -40,6 +39,28 @@ pub enum ActionRule {
     /// Optimised jointly with the state as free logits z, entering J as the soft one-hot
     /// softmax(z) (DLG's dummy label); the reconstructed action is argmax z.
     Joint,
+}
+
+/// Where the supervision signal (target Q or reward) in the objective comes from.
+#[derive(Config, Debug, PartialEq)]
+pub enum SignalRule {
+    /// Optimised jointly with the state as one free scalar, Gaussian-initialised (DLG's and
+    /// IG's dummy label, Table II).
+    Joint,
+    /// Known to the attacker and held fixed: a stronger threat model than the paper's (e.g.
+    /// CartPole's reward is 1 at every step, so RGI's reward recovery is given away).
+    Known {
+        /// The signal J uses.
+        value: f64,
+    },
+    /// The [`SignalSource`](crate::SignalSource) registered under `name`
+    /// ([`register_signal_rule`](crate::register_signal_rule)); an attack whose rule is not
+    /// registered is refused before it starts
+    /// ([`AttackError::UnknownSignalRule`](crate::AttackError::UnknownSignalRule)).
+    Registered {
+        /// The name it was registered under.
+        name: String,
+    },
 }
 
 /// The gradient matching loss L(g_rec, g) of eq. 2.

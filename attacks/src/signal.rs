@@ -4,33 +4,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, RwLock};
 
-use burn::config::Config;
 use rand::RngCore;
 
 use crate::error::AttackError;
-use crate::parts::gaussian_noise;
+use crate::parts::{gaussian_noise, SignalRule};
 use crate::victim::VictimKind;
-
-/// Where the supervision signal (target Q or reward) in the objective comes from.
-#[derive(Config, Debug, PartialEq)]
-pub enum SignalRule {
-    /// Optimised jointly with the state as one free scalar, Gaussian-initialised (DLG's and
-    /// IG's dummy label, Table II).
-    Joint,
-    /// Known to the attacker and held fixed: a stronger threat model than the paper's (e.g.
-    /// CartPole's reward is 1 at every step, so RGI's reward recovery is given away).
-    Known {
-        /// The signal J uses.
-        value: f64,
-    },
-    /// The [`SignalSource`] registered under `name` ([`register_signal_rule`]); an attack
-    /// whose rule is not registered is refused ([`AttackError::UnknownSignalRule`]) before it
-    /// starts.
-    Registered {
-        /// The name it was registered under.
-        name: String,
-    },
-}
 
 /// A signal rule of one's own: whether the attacker knows the signal, and where a free
 /// signal starts. Registered by name with [`register_signal_rule`] and chosen in an
