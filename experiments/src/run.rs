@@ -320,6 +320,37 @@ pub fn json_text(value: &impl Serialize) -> Result<String> {
     Ok(text)
 }
 
+/// The commit of the checkout a run starts in (`git rev-parse HEAD` in the current directory),
+/// with `+dirty` when tracked files outside `results/` differ from it; `None` outside a git
+/// checkout or without git. Units record it, so that a reader can check that a criterion was
+/// committed before the runs it judges.
+pub fn source_commit() -> Option<String> {
+    static COMMIT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    COMMIT
+        .get_or_init(|| {
+            let git = |args: &[&str]| {
+                std::process::Command::new("git")
+                    .args(args)
+                    .output()
+                    .ok()
+                    .filter(|o| o.status.success())
+                    .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            };
+            let head = git(&["rev-parse", "HEAD"])?;
+            let dirty = git(&[
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ".",
+                ":!results",
+            ])
+            .is_some_and(|changes| !changes.is_empty());
+            Some(if dirty { format!("{head}+dirty") } else { head })
+        })
+        .clone()
+}
+
 /// Writes `text` to `path` through a temporary file beside it (`<path>.tmp`) and a rename, so
 /// that readers never see a half-written file: `path` is either absent, the old file or whole.
 pub fn write_atomic(path: &Path, text: &str) -> Result<()> {

@@ -4,6 +4,7 @@
 //! (success ratio against submissions), beside the paper's values.
 
 mod ablation;
+mod clip_study;
 mod headline;
 mod learner;
 mod plan;
@@ -44,6 +45,10 @@ pub fn run(mut args: PgcSuiteArgs) -> Result<SuiteOutcome> {
     args.check_factors()?;
     if args.ablation {
         return ablation::run(&args);
+    }
+    if args.clip_study {
+        anyhow::ensure!(args.settings.is_empty(), "--settings goes with --ablation");
+        return clip_study::run(&args);
     }
     anyhow::ensure!(args.settings.is_empty(), "--settings goes with --ablation");
     if args.tables {

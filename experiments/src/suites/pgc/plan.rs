@@ -148,12 +148,20 @@ pub struct PgcSuiteArgs {
     /// units exist, with each cell beside the paper's value and a verdict per table.
     #[arg(long, conflicts_with = "ablation")]
     pub tables: bool,
+    /// Run the clip study (docs/pgc.md): the non-private A3C (20 trials per learner), Laplace
+    /// at ε = ∞ with C × 10 or C × 100 in the paper's and the learning learner (10 trials
+    /// each), each learner's best of those and today's setting at ε ∈ {1, 10}, then |B| = 100
+    /// at ε = ∞ (10 trials each), as resumable units under
+    /// `<results-dir>/clip-study-round-robin/` (`clip-study-arrival/` with --order arrival);
+    /// the trials are fixed, so no --trials.
+    #[arg(long, conflicts_with_all = ["ablation", "tables"])]
+    pub clip_study: bool,
     /// With --ablation: run only these settings (comma-separated names, e.g.
     /// laplace-paper,laplace+adam; the report lists them all).
     #[arg(long, value_delimiter = ',')]
     pub settings: Vec<String>,
-    /// With --ablation or --tables: regenerate the report from the units on disk, run
-    /// nothing.
+    /// With --ablation, --tables or --clip-study: regenerate the report from the units on
+    /// disk, run nothing.
     #[arg(long)]
     pub report_only: bool,
 }
@@ -182,6 +190,7 @@ impl PgcSuiteArgs {
             noise_rng: NoiseRng::Seeded,
             ablation: false,
             tables: false,
+            clip_study: false,
             results_dir: "results/pgc".into(),
             settings: Vec::new(),
             report_only: false,

@@ -4,7 +4,7 @@
 
 use privrl_agents::SubmissionOrder;
 use privrl_agents::{A3cConfig, PgcConfig};
-use privrl_privacy::{Epsilon, MechanismKind};
+use privrl_privacy::{Epsilon, GradientMechanismConfig, MechanismKind};
 use serde::{Deserialize, Serialize};
 
 use super::learner::{ActionsArg, ClockArg, LearnerArgs, LossArg, OptimizerChoice, RewardArg};
@@ -25,9 +25,17 @@ pub enum Factor {
     Bias,
     /// `--optimizer adam` (lr 0.005).
     Adam,
+    /// The mechanism's clip C × 10 (Laplace: C = 0.1, an L1 clip to 0.05).
+    ClipX10,
+    /// The mechanism's clip C × 100 (Laplace: C = 1, an L1 clip to 0.5).
+    ClipX100,
+    /// |B| = 100 submissions averaged per update.
+    #[serde(rename = "buffer-100")]
+    Buffer100,
 }
 
 impl Factor {
+    /// The learner's factors (the ablation's stage 1 changes each alone).
     pub(super) const ALL: [Factor; 6] = [
         Factor::SparseReward,
         Factor::MeanLoss,
@@ -35,6 +43,19 @@ impl Factor {
         Factor::SampledActions,
         Factor::Bias,
         Factor::Adam,
+    ];
+
+    /// Every factor: the learner's and the mechanism's C and |B| (the clip study's).
+    pub(super) const EVERY: [Factor; 9] = [
+        Factor::SparseReward,
+        Factor::MeanLoss,
+        Factor::EnvStepClock,
+        Factor::SampledActions,
+        Factor::Bias,
+        Factor::Adam,
+        Factor::ClipX10,
+        Factor::ClipX100,
+        Factor::Buffer100,
     ];
 
     pub(super) fn slug(self) -> &'static str {
@@ -45,12 +66,15 @@ impl Factor {
             Factor::SampledActions => "sampled-actions",
             Factor::Bias => "bias",
             Factor::Adam => "adam",
+            Factor::ClipX10 => "clip-x10",
+            Factor::ClipX100 => "clip-x100",
+            Factor::Buffer100 => "buffer-100",
         }
     }
 
     /// The factor whose slug is `text`.
     pub(super) fn from_slug(text: &str) -> Option<Factor> {
-        Factor::ALL.into_iter().find(|f| f.slug() == text)
+        Factor::EVERY.into_iter().find(|f| f.slug() == text)
     }
 
     pub(super) fn label(self) -> &'static str {
@@ -61,6 +85,9 @@ impl Factor {
             Factor::SampledActions => "actions: a ∼ π (α kept)",
             Factor::Bias => "biases (d = 131)",
             Factor::Adam => "Adam, lr 0.005",
+            Factor::ClipX10 => "C × 10",
+            Factor::ClipX100 => "C × 100",
+            Factor::Buffer100 => "|B| = 100",
         }
     }
 }
@@ -86,8 +113,17 @@ impl std::str::FromStr for MechanismFactors {
             .trim()
             .parse::<MechanismKind>()
             .ok()
-            .filter(|m| [MechanismKind::Laplace, MechanismKind::Prs].contains(m))
-            .ok_or_else(|| format!("unknown mechanism {mechanism:?} (expected laplace or prs)"))?;
+            .filter(|m| {
+                [
+                    MechanismKind::Laplace,
+                    MechanismKind::Prs,
+                    MechanismKind::None,
+                ]
+                .contains(m)
+            })
+            .ok_or_else(|| {
+                format!("unknown mechanism {mechanism:?} (expected laplace, prs or none)")
+            })?;
         let list = list.trim();
         let factors = if list == "paper" || list.is_empty() {
             Vec::new()
@@ -95,7 +131,7 @@ impl std::str::FromStr for MechanismFactors {
             list.split('+')
                 .map(|slug| {
                     Factor::from_slug(slug.trim()).ok_or_else(|| {
-                        let known: Vec<&str> = Factor::ALL.iter().map(|f| f.slug()).collect();
+                        let known: Vec<&str> = Factor::EVERY.iter().map(|f| f.slug()).collect();
                         format!(
                             "unknown factor {slug:?} (expected paper or a +-list of {})",
                             known.join(", ")
@@ -193,6 +229,33 @@ impl Setting {
         }
     }
 
+    /// The mechanism at ε: Section 4's, its C scaled by a clip factor.
+    fn mechanism_config(&self) -> GradientMechanismConfig {
+        let scale = if self.factors.contains(&Factor::ClipX10) {
+            10.0
+        } else if self.factors.contains(&Factor::ClipX100) {
+            100.0
+        } else {
+            1.0
+        };
+        let mut config = self.mechanism.paper_default(self.epsilon);
+        if let GradientMechanismConfig::Laplace { clip, .. }
+        | GradientMechanismConfig::Prs { clip, .. } = &mut config
+        {
+            *clip *= scale;
+        }
+        config
+    }
+
+    /// |B|: the mechanism's (Section 4.1), or 100 with `buffer-100`.
+    fn buffer_size(&self) -> usize {
+        if self.factors.contains(&Factor::Buffer100) {
+            100
+        } else {
+            buffer_size(self.mechanism)
+        }
+    }
+
     /// The run configuration: Section 4's setting for the mechanism at ε (its C and |B|),
     /// with this setting's factors, submissions applied in `order`.
     pub(super) fn config(
@@ -202,7 +265,7 @@ impl Setting {
         order: SubmissionOrder,
     ) -> PgcConfig {
         let optimizer = self.optimizer();
-        let mut config = PgcConfig::paper(self.mechanism.paper_default(self.epsilon))
+        let mut config = PgcConfig::paper(self.mechanism_config())
             .with_max_updates(max_updates)
             .with_stop_at_success(true)
             .with_order(order);
@@ -212,7 +275,7 @@ impl Setting {
             .with_workers(workers)
             .with_optimizer(optimizer.kind())
             .with_lr(optimizer.default_lr())
-            .with_buffer_size(buffer_size(self.mechanism));
+            .with_buffer_size(self.buffer_size());
         config
     }
 

@@ -38,6 +38,10 @@ pub(super) struct Unit {
     /// The highest mean of a full window of m scores (eq. 25) the trial reached.
     pub(super) best_mean_score: Option<f64>,
     pub(super) summary: TrialSummary,
+    /// The commit the trial ran at ([`crate::run::source_commit`]; absent in units written
+    /// before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) commit: Option<String>,
 }
 
 impl Unit {
@@ -79,6 +83,7 @@ impl Unit {
             max_updates,
             order: SubmissionOrder::RoundRobin,
             best_mean_score: None,
+            commit: None,
             summary: TrialSummary {
                 mechanism,
                 epsilon,
@@ -148,6 +153,7 @@ impl BackendTask for UnitJob {
             max_updates: self.max_updates,
             order: self.order,
             best_mean_score: best,
+            commit: crate::run::source_commit(),
             summary: TrialSummary {
                 mechanism: self.setting.mechanism,
                 epsilon: self.setting.epsilon,
