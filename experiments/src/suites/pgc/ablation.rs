@@ -47,7 +47,7 @@ pub(super) enum Verdict {
 }
 
 impl Verdict {
-    fn label(self) -> &'static str {
+    pub(super) fn label(self) -> &'static str {
         match self {
             Verdict::Learns => "learns",
             Verdict::Partial => "partial",
@@ -590,6 +590,9 @@ mod tests {
                 Factor::Adam => {
                     expected.optimizer = OptimizerKind::Adam;
                     expected.lr = 0.005;
+                }
+                Factor::ClipX10 | Factor::ClipX100 | Factor::Buffer100 => {
+                    unreachable!("not a learner factor")
                 }
             }
             assert_eq!(format!("{a3c:?}"), format!("{expected:?}"), "{factor:?}");
