@@ -548,6 +548,10 @@ mod tests {
         // ... and runs again when a longer one is asked for.
         assert!(!unit(None, 1000).settled_within(1001));
         assert!(!unit(None, 1000).settled_within(90_000));
+        // A diverged trial (its loss became NaN or ∞) failed for good, at any cutoff.
+        let mut diverged = unit(None, 1000);
+        diverged.diverged = Some("non-finite PGC episode loss".into());
+        assert!(diverged.settled_within(90_000));
     }
 
     #[test]

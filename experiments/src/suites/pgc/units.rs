@@ -10,7 +10,9 @@ use anyhow::Result;
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
 use privrl_agents::InProcess;
-use privrl_agents::{run_pgc, AppliedSubmission, SubmissionOrder};
+use privrl_agents::{
+    run_pgc, AgentError, AppliedSubmission, PgcError, PgcOutcome, SubmissionOrder,
+};
 use serde::{Deserialize, Serialize};
 
 use super::plan::PgcSuiteArgs;
@@ -42,6 +44,10 @@ pub(super) struct Unit {
     /// before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) commit: Option<String>,
+    /// Why the trial stopped early when a loss became NaN or infinite (the learner diverged):
+    /// a failure that no longer cutoff could turn into a success.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) diverged: Option<String>,
 }
 
 impl Unit {
@@ -50,7 +56,9 @@ impl Unit {
     /// cutoff is run again from the start (a seeded round-robin trial repeats its first
     /// updates exactly), so that raising `--max-updates` extends the undecided trials only.
     pub(super) fn settled_within(&self, max_updates: u64) -> bool {
-        self.summary.first_success.is_some() || self.max_updates >= max_updates
+        self.summary.first_success.is_some()
+            || self.max_updates >= max_updates
+            || self.diverged.is_some()
     }
 }
 
@@ -84,6 +92,7 @@ impl Unit {
             order: SubmissionOrder::RoundRobin,
             best_mean_score: None,
             commit: None,
+            diverged: None,
             summary: TrialSummary {
                 mechanism,
                 epsilon,
@@ -135,7 +144,8 @@ impl BackendTask for UnitJob {
             .config(self.workers, self.max_updates, self.order);
         let window = config.score_window as u64;
         let mut best: Option<f64> = None;
-        let outcome = run_pgc::<Autodiff<B>>(
+        let start = Instant::now();
+        let result = run_pgc::<Autodiff<B>>(
             &config,
             &InProcess::new(),
             self.seed,
@@ -145,7 +155,23 @@ impl BackendTask for UnitJob {
                     best = Some(best.map_or(a.mean_score, |b| b.max(a.mean_score)));
                 }
             },
-        )?;
+        );
+        // A learner whose loss became NaN or ∞ has failed for good: a unit, not an error.
+        let (outcome, diverged) = match result {
+            Ok(outcome) => (outcome, None),
+            Err(PgcError::Agent(error @ AgentError::NonFinite { .. })) => (
+                PgcOutcome {
+                    first_success: None,
+                    applied: 0,
+                    sent: 0,
+                    updates: 0,
+                    wall_s: start.elapsed().as_secs_f64(),
+                    theta: Vec::new(),
+                },
+                Some(error.to_string()),
+            ),
+            Err(error) => return Err(error.into()),
+        };
         Ok(Unit {
             setting: self.setting.name(),
             factors: self.setting.factors.clone(),
@@ -154,6 +180,7 @@ impl BackendTask for UnitJob {
             order: self.order,
             best_mean_score: best,
             commit: crate::run::source_commit(),
+            diverged,
             summary: TrialSummary {
                 mechanism: self.setting.mechanism,
                 epsilon: self.setting.epsilon,
