@@ -144,6 +144,8 @@ impl BackendTask for UnitJob {
             .config(self.workers, self.max_updates, self.order);
         let window = config.score_window as u64;
         let mut best: Option<f64> = None;
+        // (applied, θ's version) so far: what a diverged trial reached.
+        let mut reached = (0u64, 0u64);
         let start = Instant::now();
         let result = run_pgc::<Autodiff<B>>(
             &config,
@@ -151,6 +153,7 @@ impl BackendTask for UnitJob {
             self.seed,
             &device,
             |a: &AppliedSubmission| {
+                reached = (a.n, a.version);
                 if a.n >= window {
                     best = Some(best.map_or(a.mean_score, |b| b.max(a.mean_score)));
                 }
@@ -162,9 +165,9 @@ impl BackendTask for UnitJob {
             Err(PgcError::Agent(error @ AgentError::NonFinite { .. })) => (
                 PgcOutcome {
                     first_success: None,
-                    applied: 0,
-                    sent: 0,
-                    updates: 0,
+                    applied: reached.0,
+                    sent: reached.0,
+                    updates: reached.1,
                     wall_s: start.elapsed().as_secs_f64(),
                     theta: Vec::new(),
                 },
