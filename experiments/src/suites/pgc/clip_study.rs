@@ -233,6 +233,8 @@ pub(super) enum Explanation {
     Unexplained,
     /// Today's setting agrees at both budgets here: no gap to explain in these trials.
     NoGap,
+    /// No stage-2 setting of the learner learns at ε = ∞: nothing to run under noise.
+    LearnerFails,
     Pending,
 }
 
@@ -244,6 +246,7 @@ impl Explanation {
             Explanation::DoesNotExplain => "does not explain the gap",
             Explanation::Unexplained => "unexplained by C and |B|",
             Explanation::NoGap => "no gap: today's setting agrees too",
+            Explanation::LearnerFails => "the learner does not learn at ε = ∞",
             Explanation::Pending => "pending",
         }
     }
@@ -394,9 +397,10 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
     let headline = Headline {
         effect: "a one-factor change of Laplace's clip C lets privrl's Laplace reach the \
                  paper's success ratios under noise (Table 2: 0.80 at ε = 1, 1.00 at ε = 10) \
-                 where today's C = 0.01 does not"
+                 where today's C = 0.01 does not."
             .into(),
-        measured: verdicts.join(" "),
+        // The headline adds its own full stop.
+        measured: verdicts.join(" ").trim_end_matches('.').to_string(),
         visible: noise.iter().any(|(_, e)| *e == Explanation::Explains),
     };
     report.heading("Verdict").paragraph(&verdicts.join(" "));
@@ -531,13 +535,37 @@ fn noise_section(report: &mut Report, units: &[Unit]) -> Vec<(String, Explanatio
     for learner in learners() {
         let label = learner_label(&learner);
         let Some(best) = best_setting(units, &learner) else {
-            verdicts.push((
-                format!(
-                    "Learner {label}: no best Laplace setting at ε = ∞ (none learns, or a \
-                     setting is still pending), so nothing runs under noise yet."
-                ),
-                Explanation::Pending,
-            ));
+            let candidates: Vec<Summary> = clip_settings()
+                .iter()
+                .filter(|s| learner_of(s) == learner)
+                .map(|s| summarise(units, s, STUDY_TRIALS))
+                .collect();
+            let pending = candidates
+                .iter()
+                .any(|s| s.verdict == Verdict::Pending.label());
+            let counts = candidates
+                .iter()
+                .map(|s| format!("`{}` {}/{}", s.setting, s.successes, s.trials))
+                .collect::<Vec<_>>()
+                .join(", ");
+            verdicts.push(if pending {
+                (
+                    format!(
+                        "Learner {label}: a Laplace setting at ε = ∞ is still pending ({counts}), \
+                         so nothing runs under noise yet."
+                    ),
+                    Explanation::Pending,
+                )
+            } else {
+                (
+                    format!(
+                        "Learner {label}: no Laplace setting learns at ε = ∞ with any C tried \
+                         ({counts}), so nothing runs under noise: with this learner the \
+                         obstacle is the learner at ε = ∞, not the noise."
+                    ),
+                    Explanation::LearnerFails,
+                )
+            });
             continue;
         };
         let today = Setting::new(MechanismKind::Laplace, &learner);
