@@ -290,12 +290,12 @@ fn against_non_private(row: &mut CellRow, non_private: &[Unit], horizon: u64) {
     let judged = mine.len() >= MIN_TRIALS && mine.iter().all(|u| u.settled_within(PAPER_CUTOFF));
     let diverged = mine.iter().filter(|u| u.diverged.is_some()).count();
     row.non_private = format!(
-        "{} {}/{}{}",
+        "`{}` ({}/{} successes{})",
         first.setting,
         fsts.iter().flatten().count(),
         mine.len(),
         if diverged > 0 {
-            format!(" ({diverged} diverged)")
+            format!(", {diverged} diverged")
         } else {
             String::new()
         }
@@ -530,13 +530,18 @@ fn non_private_table(report: &mut Report, rows: &[CellRow]) {
         .filter_map(|(m, f)| {
             rows.iter()
                 .find(|r| &r.mechanism == m && &r.factors == f && !r.non_private.is_empty())
-                .map(|r| format!("{m} against `{}` successes", r.non_private))
+                .map(|r| format!("{m} against {}", r.non_private))
         })
         .collect();
     report
         .heading("Table 3 against non-private A3C (the paper's normaliser)")
         .paragraph(&format!(
-            "The same area over that of the non-private A3C (the raw gradient, |B| = 1) with the              row's learner, from the clip study (`results/pgc/clip-study-round-robin/`): {}.              *n/a* where that area is 0 (every non-private trial failed or diverged). Its              verdict, by Table 3's tolerance, is reported here and does not enter the headline              (criterion fixed with Tables 1–3).",
+            "The same area over that of the non-private A3C (the raw gradient, |B| = 1) with \
+             the row's learner, from the clip study (`results/pgc/clip-study-round-robin/`): \
+             {}. *n/a* (never judged) where that area is 0: every non-private trial failed or \
+             diverged, so no ratio exists. Its \
+             verdict, by Table 3's tolerance, is reported here and does not enter the \
+             headline (criterion fixed with Tables 1–3).",
             if bases.is_empty() {
                 "no non-private units yet".to_string()
             } else {
@@ -662,7 +667,7 @@ mod tests {
         let rows = cells(&units, &none(Some(0), false));
         let cell = &rows[0];
         assert!((cell.relative_auc_non_private.unwrap() - 0.5).abs() < 1e-3);
-        assert_eq!(cell.non_private, "none-paper 5/5");
+        assert_eq!(cell.non_private, "`none-paper` (5/5 successes)");
         assert_eq!(cell.table3_non_private, CellVerdict::Disagrees);
         // Other learners' non-private rows are not this row's normaliser.
         let other: Vec<Unit> = none(Some(0), false)
@@ -675,7 +680,10 @@ mod tests {
         assert_eq!(cells(&units, &other)[0].relative_auc_non_private, None);
         let rows = cells(&units, &none(None, true));
         assert_eq!(rows[0].relative_auc_non_private, None);
-        assert_eq!(rows[0].non_private, "none-paper 0/5 (5 diverged)");
+        assert_eq!(
+            rows[0].non_private,
+            "`none-paper` (0/5 successes, 5 diverged)"
+        );
         assert_eq!(rows[0].table3_non_private, CellVerdict::Pending);
     }
 
