@@ -24,7 +24,7 @@ use serde::Serialize;
 
 use super::plan::PgcSuiteArgs;
 use super::setting::{settings, Setting};
-use super::units::{read_units, run_units, units_dir, Unit};
+use super::units::{outcomes, read_units, run_units, units_dir, Outcomes, Unit};
 use crate::report::plot::median;
 use crate::report::{Cell, Report};
 use crate::summary::{Headline, SuiteOutcome};
@@ -150,12 +150,11 @@ fn rows(units: &[Unit], planned: usize) -> Vec<Row> {
             if mine.is_empty() {
                 return None;
             }
-            let fsts: Vec<Option<u64>> = mine.iter().map(|u| u.summary.first_success).collect();
-            let successes = fsts.iter().flatten().count();
-            let decided = mine
-                .iter()
-                .filter(|u| u.settled_within(PAPER_CUTOFF))
-                .count();
+            let Outcomes {
+                fsts,
+                successes,
+                decided,
+            } = outcomes(&mine, PAPER_CUTOFF);
             let mut cutoffs: Vec<u64> = mine.iter().map(|u| u.max_updates).collect();
             cutoffs.sort_unstable();
             cutoffs.dedup();

@@ -45,7 +45,7 @@ use super::ablation::{fst_text, order_sentence, verdict, write_units_csv, Verdic
 use super::plan::PgcSuiteArgs;
 use super::setting::{Factor, Setting};
 use super::tables::RATIO_TOLERANCE;
-use super::units::{read_units, run_units, units_dir, Unit};
+use super::units::{outcomes, read_units, run_units, units_dir, Outcomes, Unit};
 use crate::report::{Cell, Report};
 use crate::summary::{Headline, SuiteOutcome};
 
@@ -126,12 +126,11 @@ pub(super) fn summarise(units: &[Unit], setting: &Setting, planned: usize) -> Su
         .iter()
         .filter(|u| u.setting == setting.name())
         .collect();
-    let fsts: Vec<Option<u64>> = mine.iter().map(|u| u.summary.first_success).collect();
-    let successes = fsts.iter().flatten().count();
-    let decided = mine
-        .iter()
-        .filter(|u| u.settled_within(PAPER_CUTOFF))
-        .count();
+    let Outcomes {
+        fsts,
+        successes,
+        decided,
+    } = outcomes(&mine, PAPER_CUTOFF);
     let planned = planned.max(mine.len());
     Summary {
         setting: setting.name(),

@@ -45,18 +45,14 @@ impl Factor {
         Factor::Adam,
     ];
 
-    /// Every factor: the learner's and the mechanism's C and |B| (the clip study's).
-    pub(super) const EVERY: [Factor; 9] = [
-        Factor::SparseReward,
-        Factor::MeanLoss,
-        Factor::EnvStepClock,
-        Factor::SampledActions,
-        Factor::Bias,
-        Factor::Adam,
-        Factor::ClipX10,
-        Factor::ClipX100,
-        Factor::Buffer100,
-    ];
+    /// The mechanism's C and |B| (the clip study's).
+    pub(super) const MECHANISM: [Factor; 3] =
+        [Factor::ClipX10, Factor::ClipX100, Factor::Buffer100];
+
+    /// Every factor: the learner's, then the mechanism's.
+    pub(super) fn every() -> impl Iterator<Item = Factor> {
+        Factor::ALL.into_iter().chain(Factor::MECHANISM)
+    }
 
     pub(super) fn slug(self) -> &'static str {
         match self {
@@ -74,7 +70,7 @@ impl Factor {
 
     /// The factor whose slug is `text`.
     pub(super) fn from_slug(text: &str) -> Option<Factor> {
-        Factor::EVERY.into_iter().find(|f| f.slug() == text)
+        Factor::every().find(|f| f.slug() == text)
     }
 
     pub(super) fn label(self) -> &'static str {
@@ -131,7 +127,7 @@ impl std::str::FromStr for MechanismFactors {
             list.split('+')
                 .map(|slug| {
                     Factor::from_slug(slug.trim()).ok_or_else(|| {
-                        let known: Vec<&str> = Factor::EVERY.iter().map(|f| f.slug()).collect();
+                        let known: Vec<&str> = Factor::every().map(|f| f.slug()).collect();
                         format!(
                             "unknown factor {slug:?} (expected paper or a +-list of {})",
                             known.join(", ")

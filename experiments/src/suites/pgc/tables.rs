@@ -36,7 +36,7 @@ use super::learner::LearnerArgs;
 use super::plan::PgcSuiteArgs;
 use super::report::paper_values;
 use super::setting::{buffer_size, runs_at, Setting};
-use super::units::{read_units, run_units, units_dir, Unit};
+use super::units::{outcomes, read_units, run_units, units_dir, Outcomes, Unit};
 use crate::report::{Cell, Report};
 use crate::summary::{Headline, SuiteOutcome};
 
@@ -194,12 +194,11 @@ fn cells(units: &[Unit], non_private: &[Unit]) -> Vec<CellRow> {
         .map(|mine| {
             let first = mine[0];
             let (mechanism, epsilon) = (first.summary.mechanism, first.summary.epsilon);
-            let fsts: Vec<Option<u64>> = mine.iter().map(|u| u.summary.first_success).collect();
-            let successes = fsts.iter().flatten().count();
-            let decided = mine
-                .iter()
-                .filter(|u| u.settled_within(PAPER_CUTOFF))
-                .count();
+            let Outcomes {
+                fsts,
+                successes,
+                decided,
+            } = outcomes(&mine, PAPER_CUTOFF);
             let judged = mine.len() >= MIN_TRIALS && decided == mine.len();
             let (paper_fst, paper_ratio, paper_auc) = paper_values(mechanism, epsilon);
             let median_fst = median_first_success(&fsts);

@@ -246,6 +246,23 @@ pub(super) fn run_units(
     Ok(())
 }
 
+/// What the trials of one setting give: each first success time (`None`: a failure), the
+/// successes, and the trials decided at `cutoff` (a success, or a failure there or later).
+pub(super) struct Outcomes {
+    pub(super) fsts: Vec<Option<u64>>,
+    pub(super) successes: usize,
+    pub(super) decided: usize,
+}
+
+pub(super) fn outcomes(trials: &[&Unit], cutoff: u64) -> Outcomes {
+    let fsts: Vec<Option<u64>> = trials.iter().map(|u| u.summary.first_success).collect();
+    Outcomes {
+        successes: fsts.iter().flatten().count(),
+        decided: trials.iter().filter(|u| u.settled_within(cutoff)).count(),
+        fsts,
+    }
+}
+
 /// Every unit on disk under `dir`, by setting name.
 pub(super) fn read_units(dir: &Path) -> Result<Vec<Unit>> {
     let units = UnitStore::<Unit>::new(dir).read_all()?;
