@@ -23,13 +23,6 @@ pub trait SignalSource: Send + Sync + 'static {
     fn initial(&self, init_std: f64, rng: &mut dyn RngCore) -> f64;
 }
 
-/// The signal in J: a free scalar starting at `initial`, or held fixed.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum SignalStart {
-    Free(f32),
-    Fixed(f64),
-}
-
 impl SignalRule {
     /// Refuses a registered rule that is not registered.
     pub fn check_available(&self) -> Result<(), AttackError> {
@@ -48,20 +41,16 @@ impl SignalRule {
         })
     }
 
-    /// How the signal starts; a free one draws its initial value from `rng`.
-    pub(crate) fn start(
+    /// Where a free signal starts, drawn from `rng` (only for a signal not [`Self::known`]).
+    pub(crate) fn initial(
         &self,
-        kind: VictimKind,
         init_std: f64,
         rng: &mut impl RngCore,
-    ) -> Result<SignalStart, AttackError> {
-        if let Some(value) = self.known(kind)? {
-            return Ok(SignalStart::Fixed(value));
-        }
-        Ok(SignalStart::Free(match self {
+    ) -> Result<f32, AttackError> {
+        Ok(match self {
             SignalRule::Registered { name } => registered(name)?.initial(init_std, rng) as f32,
             _ => gaussian_noise(1, init_std, rng)[0],
-        }))
+        })
     }
 }
 

@@ -86,7 +86,7 @@ impl<B: Backend, M: InvertibleModel<Outer<B>>> Problem<'_, B, M> {
                 needed_by: "the batch attack",
             })?;
         let actions = victim.num_actions();
-        let mut supervision = FreeSupervision::new(self.config, victim.kind(), actions, rng)?;
+        let mut supervision = FreeSupervision::new(self.config, self.known_signal(), actions, rng)?;
         let mut best: Option<AssignmentCandidate<'_, B, M>> = None;
         for assignment in batch_action_assignments(bias_gradient, self.batch) {
             let directions = batch_error_directions(bias_gradient, &assignment);

@@ -65,7 +65,7 @@ impl<B: Backend, M: InvertibleModel<Outer<B>>> Problem<'_, B, M> {
                     (None, None) => unreachable!("an objective without an action"),
                 };
                 let signal = match (&self.fixed_signal, vars.signal) {
-                    (Some(known), _) => known.clone(),
+                    (Some((_, known)), _) => known.clone(),
                     (None, Some(free)) => Tensor::from_inner(free),
                     (None, None) => unreachable!("an objective without a signal"),
                 };

@@ -117,8 +117,12 @@ pub fn attack_batch<B: Backend, M: InvertibleModel<Outer<B>>>(
         let mut history = Vec::new();
 
         // Free supervision (DLG/IG): action logits and signal, carried from stage to stage.
-        let mut supervision =
-            FreeSupervision::new(config, victim.kind(), victim.num_actions(), &mut rng)?;
+        let mut supervision = FreeSupervision::new(
+            config,
+            problem.known_signal(),
+            victim.num_actions(),
+            &mut rng,
+        )?;
         // A model without a linear split has no stage 1: its state is optimised jointly.
         let two_stages = victim.net().linear_split().is_some();
         let state = match config.state {

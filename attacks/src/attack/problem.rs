@@ -32,8 +32,9 @@ pub(super) struct Problem<'a, B: Backend, M> {
     pub(super) error_direction: Option<Tensor<Outer<B>, 2>>,
     /// The action of the objective when a rule fixes it before the optimisation.
     pub(super) fixed_action: Option<Tensor<Outer<B>, 2>>,
-    /// The signal of the objective when the attacker knows it (`SignalRule::Known`).
-    pub(super) fixed_signal: Option<Tensor<Outer<B>, 1>>,
+    /// The signal of the objective when the attacker knows it (`SignalRule::Known`, or a
+    /// registered rule that knows it), resolved once: its value and the `[1]` constant J uses.
+    pub(super) fixed_signal: Option<(f64, Tensor<Outer<B>, 1>)>,
 }
 
 impl<'a, B: Backend, M: InvertibleModel<Outer<B>>> Problem<'a, B, M> {
@@ -122,7 +123,7 @@ impl<'a, B: Backend, M: InvertibleModel<Outer<B>>> Problem<'a, B, M> {
         let fixed_signal = match &config.source {
             GradientSource::Objective { signal, .. } => signal
                 .known(victim.kind())?
-                .map(|value| vector::<Outer<B>>(&[value as f32], device)),
+                .map(|value| (value, vector::<Outer<B>>(&[value as f32], device))),
             GradientSource::ErrorDirection => None,
         };
         Ok(Self {
@@ -135,6 +136,13 @@ impl<'a, B: Backend, M: InvertibleModel<Outer<B>>> Problem<'a, B, M> {
             fixed_action,
             fixed_signal,
         })
+    }
+}
+
+impl<B: Backend, M: InvertibleModel<Outer<B>>> Problem<'_, B, M> {
+    /// The signal the attacker knows, if any.
+    pub(super) fn known_signal(&self) -> Option<f64> {
+        self.fixed_signal.as_ref().map(|(value, _)| *value)
     }
 }
 

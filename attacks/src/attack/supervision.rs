@@ -14,7 +14,6 @@ use crate::error::AttackError;
 use crate::model::InvertibleModel;
 use crate::parts::{gaussian_noise, ActionRule, GradientSource};
 use crate::recovery::{action_before_reconstruction, policy_gradient_recovery, q_value_rule};
-use crate::signal::SignalStart;
 use crate::victim::{host, LinearPartInput, Outer, VictimKind};
 
 /// The reconstructed action, signal, Q̂_rec and p_rec.
@@ -35,26 +34,24 @@ pub(super) struct FreeSupervision {
 }
 
 impl FreeSupervision {
+    /// `known_signal`: the signal the attacker knows ([`Problem`]'s, resolved once); a signal
+    /// not known is optimised from its rule's initial value.
     pub(super) fn new(
         config: &AttackConfig,
-        kind: VictimKind,
+        known_signal: Option<f64>,
         num_actions: usize,
         rng: &mut ChaCha8Rng,
     ) -> Result<Self, AttackError> {
         let mut layout = Layout::default();
         let mut values = Vec::new();
-        let mut known_signal = None;
         if let GradientSource::Objective { action, signal } = &config.source {
             if *action == ActionRule::Joint {
                 layout.push(Block::ActionLogits, num_actions);
                 values.extend(gaussian_noise(num_actions, config.init_std, rng));
             }
-            match signal.start(kind, config.init_std, rng)? {
-                SignalStart::Free(initial) => {
-                    layout.push(Block::Signal, 1);
-                    values.push(initial);
-                }
-                SignalStart::Fixed(value) => known_signal = Some(value),
+            if known_signal.is_none() {
+                layout.push(Block::Signal, 1);
+                values.push(signal.initial(config.init_std, rng)?);
             }
         }
         Ok(Self {
