@@ -62,16 +62,13 @@ fn learners() -> [Vec<Factor>; 2] {
     [vec![], vec![Factor::SampledActions, Factor::Adam]]
 }
 
-/// Stage 1: the non-private rows.
+/// Stage 1: the non-private rows, with stage 2's learners and PRS's.
 pub(super) fn baseline_settings() -> Vec<Setting> {
-    [
-        vec![],
-        vec![Factor::SampledActions, Factor::Adam],
-        vec![Factor::SparseReward],
-    ]
-    .iter()
-    .map(|factors| Setting::new(MechanismKind::None, factors))
-    .collect()
+    learners()
+        .into_iter()
+        .chain([vec![Factor::SparseReward]])
+        .map(|factors| Setting::new(MechanismKind::None, &factors))
+        .collect()
 }
 
 /// Laplace at ε = ∞ with each learner and one of `changes` (`None`: today's C and |B|).
@@ -103,7 +100,7 @@ fn change(setting: &Setting) -> Option<Factor> {
         .factors
         .iter()
         .copied()
-        .find(|f| matches!(f, Factor::ClipX10 | Factor::ClipX100 | Factor::Buffer100))
+        .find(|f| Factor::MECHANISM.contains(f))
 }
 
 /// A setting's trials, summarised.
@@ -144,24 +141,27 @@ pub(super) fn summarise(units: &[Unit], setting: &Setting, planned: usize) -> Su
         } else {
             successes as f64 / mine.len() as f64
         },
-        median_fst: (!mine.is_empty())
-            .then(|| median_first_success(&fsts))
-            .flatten(),
+        median_fst: median_first_success(&fsts),
         verdict: verdict(successes, decided, planned).label(),
     }
 }
 
-/// The best stage-2 setting of `learner` by the module's rule, once none is pending, if one
-/// learns.
-pub(super) fn best_setting(units: &[Unit], learner: &[Factor]) -> Option<Setting> {
-    let candidates: Vec<(Setting, Summary)> = clip_settings()
+/// `learner`'s stage-2 settings with their trials: the candidates for its best setting.
+fn candidates(units: &[Unit], learner: &[Factor]) -> Vec<(Setting, Summary)> {
+    clip_settings()
         .into_iter()
         .filter(|s| learner_of(s) == learner)
         .map(|s| {
             let summary = summarise(units, &s, STUDY_TRIALS);
             (s, summary)
         })
-        .collect();
+        .collect()
+}
+
+/// The best stage-2 setting of `learner` by the module's rule, once none is pending, if one
+/// learns.
+pub(super) fn best_setting(units: &[Unit], learner: &[Factor]) -> Option<Setting> {
+    let candidates = candidates(units, learner);
     if candidates
         .iter()
         .any(|(_, s)| s.verdict == Verdict::Pending.label())
@@ -482,32 +482,29 @@ fn baseline_table(report: &mut Report, baseline: &[Summary]) {
 }
 
 fn clip_table(report: &mut Report, clip: &[(Setting, Summary)], baseline: &[Summary]) {
-    let mut rows = Vec::new();
-    let mut clip: Vec<&(Setting, Summary)> = clip.iter().collect();
-    // Each learner's rows together, in stage order.
-    clip.sort_by_key(|(s, _)| learners().iter().position(|l| *l == learner_of(s)));
-    for (setting, s) in clip {
+    let row = |setting: &Setting, s: &Summary| {
         let mut row = vec![
             Cell::from(format!("`{}`", s.setting)),
             Cell::from(learner_label(&learner_of(setting))),
             Cell::from(change_label(setting)),
         ];
         row.extend(summary_cells(s));
-        rows.push(row);
+        row
+    };
+    let mut rows = Vec::new();
+    let mut clip: Vec<&(Setting, Summary)> = clip.iter().collect();
+    // Each learner's rows together, in stage order.
+    clip.sort_by_key(|(s, _)| learners().iter().position(|l| *l == learner_of(s)));
+    for (setting, s) in clip {
+        rows.push(row(setting, s));
         // After a learner's last row, its non-private row: Laplace at ε = ∞ without a clip.
         if change(setting) == Some(Factor::Buffer100) {
-            if let Some(none) = baseline_settings()
+            if let Some((none, summary)) = baseline_settings()
                 .iter()
                 .zip(baseline)
                 .find(|(b, _)| b.factors == learner_of(setting))
             {
-                let mut row = vec![
-                    Cell::from(format!("`{}`", none.1.setting)),
-                    Cell::from(learner_label(&none.0.factors)),
-                    Cell::from(change_label(none.0)),
-                ];
-                row.extend(summary_cells(none.1));
-                rows.push(row);
+                rows.push(row(none, summary));
             }
         }
     }
@@ -534,17 +531,13 @@ fn noise_section(report: &mut Report, units: &[Unit]) -> Vec<(String, Explanatio
     for learner in learners() {
         let label = learner_label(&learner);
         let Some(best) = best_setting(units, &learner) else {
-            let candidates: Vec<Summary> = clip_settings()
-                .iter()
-                .filter(|s| learner_of(s) == learner)
-                .map(|s| summarise(units, s, STUDY_TRIALS))
-                .collect();
+            let candidates = candidates(units, &learner);
             let pending = candidates
                 .iter()
-                .any(|s| s.verdict == Verdict::Pending.label());
+                .any(|(_, s)| s.verdict == Verdict::Pending.label());
             let counts = candidates
                 .iter()
-                .map(|s| format!("`{}` {}/{}", s.setting, s.successes, s.trials))
+                .map(|(_, s)| format!("`{}` {}/{}", s.setting, s.successes, s.trials))
                 .collect::<Vec<_>>()
                 .join(", ");
             verdicts.push(if pending {

@@ -238,7 +238,9 @@ fn cells(units: &[Unit], non_private: &[Unit]) -> Vec<CellRow> {
         })
         .collect();
     // Table 3: the area under the success-ratio curve up to the paper's cutoff in submissions
-    // (90,000 updates × |B|), over that of the row's own ε = ∞ cell.
+    // (90,000 updates × |B|), over that of the row's own ε = ∞ cell; the second Table 3 over
+    // that of the non-private row with the row's learner.
+    let non_private = non_private_bases(non_private);
     let baselines: Vec<(String, String, bool, Vec<Option<u64>>)> = rows
         .iter()
         .filter(|r| r.epsilon == Epsilon::INFINITE.slug())
@@ -254,7 +256,15 @@ fn cells(units: &[Unit], non_private: &[Unit]) -> Vec<CellRow> {
     for row in &mut rows {
         let mechanism = row.mechanism.parse::<MechanismKind>().ok();
         let horizon = PAPER_CUTOFF * mechanism.map_or(1, buffer_size) as u64;
-        against_non_private(row, non_private, horizon);
+        if let Some(base) = non_private.iter().find(|b| b.factors == row.factors) {
+            row.non_private = base.label.clone();
+            row.relative_auc_non_private = relative_area(&row.fsts, &base.fsts, horizon);
+            row.table3_non_private = auc_verdict(
+                row.relative_auc_non_private,
+                row.judged && base.judged,
+                &row.paper_auc,
+            );
+        }
         let Some((_, _, base_judged, base)) = baselines
             .iter()
             .find(|(m, f, _, _)| *m == row.mechanism && *f == row.factors)
@@ -262,51 +272,70 @@ fn cells(units: &[Unit], non_private: &[Unit]) -> Vec<CellRow> {
             continue;
         };
         row.relative_auc = relative_area(&row.fsts, base, horizon);
-        row.table3 = match row.relative_auc {
-            Some(ours) if row.judged && *base_judged => CellVerdict::of(
-                true,
-                paper_number(&row.paper_auc).map(|paper| (ours - paper).abs() <= AUC_TOLERANCE),
-            ),
-            _ => CellVerdict::Pending,
-        };
+        row.table3 = auc_verdict(row.relative_auc, row.judged && *base_judged, &row.paper_auc);
     }
     rows
 }
 
-/// The second Table 3: `row`'s area over the non-private A3C's with the row's learner.
-fn against_non_private(row: &mut CellRow, non_private: &[Unit], horizon: u64) {
-    let mine: Vec<&Unit> = non_private
-        .iter()
-        .filter(|u| {
-            u.summary.mechanism == MechanismKind::None
-                && Setting::new(MechanismKind::None, &u.factors).factor_slugs() == row.factors
-        })
-        .collect();
-    let Some(first) = mine.first() else {
-        return;
-    };
-    let fsts: Vec<Option<u64>> = mine.iter().map(|u| u.summary.first_success).collect();
-    let judged = mine.len() >= MIN_TRIALS && mine.iter().all(|u| u.settled_within(PAPER_CUTOFF));
-    let diverged = mine.iter().filter(|u| u.diverged.is_some()).count();
-    row.non_private = format!(
-        "`{}` ({}/{} successes{})",
-        first.setting,
-        fsts.iter().flatten().count(),
-        mine.len(),
-        if diverged > 0 {
-            format!(", {diverged} diverged")
-        } else {
-            String::new()
-        }
-    );
-    row.relative_auc_non_private = relative_area(&row.fsts, &fsts, horizon);
-    row.table3_non_private = match row.relative_auc_non_private {
-        Some(ours) if row.judged && judged => CellVerdict::of(
+/// Table 3's cell verdict: a relative area, when it and its normaliser are both judged,
+/// within [`AUC_TOLERANCE`] of the paper's.
+fn auc_verdict(relative: Option<f64>, judged: bool, paper_auc: &str) -> CellVerdict {
+    match relative {
+        Some(ours) if judged => CellVerdict::of(
             true,
-            paper_number(&row.paper_auc).map(|paper| (ours - paper).abs() <= AUC_TOLERANCE),
+            paper_number(paper_auc).map(|paper| (ours - paper).abs() <= AUC_TOLERANCE),
         ),
         _ => CellVerdict::Pending,
-    };
+    }
+}
+
+/// A non-private row of the clip study: the second Table 3's normaliser for the rows with its
+/// learner `factors`.
+struct NonPrivateBase {
+    factors: String,
+    fsts: Vec<Option<u64>>,
+    judged: bool,
+    /// The row it is, with its successes, as the report names it.
+    label: String,
+}
+
+/// The clip study's non-private rows, one per learner, from its units.
+fn non_private_bases(units: &[Unit]) -> Vec<NonPrivateBase> {
+    let mut groups: BTreeMap<String, Vec<&Unit>> = BTreeMap::new();
+    for u in units
+        .iter()
+        .filter(|u| u.summary.mechanism == MechanismKind::None)
+    {
+        let factors = Setting::new(MechanismKind::None, &u.factors).factor_slugs();
+        groups.entry(factors).or_default().push(u);
+    }
+    groups
+        .into_iter()
+        .map(|(factors, mine)| {
+            let Outcomes {
+                fsts,
+                successes,
+                decided,
+            } = outcomes(&mine, PAPER_CUTOFF);
+            let diverged = mine.iter().filter(|u| u.diverged.is_some()).count();
+            let label = format!(
+                "`{}` ({successes}/{} successes{})",
+                mine[0].setting,
+                mine.len(),
+                if diverged > 0 {
+                    format!(", {diverged} diverged")
+                } else {
+                    String::new()
+                }
+            );
+            NonPrivateBase {
+                factors,
+                judged: mine.len() >= MIN_TRIALS && decided == mine.len(),
+                fsts,
+                label,
+            }
+        })
+        .collect()
 }
 
 /// One `suite pgc --tables` command per group of units that share its flags, which run again
@@ -479,10 +508,7 @@ fn paper_tables(report: &mut Report, rows: &[CellRow]) -> Vec<(&'static str, &'s
         report
             .heading(title)
             .table(&header_refs, table)
-            .paragraph(&format!(
-                "**Verdict: {verdict}** ({judged} cell{} judged).",
-                if judged == 1 { "" } else { "s" }
-            ));
+            .paragraph(&verdict_line(verdict, judged));
     }
     verdicts
 }
@@ -548,10 +574,15 @@ fn non_private_table(report: &mut Report, rows: &[CellRow]) {
             }
         ))
         .table(&header_refs, table)
-        .paragraph(&format!(
-            "**Verdict: {verdict}** ({judged} cell{} judged).",
-            if judged == 1 { "" } else { "s" }
-        ));
+        .paragraph(&verdict_line(verdict, judged));
+}
+
+/// A table's verdict under it, with how many cells were judged.
+fn verdict_line(verdict: &str, judged: usize) -> String {
+    format!(
+        "**Verdict: {verdict}** ({judged} cell{} judged).",
+        if judged == 1 { "" } else { "s" }
+    )
 }
 
 /// One table's rows (one per mechanism and factors, one cell per ε) and the verdicts of its
