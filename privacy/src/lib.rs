@@ -88,8 +88,8 @@ pub use dirichlet::{
     restrict_to_simplex, sample_dirichlet, DirichletMechanism, DirichletSampler, SimplexMap,
 };
 pub use dirichlet_accounting::{
-    bernoulli_half_width, DeltaEstimate, DeltaMethod, DirichletConfig, DirichletPrivacy,
-    MAX_ACTIONS,
+    clopper_pearson_upper, DeltaEstimate, DeltaMethod, DirichletConfig, DirichletPrivacy,
+    DELTA_CONFIDENCE, MAX_ACTIONS,
 };
 pub use dpsgd::{clip_l2, poisson_sample, Clipping, DpSgd, DpSgdConfig};
 pub use epsilon::Epsilon;

@@ -422,8 +422,11 @@ fn dirichlet_paragraph(plan: &KickstartPlan) -> String {
     format!(
         "Dirichlet teacher: k₀ = {}, multiplied by the vanishing coefficient c at the start of \
          every {} after the first; the policy is {} onto Δ_{{m,η}} (η = {}); Theorem 1 with τ = {}, \
-         b = {}, L times the map's Lipschitz factor; δ is the 95% upper confidence bound \
-         (exact for m = 2), computed once per distinct k (memoised). The teacher is exhausted when \
+         b = {}, L times the map's Lipschitz factor; δ is exact for m = 2 and otherwise an upper \
+         confidence bound on its Monte Carlo estimate at the confidence in each unit's config.json \
+         (`delta_confidence`: units run before 2026-11-28 used a two-sided Hoeffding half-width at \
+         0.95, later ones a one-sided Clopper–Pearson bound at 1 − 1e-9), computed once per \
+         distinct k (memoised). The teacher is exhausted when \
          k < {}{}, and then shares {}. Student: α_λ = λ·√(log(1/β)/(2(k+1))) with β = {}, \
          balance {}; {}. PPO {}. Every release is in the teacher's ledger; totals are per student run \
          (basic composition: Σε, Σδ; advanced: Kairouz et al., δ' = 1e-6).",
