@@ -118,6 +118,6 @@ pub use projected_random_sign::{
 pub use randomness::{MechanismRng, MechanismRngState, NoiseMode, RandomnessSource, SecureRng};
 pub use rdp::{
     compute_rdp, compute_rdp_under, default_orders, dp_sgd_epsilon, dp_sgd_epsilon_under,
-    noise_multiplier_for, noise_multiplier_for_under, rdp_subsampled_gaussian, rdp_to_dp,
-    SubsampledGaussianSteps,
+    noise_multiplier_for, noise_multiplier_for_under, opacus_orders, rdp_subsampled_gaussian,
+    rdp_to_dp, SubsampledGaussianSteps,
 };
