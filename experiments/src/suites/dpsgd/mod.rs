@@ -120,6 +120,7 @@ fn run_in(root: &Path, args: DpsgdArgs) -> Result<SuiteOutcome> {
             None => points.push(Point {
                 method: summary.method,
                 noise: summary.noise,
+                epsilon_bound: epsilon_bound(&plan, summary.method, summary.noise)?,
                 runs: vec![summary],
                 curves: vec![curve],
             }),
@@ -131,6 +132,31 @@ fn run_in(root: &Path, args: DpsgdArgs) -> Result<SuiteOutcome> {
             .then(a.noise.total_cmp(&b.noise))
     });
     write_report(dir, &args, &plan, points)
+}
+
+/// The ε of a DP-SGD DQN setting that does not depend on the data: a run stops at the first
+/// episode end at or after `plan.dqn_steps` environment steps, so how many gradient steps it
+/// releases depends on its episodes (110,129 against 110,000 steps: ε 36.504 against 36.487);
+/// the most steps any run can take is the budget plus the longest episode less one, and the
+/// schedule of those steps is public ([`PrivacyTally::dqn_schedule`]), so its ε bounds every
+/// run's. `None` for the other methods (their releases do not depend on the data's length).
+fn epsilon_bound(plan: &plan::DpsgdPlan, method: plan::Method, noise: f64) -> Result<Option<f64>> {
+    if method != plan::Method::DpSgdDqn || noise <= 0.0 {
+        return Ok(None);
+    }
+    let longest = privrl_envs::make(ENV)?
+        .max_episode_steps()
+        .context("the environment has no episode limit: no bound on a run's gradient steps")?
+        as u64;
+    let tally = privrl_agents::PrivacyTally::dqn_schedule(
+        &plan.dqn,
+        plan.dqn_steps + longest - 1,
+        noise,
+        plan.delta,
+    )
+    .with_adjacency(plan.adjacency)
+    .with_accountant(plan.accountant);
+    Ok(Some(tally.epsilon()?))
 }
 
 #[cfg(test)]
