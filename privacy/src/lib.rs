@@ -17,6 +17,7 @@
 //! | `accountants`: [`RdpAccountant`] | [`ReleaseSchedule`]: a DP-SGD run's releases (each at the q it used) and their ε by RDP or PLD, the one DP-SGD accounting | Opacus' accountant history |
 //! | `ledger`: [`Ledger`] | record of every release; spent so far; budget checks | |
 //! | `observation_noise`: [`ObservationNoise`] | σ·IQR Gaussian noise on observations | paper 004, local DP |
+//! | `discrete`: [`DiscreteGaussian`] | exact discrete Laplace and Gaussian samplers and Bernoulli(e^{−γ}), integer arithmetic only (no floating-point caveat) | Canonne, Kamath & Steinke 2020, Algorithms 1–3 |
 //! | `randomness`: [`NoiseMode`] | seeded or OS randomness, samplers; the floating-point caveat | Mironov 2012 |
 //! | `adjacency`: [`Adjacency`] | add/remove and substitution neighbours of the subsampled Gaussian's RDP | Balle et al. 2018; Mironov et al. 2019 |
 //!
@@ -60,6 +61,7 @@ mod adjacency;
 mod composition;
 mod dirichlet;
 mod dirichlet_accounting;
+mod discrete;
 mod dpsgd;
 mod epsilon;
 mod error;
@@ -91,6 +93,7 @@ pub use dirichlet_accounting::{
     clopper_pearson_upper, DeltaEstimate, DeltaMethod, DirichletConfig, DirichletPrivacy,
     DELTA_CONFIDENCE, MAX_ACTIONS,
 };
+pub use discrete::{bernoulli_exp_minus, DiscreteGaussian, DiscreteLaplace};
 pub use dpsgd::{clip_l2, poisson_sample, Clipping, DpSgd, DpSgdConfig};
 pub use epsilon::Epsilon;
 pub use error::PrivacyError;
@@ -101,7 +104,7 @@ pub use gaussian::{
 pub use gradient_mechanism::{
     GradientMechanism, GradientMechanismConfig, GradientPrivacy, MechanismKind,
 };
-pub use laplace::{clip_l1, LaplaceConfig, LaplaceGradient};
+pub use laplace::{clip_l1, GridLaplaceGradient, LaplaceConfig, LaplaceGradient};
 pub use ledger::{Budget, Ledger, LedgerEntry, LedgerRun};
 pub use lipschitz::{
     mlp_lipschitz_bound, spectral_norm, Activation, LipschitzBound, Matrix, OutputMap, SpectralNorm,
