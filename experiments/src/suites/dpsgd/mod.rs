@@ -134,29 +134,50 @@ fn run_in(root: &Path, args: DpsgdArgs) -> Result<SuiteOutcome> {
     write_report(dir, &args, &plan, points)
 }
 
-/// The ε of a DP-SGD DQN setting that does not depend on the data: a run stops at the first
-/// episode end at or after `plan.dqn_steps` environment steps, so how many gradient steps it
-/// releases depends on its episodes (110,129 against 110,000 steps: ε 36.504 against 36.487);
-/// the most steps any run can take is the budget plus the longest episode less one, and the
-/// schedule of those steps is public ([`PrivacyTally::dqn_schedule`]), so its ε bounds every
-/// run's. `None` for the other methods (their releases do not depend on the data's length).
-fn epsilon_bound(plan: &plan::DpsgdPlan, method: plan::Method, noise: f64) -> Result<Option<f64>> {
-    if method != plan::Method::DpSgdDqn || noise <= 0.0 {
-        return Ok(None);
-    }
+/// The ε of a DP-SGD DQN run with a step budget that does not depend on the data: a run stops
+/// at the first episode end at or after `budget` environment steps, so how many gradient steps
+/// it releases depends on its episodes (110,129 against 110,000 steps: ε 36.504 against
+/// 36.487); the most steps any run can take is the budget plus the longest episode less one,
+/// and the schedule of those steps is public ([`PrivacyTally::dqn_schedule`]), so its ε bounds
+/// every run's.
+pub(super) fn dqn_budget_epsilon(
+    dqn: &privrl_agents::DqnConfig,
+    budget: u64,
+    noise_multiplier: f64,
+    delta: f64,
+    adjacency: privrl_privacy::Adjacency,
+    accountant: privrl_privacy::AccountantKind,
+) -> Result<f64> {
     let longest = privrl_envs::make(ENV)?
         .max_episode_steps()
         .context("the environment has no episode limit: no bound on a run's gradient steps")?
         as u64;
     let tally = privrl_agents::PrivacyTally::dqn_schedule(
+        dqn,
+        budget + longest - 1,
+        noise_multiplier,
+        delta,
+    )
+    .with_adjacency(adjacency)
+    .with_accountant(accountant);
+    Ok(tally.epsilon()?)
+}
+
+/// [`dqn_budget_epsilon`] of a sweep point; `None` for the other methods (their releases do
+/// not depend on the data's length).
+fn epsilon_bound(plan: &plan::DpsgdPlan, method: plan::Method, noise: f64) -> Result<Option<f64>> {
+    if method != plan::Method::DpSgdDqn || noise <= 0.0 {
+        return Ok(None);
+    }
+    dqn_budget_epsilon(
         &plan.dqn,
-        plan.dqn_steps + longest - 1,
+        plan.dqn_steps,
         noise,
         plan.delta,
+        plan.adjacency,
+        plan.accountant,
     )
-    .with_adjacency(plan.adjacency)
-    .with_accountant(plan.accountant);
-    Ok(Some(tally.epsilon()?))
+    .map(Some)
 }
 
 #[cfg(test)]
