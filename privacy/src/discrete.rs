@@ -62,6 +62,61 @@ fn bernoulli_exp_minus_unit<R: Rng + ?Sized>(rng: &mut R, n: u128, d: u128) -> b
     }
 }
 
+/// A Bernoulli draw with probability `p` ∈ [0, 1] given as a double, exactly: a double is a
+/// dyadic rational M·2^{−(j + 53)} (M < 2⁵³), so U < p for a uniform U ∈ [0, 1) is decided
+/// by U's first j bits being 0 and its next 53 bits, as an integer, being below M. No
+/// rounding: the probability is `p` itself, whatever `p` is. NaN counts as 0.
+pub fn bernoulli_double<R: Rng + ?Sized>(rng: &mut R, p: f64) -> bool {
+    if p.is_nan() || p <= 0.0 {
+        return false;
+    }
+    if p >= 1.0 {
+        return true;
+    }
+    let bits = p.to_bits();
+    let exponent = ((bits >> 52) & 0x7ff) as i64;
+    let fraction = bits & ((1u64 << 52) - 1);
+    // p = M·2^{−(j + 53)}: for a normal p = 1.f·2^{E}, M = 2⁵² + f and j = −E − 1; for a
+    // subnormal p = f·2^{−1074}, M = f and j = 1021.
+    let (mantissa, mut zeros) = if exponent == 0 {
+        (fraction, 1021u64)
+    } else {
+        ((1u64 << 52) | fraction, (1022 - exponent) as u64)
+    };
+    while zeros > 0 {
+        let take = zeros.min(64);
+        let word = rng.next_u64();
+        let word = if take == 64 {
+            word
+        } else {
+            word >> (64 - take)
+        };
+        if word != 0 {
+            return false;
+        }
+        zeros -= take;
+    }
+    (rng.next_u64() >> 11) < mantissa
+}
+
+/// Randomised response with keep probability e^γ/(1 + e^γ), γ = `numerator`/`denominator`:
+/// `true` (flip) with probability 1/(1 + e^γ), exactly — a fair proposal, a flip accepted with
+/// probability e^{−γ}, a keep always, until one is accepted.
+pub fn flip_with_odds_exp_minus<R: Rng + ?Sized>(
+    rng: &mut R,
+    numerator: u128,
+    denominator: u128,
+) -> bool {
+    loop {
+        if !rng.random::<bool>() {
+            return false;
+        }
+        if bernoulli_exp_minus(rng, numerator, denominator) {
+            return true;
+        }
+    }
+}
+
 /// The discrete Laplace distribution on the integers, P[X = x] ∝ exp(−|x|/t) for an integer
 /// scale t ≥ 1: a mechanism that adds it to an integer-valued query of L1 sensitivity Δ is
 /// exactly (Δ/t)-DP, with no floating-point caveat.
@@ -261,6 +316,48 @@ mod tests {
             assert!(
                 ((hits / n as f64) - p).abs() < 5.0 * se,
                 "γ = {num}/{den}: {} vs {p}",
+                hits / n as f64
+            );
+        }
+    }
+
+    #[test]
+    fn bernoulli_double_and_randomised_response_have_their_probabilities() {
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        let n = 200_000u32;
+        for p in [0.0, 1e-300, 0.1, 0.5, 0.7, 1.0 - 1e-12, 1.0] {
+            let hits = (0..n).filter(|_| bernoulli_double(&mut rng, p)).count() as f64;
+            let se = (p * (1.0 - p) / n as f64).sqrt().max(1e-9);
+            assert!(
+                ((hits / n as f64) - p).abs() < 5.0 * se,
+                "p = {p}: {}",
+                hits / n as f64
+            );
+        }
+        // Its bits by hand: p = 0.75 = 0.11₂ is U < 0.75; with a source whose first word is
+        // 0b10… (U = 0.5) it is true, 0b11… (U = 0.75) false.
+        struct Word(u64);
+        impl rand::RngCore for Word {
+            fn next_u32(&mut self) -> u32 {
+                (self.0 >> 32) as u32
+            }
+            fn next_u64(&mut self) -> u64 {
+                self.0
+            }
+            fn fill_bytes(&mut self, _: &mut [u8]) {}
+        }
+        assert!(bernoulli_double(&mut Word(0b10 << 62), 0.75));
+        assert!(!bernoulli_double(&mut Word(0b11 << 62), 0.75));
+        for (num, den) in [(0u128, 1u128), (1, 1), (7, 2), (40, 1)] {
+            let gamma = num as f64 / den as f64;
+            let p = 1.0 / (1.0 + gamma.exp());
+            let hits = (0..n)
+                .filter(|_| flip_with_odds_exp_minus(&mut rng, num, den))
+                .count() as f64;
+            let se = (p * (1.0 - p) / n as f64).sqrt().max(1e-9);
+            assert!(
+                ((hits / n as f64) - p).abs() < 5.0 * se,
+                "γ = {gamma}: {}",
                 hits / n as f64
             );
         }

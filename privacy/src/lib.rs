@@ -93,7 +93,10 @@ pub use dirichlet_accounting::{
     clopper_pearson_upper, DeltaEstimate, DeltaMethod, DirichletConfig, DirichletPrivacy,
     DELTA_CONFIDENCE, MAX_ACTIONS,
 };
-pub use discrete::{bernoulli_exp_minus, DiscreteGaussian, DiscreteLaplace};
+pub use discrete::{
+    bernoulli_double, bernoulli_exp_minus, flip_with_odds_exp_minus, DiscreteGaussian,
+    DiscreteLaplace,
+};
 pub use dpsgd::{clip_l2, poisson_sample, Clipping, DpSgd, DpSgdConfig};
 pub use epsilon::Epsilon;
 pub use error::PrivacyError;

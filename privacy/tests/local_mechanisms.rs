@@ -402,3 +402,40 @@ fn grid_laplace_is_exact_and_as_noisy_as_the_continuous_one() {
     let want = 2.0 * continuous.scale().powi(2);
     assert!((var / want - 1.0).abs() < 0.03, "variance {var} vs {want}");
 }
+
+/// The exact bit flip has eq. 4's probabilities (at ε rounded down to a multiple of 2⁻³²),
+/// and an exact PRS release lies on the same ±C lattice as the default one.
+#[test]
+fn exact_bit_flip_has_eq_4_probabilities() {
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let n = 100_000;
+    for epsilon in [0.3, 2.0, 8.0] {
+        let flip = BitFlip::new(epsilon).unwrap();
+        for x in [-1.0, -0.3, 0.0, 0.9, 1.0] {
+            let p = flip.probability_plus(x);
+            let plus = (0..n)
+                .filter(|_| flip.flip_exact(x, &mut rng) > 0.0)
+                .count() as f64;
+            let se = (p * (1.0 - p) / n as f64).sqrt().max(1e-9);
+            assert!(
+                (plus / n as f64 - p).abs() < 5.0 * se,
+                "ε = {epsilon}, x = {x}: {} vs {p}",
+                plus / n as f64
+            );
+        }
+    }
+    let prs = PrsConfig {
+        epsilon: 1.0,
+        clip: 0.01,
+        rounds: 1,
+        dimension: 8,
+        reduced_dimension: Some(4),
+        unbiased: false,
+    }
+    .build()
+    .unwrap()
+    .exact();
+    assert!(prs.is_exact());
+    let u = prs.randomize_projection(&[0.5, -0.02, 0.0, 0.01], &mut rng);
+    assert!(u.iter().all(|v| (v.abs() - 0.01).abs() < 1e-15), "{u:?}");
+}
