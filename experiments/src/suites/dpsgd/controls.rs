@@ -472,6 +472,7 @@ pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
     let of = |slug: &str| units_of(&units, slug, args.budget);
     let mut report = Report::new(dir, "DP-SGD DQN to a solving budget, with controls");
     report.paragraph(&protocol_paragraph(args));
+    report.paragraph(&crate::report::PrivacyScope::DpSgdDqn.sentence());
     settings_table(&mut report, &settings, &units, args.budget, args.adjacency);
 
     // The slides' claims, judged by the criteria fixed in CLAIMS.

@@ -98,6 +98,7 @@ pub(super) fn write_report(
         plan.adjacency.name()
     );
     privacy_section(&mut report, plan);
+    report.paragraph(&crate::report::PrivacyScope::DpSgd.sentence());
     sweep_table(&mut report, plan, &points);
     figures_section(&mut report, &dir, plan, &points, &epsilon_note)?;
     let command = reproduce_command(args, plan);

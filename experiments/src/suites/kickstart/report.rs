@@ -367,6 +367,7 @@ pub(super) fn write_report(
     report.paragraph(&plan.noise_rng.report_line());
     report.paragraph(&protocol_paragraph(plan, results));
     report.paragraph(&dirichlet_paragraph(plan));
+    report.paragraph(&crate::report::PrivacyScope::Kickstart.sentence());
     results_table(&mut report, &rows);
     // The paper's three claims, each judged by a criterion fixed in this file before any run.
     report.heading("The paper's claims against these numbers");
