@@ -42,7 +42,7 @@ use crate::error::{all_finite, at_least_one, positive, saturating_f32};
 use crate::laplace::{clip_l1, LaplaceConfig};
 use crate::mechanism::{Mechanism, PrivacyCost};
 use crate::projected_random_sign::{ProjectionMatrix, PrsConfig};
-use crate::{Epsilon, PrivacyError};
+use crate::{Epsilon, NoiseMode, PrivacyError};
 
 /// The privacy a gradient mechanism gives, in the form in which it can be stated.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -376,6 +376,74 @@ impl GradientMechanismConfig {
         }
     }
 
+    /// [`Self::build`] for a run whose noise comes from `noise`. Under [`NoiseMode::Secure`]
+    /// the local mechanisms draw exactly, with no floating-point caveat (`discrete` module):
+    /// Laplace on a grid of C/(1000d) ([`crate::LaplaceGradient::on_grid`]: at most ε/T per release,
+    /// noise within 0.2 % of the continuous one) and PRS with exact flips
+    /// ([`crate::ProjectedRandomSign::exact`]). Seeded runs keep the textbook samplers, so that their
+    /// bytes do not change. DP-SGD's Gaussian has no exact version yet: it is the same in both.
+    pub fn build_for(
+        &self,
+        dimension: usize,
+        rounds: usize,
+        noise: NoiseMode,
+    ) -> Result<Box<dyn GradientMechanism>, PrivacyError> {
+        if noise != NoiseMode::Secure {
+            return self.build(dimension, rounds);
+        }
+        at_least_one("dimension", dimension)?;
+        at_least_one("rounds", rounds)?;
+        match *self {
+            Self::Laplace { epsilon, clip } => {
+                if let Some(epsilon) = epsilon.get() {
+                    let inner = LaplaceConfig {
+                        epsilon,
+                        clip,
+                        rounds,
+                        dimension,
+                    }
+                    .build()?
+                    .on_grid(GRID_PER_CLIP)?;
+                    return Ok(Box::new(Local {
+                        kind: MechanismKind::Laplace,
+                        description: format!(
+                            "Laplace on a grid (exact) ε={} per release",
+                            inner.cost().epsilon
+                        ),
+                        inner,
+                        dimension,
+                    }));
+                }
+            }
+            Self::Prs { epsilon, clip } => {
+                if let Some(epsilon) = epsilon.get() {
+                    let inner = PrsConfig {
+                        epsilon,
+                        clip,
+                        rounds,
+                        dimension,
+                        reduced_dimension: None,
+                        unbiased: false,
+                    }
+                    .build()?
+                    .exact();
+                    return Ok(Box::new(Local {
+                        kind: MechanismKind::Prs,
+                        description: format!(
+                            "PRS (exact flips) ε={} per release, d̂={}",
+                            inner.cost().epsilon,
+                            inner.reduced_dimension()
+                        ),
+                        inner,
+                        dimension,
+                    }));
+                }
+            }
+            _ => {}
+        }
+        self.build(dimension, rounds)
+    }
+
     /// Validates the parameters for gradients of length `dimension` and `rounds` submissions
     /// per agent (T; only the local mechanisms split their ε over rounds).
     pub fn build(
@@ -473,6 +541,10 @@ impl fmt::Display for GradientMechanismConfig {
         }
     }
 }
+
+/// Grid points per clipping bound and coordinate of the exact Laplace mechanism
+/// ([`GradientMechanismConfig::build_for`]).
+const GRID_PER_CLIP: u32 = 1000;
 
 fn check_gradient(
     name: &'static str,
