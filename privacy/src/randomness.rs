@@ -27,8 +27,9 @@
 //! samplers keep seeded runs' bytes, and their guarantees are those of the idealised
 //! real-valued mechanisms, the standard of the RL-privacy literature privrl reproduces (and of
 //! Opacus). Where an adversary sees the raw output bits of a single release, use the exact
-//! ones. (Not yet: `--noise-rng secure` does not switch to them by itself, and DP-SGD's
-//! Gaussian has no grid version.)
+//! ones: [`crate::GradientMechanismConfig::build_for`] does under [`NoiseMode::Secure`], which
+//! is what PGC's `--noise-rng secure` runs use. (Not yet: DP-SGD's Gaussian has no grid
+//! version; [`crate::DiscreteGaussian`] is its building block.)
 
 use rand::{CryptoRng, Rng, RngCore, SeedableRng, TryRngCore};
 use rand_chacha::ChaCha20Rng;
