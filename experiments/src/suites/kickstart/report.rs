@@ -642,6 +642,8 @@ fn reproduce_command(plan: &KickstartPlan) -> String {
         [
             plan.tau.map(|t| format!(" --tau {t}")),
             (plan.target_delta != 0.05).then(|| format!(" --target-delta {}", plan.target_delta)),
+            (plan.delta_confidence != privrl_privacy::DELTA_CONFIDENCE)
+                .then(|| format!(" --delta-confidence {}", plan.delta_confidence)),
             plan.allow_weak_privacy
                 .then(|| " --allow-weak-privacy".into()),
             (plan.map_onto == MapOnto::Project).then(|| " --map-onto project".into()),
@@ -670,13 +672,18 @@ pub(super) fn write_ablation_report(
     headline.add_to(&mut report);
     report.reproduce([format!(
         "cargo xtask suite kickstart --ablation --env {} --seeds {} --epochs {} \
-         --teacher-epochs {} --steps-per-epoch {} --threads 1 --out {}",
+         --teacher-epochs {} --steps-per-epoch {} --threads 1 --out {}{}",
         plan.env,
         plan.seeds,
         plan.epochs,
         plan.teacher_epochs,
         plan.steps_per_epoch,
-        dir.parent().map_or(".".into(), |p| p.display().to_string())
+        dir.parent().map_or(".".into(), |p| p.display().to_string()),
+        if plan.delta_confidence == privrl_privacy::DELTA_CONFIDENCE {
+            String::new()
+        } else {
+            format!(" --delta-confidence {}", plan.delta_confidence)
+        }
     )]);
     Ok(SuiteOutcome {
         report: report.write()?,
