@@ -195,7 +195,7 @@ pub struct PrivateTeacherConfig {
     pub delta_samples: usize,
     /// Confidence of δ's one-sided (Clopper–Pearson) upper bound when δ is estimated by Monte
     /// Carlo (m > 2); the default is `privrl_privacy::DELTA_CONFIDENCE`, 1 − 1e-9.
-    #[config(default = 0.999_999_999)]
+    #[config(default = "privrl_privacy::DELTA_CONFIDENCE")]
     pub delta_confidence: f64,
     /// Slack δ' of the advanced composition reported at the end.
     #[config(default = 1e-6)]
