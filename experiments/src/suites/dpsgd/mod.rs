@@ -243,6 +243,28 @@ mod tests {
             low < epsilon && epsilon < high,
             "{low} < {epsilon} < {high}"
         );
+        // The report prints the data-independent bound instead of the run's own ε: the
+        // accountant over the public q_t schedule at the budget plus the longest episode (500)
+        // less one, which no run's episodes can exceed.
+        let bound = dqn_budget_epsilon(
+            &plan::dqn_config(),
+            1_100,
+            1.0,
+            1e-5,
+            privrl_privacy::Adjacency::AddRemove,
+            privrl_privacy::AccountantKind::Rdp,
+        )
+        .unwrap();
+        let longest = privrl_agents::PrivacyTally::dqn_schedule(&plan::dqn_config(), 1_599, 1.0, 1e-5)
+            .epsilon()
+            .unwrap();
+        assert_eq!(bound, longest);
+        assert!(bound > epsilon, "{bound} vs the run's own {epsilon}");
+        let row = markdown
+            .lines()
+            .find(|l| l.starts_with("| DP-SGD DQN") && l.contains("| 1 |"))
+            .unwrap_or_else(|| panic!("{markdown}"));
+        assert!(row.contains(&crate::report::format_number(bound)), "{row}");
         let ldp: RunSummary = crate::run::read_json(
             &root
                 .join("dpsgd")

@@ -667,6 +667,7 @@ pub(super) fn write_ablation_report(
     write_json(&dir.join("summary.json"), &rows)?;
     let mut report = Report::new(dir, &format!("Kickstarting diagnosis on {}", plan.env));
     report.paragraph(&ablation_paragraph(plan, results));
+    report.paragraph(&crate::report::PrivacyScope::Kickstart.sentence());
     ablation_table(&mut report, &rows, results);
     let headline = ablation_headline(&rows);
     headline.add_to(&mut report);
