@@ -173,8 +173,8 @@ pub enum ThresholdChoice {
     /// Every one is tested on all the scores; the bound is the best over them, each computed
     /// at confidence 1 − β/k (union bound over the k thresholds).
     Fixed(Vec<f64>),
-    /// Split the scores at random (ChaCha8 from `seed`): the best of up to 256 quantile
-    /// thresholds is chosen on a fraction `selection_fraction` ∈ (0, 1) of each side, and the
+    /// Split the scores at random (ChaCha8 from `seed`): the best of a few hundred quantile
+    /// thresholds (evenly spaced, and denser in both tails) is chosen on a fraction `selection_fraction` ∈ (0, 1) of each side, and the
     /// bound is computed at full confidence on the rest only.
     Split {
         /// Share of each side's scores used to choose the threshold.
@@ -239,8 +239,25 @@ fn sorted(mut values: Vec<f64>) -> Vec<f64> {
     values
 }
 
-/// Largest number of candidate thresholds a split tries.
-const SPLIT_CANDIDATES: usize = 256;
+/// Candidate thresholds of a split, from the sorted pooled selection scores: 128 evenly
+/// spaced quantiles, and the scores at ranks ⌈1.1^j⌉ from either end, since at small δ the
+/// best test sits in a tail (a false-positive rate of a few in n).
+fn split_candidates(pooled: &[f64]) -> Vec<f64> {
+    const EVEN: usize = 128;
+    let n = pooled.len();
+    let mut ranks: Vec<usize> = (0..EVEN).map(|i| i * (n - 1) / (EVEN - 1)).collect();
+    let mut rank = 1.0f64;
+    while (rank as usize) < n {
+        let r = rank.ceil() as usize;
+        ranks.push(n - r);
+        ranks.push(r - 1);
+        rank *= 1.1;
+    }
+    let mut candidates: Vec<f64> = ranks.into_iter().map(|r| pooled[r]).collect();
+    candidates.sort_by(f64::total_cmp);
+    candidates.dedup();
+    candidates
+}
 
 fn best_threshold(
     scores: &CanaryScores,
@@ -297,10 +314,7 @@ fn best_threshold(
             let (select_in, eval_in) = split(&scores.held_in, "held_in left after the split")?;
             let (select_out, eval_out) = split(&scores.held_out, "held_out left after the split")?;
             let pooled = sorted([select_in.as_slice(), select_out.as_slice()].concat());
-            let mut candidates: Vec<f64> = (0..SPLIT_CANDIDATES)
-                .map(|i| pooled[i * (pooled.len() - 1) / (SPLIT_CANDIDATES - 1)])
-                .collect();
-            candidates.dedup();
+            let candidates = split_candidates(&pooled);
             let chosen = best(&select_in, &select_out, &candidates, confidence)?;
             let counts = counts_at(&eval_in, &eval_out, chosen.threshold);
             Ok(ThresholdAudit {
