@@ -19,6 +19,7 @@
 //! | `observation_noise`: [`ObservationNoise`] | σ·IQR Gaussian noise on observations | paper 004, local DP |
 //! | `discrete`: [`DiscreteGaussian`] | exact discrete Laplace and Gaussian samplers and Bernoulli(e^{−γ}), integer arithmetic only (no floating-point caveat) | Canonne, Kamath & Steinke 2020, Algorithms 1–3 |
 //! | `randomness`: [`NoiseMode`] | seeded or OS randomness, samplers; the floating-point caveat | Mironov 2012 |
+//! | `audit`: [`counting_audit`], [`one_run_epsilon_lower_bound`], [`gaussian_dp_audit`] | empirical ε lower bounds from canary scores: Clopper–Pearson counting, one-run, Gaussian trade-off | Kairouz et al. 2015; Nasr et al. 2023; Steinke et al. 2023 |
 //! | `adjacency`: [`Adjacency`] | add/remove and substitution neighbours of the subsampled Gaussian's RDP | Balle et al. 2018; Mironov et al. 2019 |
 //!
 //! Every public item has one path, at the crate root; the modules are private.
@@ -58,6 +59,7 @@
 
 mod accountants;
 mod adjacency;
+mod audit;
 mod composition;
 mod dirichlet;
 mod dirichlet_accounting;
@@ -81,6 +83,12 @@ mod special;
 
 pub use accountants::{RdpAccountant, ReleaseSchedule};
 pub use adjacency::{rdp_subsampled_gaussian_under, Adjacency};
+pub use audit::{
+    clopper_pearson_lower, clopper_pearson_upper, counting_audit, counting_epsilon_lower_bound,
+    gaussian_dp_audit, gaussian_dp_mu_lower_bound, gdp_epsilon, one_run_epsilon_lower_bound,
+    one_run_guesses, one_run_p_value, AuditCounts, CanaryScores, OneRunGuesses, ThresholdAudit,
+    ThresholdChoice,
+};
 pub use composition::{
     advanced_composition, basic_composition, drv_advanced_composition, Accountant,
     AdvancedAccountant, BasicAccountant, Composition,
