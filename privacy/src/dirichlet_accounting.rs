@@ -110,7 +110,7 @@ pub struct DeltaEstimate {
     /// Δ_{m,τ} for [`DeltaMethod::MonteCarlo`].
     pub delta: f64,
     /// One-sided margin: with probability at least `confidence`, δ ≤ `delta` + `margin`
-    /// (Clopper–Pearson, [`clopper_pearson_upper`]; 0 when exact).
+    /// (Clopper–Pearson, [`crate::clopper_pearson_upper`]; 0 when exact).
     pub margin: f64,
     /// Confidence level of the margin.
     pub confidence: f64,
@@ -129,51 +129,16 @@ impl DeltaEstimate {
     }
 }
 
-/// The confidence privrl accounts Monte Carlo δ at: 1 − 1e-9 ([`clopper_pearson_upper`]).
+/// The confidence privrl accounts Monte Carlo δ at: 1 − 1e-9, by the one-sided
+/// Clopper–Pearson upper bound ([`crate::clopper_pearson_upper`]).
+///
+/// Eq. 13 of paper 000 bounds the Monte Carlo error by Chebyshev's inequality at 95 %; privrl
+/// used a two-sided Chebyshev/Hoeffding half-width at 95 % before, under which one δ in twenty
+/// could be accounted below the truth, and which was 50× loose at small δ (exact 6.3e-5
+/// accounted as 3.1e-3). The kickstarting teacher estimates δ once per distinct k, so at
+/// 1 − 1e-9 every estimate of a run holds at once with probability at least
+/// 1 − (number of k)·1e-9 (union bound).
 pub const DELTA_CONFIDENCE: f64 = 1.0 - 1e-9;
-
-/// The exact one-sided (Clopper–Pearson) upper confidence bound on a Bernoulli probability
-/// from `successes` of `trials` draws: the p with P[Binomial(trials, p) ≤ successes] = 1 − c,
-/// so that p_true ≤ the bound with probability at least `confidence` = c, whatever p_true.
-/// Rounded up (bisection's upper end, to 1e-15 relative).
-///
-/// This is what δ is accounted with. Eq. 13 of paper 000 bounds the Monte Carlo error by
-/// Chebyshev's inequality at 95 %; privrl used a two-sided Chebyshev/Hoeffding half-width at
-/// 95 % before, under which one δ in twenty could be accounted below the truth, and which was
-/// 50× loose at small δ (exact 6.3e-5 accounted as 3.1e-3). The kickstarting teacher estimates
-/// δ once per distinct k, so at the default c = 1 − 1e-9 every estimate of a run holds at once
-/// with probability at least 1 − (number of k)·1e-9 (union bound).
-///
-/// Returns `None` for `trials` = 0 or `successes` > `trials`, or a confidence outside (0, 1).
-pub fn clopper_pearson_upper(successes: u64, trials: u64, confidence: f64) -> Option<f64> {
-    if trials == 0 || successes > trials || !(confidence > 0.0 && confidence < 1.0) {
-        return None;
-    }
-    if successes == trials {
-        return Some(1.0);
-    }
-    let (k, n) = (successes as f64, trials as f64);
-    let miss = 1.0 - confidence;
-    if successes == 0 {
-        // P[X = 0] = (1 − p)^n = miss, exactly; nudged up against the rounding of exp.
-        return Some((-(miss.ln() / n).exp_m1() * (1.0 + 1e-15)).min(1.0));
-    }
-    // P[X ≤ k; p] = I_{1−p}(n − k, k + 1), decreasing in p.
-    let cdf = |p: f64| crate::special::beta_reg(n - k, k + 1.0, 1.0 - p);
-    let (mut lo, mut hi) = (k / n, 1.0f64);
-    for _ in 0..200 {
-        let mid = 0.5 * (lo + hi);
-        if cdf(mid)? > miss {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-        if hi - lo <= 1e-15 * hi {
-            break;
-        }
-    }
-    Some(hi)
-}
 
 impl DirichletPrivacy {
     /// The validated parameters.
@@ -255,7 +220,7 @@ impl DirichletPrivacy {
     }
 
     /// δ by Monte Carlo (eq. 13): the fraction of `samples` draws of Dir_k(p*) outside Δ_{m,τ},
-    /// with the one-sided Clopper–Pearson margin ([`clopper_pearson_upper`]) at `confidence`
+    /// with the one-sided Clopper–Pearson margin ([`crate::clopper_pearson_upper`]) at `confidence`
     /// ∈ (0, 1).
     ///
     /// The loop draws m log-Gamma variates per sample and tests min_i ln g_i − logsumexp(ln g)
@@ -308,9 +273,7 @@ impl DirichletPrivacy {
             outside += usize::from(!inside);
         }
         let delta = outside as f64 / samples as f64;
-        let upper = clopper_pearson_upper(outside as u64, samples as u64, confidence).ok_or(
-            PrivacyError::Numerical("Clopper–Pearson bound of the Monte Carlo δ"),
-        )?;
+        let upper = crate::clopper_pearson_upper(outside as u64, samples as u64, confidence)?;
         Ok(DeltaEstimate {
             delta,
             // Rounded up so that delta + margin is at least the bound.

@@ -98,8 +98,7 @@ pub use dirichlet::{
     restrict_to_simplex, sample_dirichlet, DirichletMechanism, DirichletSampler, SimplexMap,
 };
 pub use dirichlet_accounting::{
-    clopper_pearson_upper, DeltaEstimate, DeltaMethod, DirichletConfig, DirichletPrivacy,
-    DELTA_CONFIDENCE, MAX_ACTIONS,
+    DeltaEstimate, DeltaMethod, DirichletConfig, DirichletPrivacy, DELTA_CONFIDENCE, MAX_ACTIONS,
 };
 pub use discrete::{
     bernoulli_double, bernoulli_exp_minus, flip_with_odds_exp_minus, DiscreteGaussian,

@@ -255,9 +255,10 @@ mod tests {
             privrl_privacy::AccountantKind::Rdp,
         )
         .unwrap();
-        let longest = privrl_agents::PrivacyTally::dqn_schedule(&plan::dqn_config(), 1_599, 1.0, 1e-5)
-            .epsilon()
-            .unwrap();
+        let longest =
+            privrl_agents::PrivacyTally::dqn_schedule(&plan::dqn_config(), 1_599, 1.0, 1e-5)
+                .epsilon()
+                .unwrap();
         assert_eq!(bound, longest);
         assert!(bound > epsilon, "{bound} vs the run's own {epsilon}");
         let row = markdown
