@@ -61,9 +61,10 @@ fn ndarray_reciprocal_probe() -> Option<(f32, f32, f32)> {
 mod tests {
     use super::*;
 
-    /// privrl's own build has `simd` off: the probe passes on NdArray and under autodiff.
-    /// (The refusal itself is checked against a build with `simd` on by hand, see
-    /// `docs/determinism.md`; one build cannot hold both.)
+    /// privrl's own build has `simd` off: the probe passes on NdArray and under autodiff, and
+    /// both are recognised as burn-ndarray. (A build with `simd` on cannot be tested from this
+    /// workspace, whose one feature set has it off; the probe computes what
+    /// `tests/determinism.rs::log_and_division_backwards_divide_exactly` checks.)
     #[test]
     fn privrl_build_divides_exactly() {
         assert_eq!(ndarray_reciprocal_probe(), None);
