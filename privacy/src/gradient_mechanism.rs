@@ -388,60 +388,7 @@ impl GradientMechanismConfig {
         rounds: usize,
         noise: NoiseMode,
     ) -> Result<Box<dyn GradientMechanism>, PrivacyError> {
-        if noise != NoiseMode::Secure {
-            return self.build(dimension, rounds);
-        }
-        at_least_one("dimension", dimension)?;
-        at_least_one("rounds", rounds)?;
-        match *self {
-            Self::Laplace { epsilon, clip } => {
-                if let Some(epsilon) = epsilon.get() {
-                    let inner = LaplaceConfig {
-                        epsilon,
-                        clip,
-                        rounds,
-                        dimension,
-                    }
-                    .build()?
-                    .on_grid(GRID_PER_CLIP)?;
-                    return Ok(Box::new(Local {
-                        kind: MechanismKind::Laplace,
-                        description: format!(
-                            "Laplace on a grid (exact) ε={} per release",
-                            inner.cost().epsilon
-                        ),
-                        inner,
-                        dimension,
-                    }));
-                }
-            }
-            Self::Prs { epsilon, clip } => {
-                if let Some(epsilon) = epsilon.get() {
-                    let inner = PrsConfig {
-                        epsilon,
-                        clip,
-                        rounds,
-                        dimension,
-                        reduced_dimension: None,
-                        unbiased: false,
-                    }
-                    .build()?
-                    .exact();
-                    return Ok(Box::new(Local {
-                        kind: MechanismKind::Prs,
-                        description: format!(
-                            "PRS (exact flips) ε={} per release, d̂={}",
-                            inner.cost().epsilon,
-                            inner.reduced_dimension()
-                        ),
-                        inner,
-                        dimension,
-                    }));
-                }
-            }
-            _ => {}
-        }
-        self.build(dimension, rounds)
+        self.build_with(dimension, rounds, noise == NoiseMode::Secure)
     }
 
     /// Validates the parameters for gradients of length `dimension` and `rounds` submissions
@@ -450,6 +397,16 @@ impl GradientMechanismConfig {
         &self,
         dimension: usize,
         rounds: usize,
+    ) -> Result<Box<dyn GradientMechanism>, PrivacyError> {
+        self.build_with(dimension, rounds, false)
+    }
+
+    /// [`Self::build`], the local mechanisms drawn exactly when `exact`.
+    fn build_with(
+        &self,
+        dimension: usize,
+        rounds: usize,
+        exact: bool,
     ) -> Result<Box<dyn GradientMechanism>, PrivacyError> {
         at_least_one("dimension", dimension)?;
         at_least_one("rounds", rounds)?;
@@ -482,12 +439,28 @@ impl GradientMechanismConfig {
                         dimension,
                     }
                     .build()?;
-                    Box::new(Local {
-                        kind: MechanismKind::Laplace,
-                        description: format!("Laplace ε={} per release", inner.epsilon_per_round()),
-                        inner,
-                        dimension,
-                    })
+                    if exact {
+                        let inner = inner.on_grid(GRID_PER_CLIP)?;
+                        Box::new(Local {
+                            kind: MechanismKind::Laplace,
+                            description: format!(
+                                "Laplace on a grid (exact) ε={} per release",
+                                inner.cost().epsilon
+                            ),
+                            inner,
+                            dimension,
+                        })
+                    } else {
+                        Box::new(Local {
+                            kind: MechanismKind::Laplace,
+                            description: format!(
+                                "Laplace ε={} per release",
+                                inner.epsilon_per_round()
+                            ),
+                            inner,
+                            dimension,
+                        })
+                    }
                 }
                 None => Box::new(NoiseFree {
                     rescaling: Rescaling::HalfL1(positive("clip", clip)?),
@@ -505,10 +478,15 @@ impl GradientMechanismConfig {
                         unbiased: false,
                     }
                     .build()?;
+                    let (inner, how) = if exact {
+                        (inner.exact(), " (exact flips)")
+                    } else {
+                        (inner, "")
+                    };
                     Box::new(Local {
                         kind: MechanismKind::Prs,
                         description: format!(
-                            "PRS ε={} per release, d̂={}",
+                            "PRS{how} ε={} per release, d̂={}",
                             inner.cost().epsilon,
                             inner.reduced_dimension()
                         ),

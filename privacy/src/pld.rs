@@ -93,7 +93,7 @@ use rustfft::FftPlanner;
 use crate::adjacency::Adjacency;
 use crate::error::open_unit;
 use crate::rdp::{check_run, check_sgm, SubsampledGaussianSteps};
-use crate::special::{log_add, log_normal_cdf, log_sub, normal_cdf};
+use crate::special::{log_add, log_normal_cdf, log_sub, normal_cdf, normal_quantile_bracket};
 use crate::PrivacyError;
 use serde::{Deserialize, Serialize};
 
@@ -325,7 +325,7 @@ impl SubsampledGaussian {
     /// (x below which, x above which) the noise has probability e^bound/2 each, shifted as
     /// dp-accounting shifts them so that both components of P are covered.
     fn x_truncation(&self, log_mass_truncation_bound: f64) -> (f64, f64) {
-        let z = self.sigma * normal_quantile_of_log(log_mass_truncation_bound + 0.5f64.ln());
+        let z = self.sigma * normal_quantile_bracket(log_mass_truncation_bound + 0.5f64.ln()).0;
         match self.pair {
             Pair::Add => (z, -z + 1.0),
             Pair::Remove | Pair::Replace => (z - 1.0, -z),
@@ -378,23 +378,6 @@ impl SubsampledGaussian {
             infinity,
         })
     }
-}
-
-/// Φ⁻¹(e^{log_p}) for log_p < ln(1/2), by bisection on ln Φ (to ~1e-12 absolute).
-fn normal_quantile_of_log(log_p: f64) -> f64 {
-    let (mut lo, mut hi) = (-40.0f64, 0.0f64);
-    for _ in 0..200 {
-        let mid = 0.5 * (lo + hi);
-        if log_normal_cdf(mid) < log_p {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-        if hi - lo < 1e-13 {
-            break;
-        }
-    }
-    lo
 }
 
 /// A discrete privacy loss distribution: mass `probs[i]` at loss (lower + i)·h, and mass

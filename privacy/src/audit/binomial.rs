@@ -2,7 +2,7 @@
 //! test against, on the crate's regularized incomplete Beta function.
 
 use crate::error::open_unit;
-use crate::special::{beta_reg, ln_gamma, log_normal_cdf, normal_cdf};
+use crate::special::{beta_reg, ln_gamma, normal_cdf};
 use crate::PrivacyError;
 
 /// Bisection steps on [0, 1]: 2⁻²⁰⁰ is far below any probability a count can resolve.
@@ -118,19 +118,7 @@ pub(crate) fn normal_quantile(p: f64, round_up: bool) -> f64 {
     if p > 0.5 {
         return -normal_quantile(1.0 - p, !round_up);
     }
-    let log_p = p.ln();
-    let (mut lo, mut hi) = (-40.0f64, 0.0f64);
-    for _ in 0..BISECTION_STEPS {
-        let mid = 0.5 * (lo + hi);
-        if log_normal_cdf(mid) < log_p {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-        if hi - lo < 1e-13 {
-            break;
-        }
-    }
+    let (lo, hi) = crate::special::normal_quantile_bracket(p.ln());
     debug_assert!(normal_cdf(lo) <= p * (1.0 + 1e-9));
     if round_up {
         hi
