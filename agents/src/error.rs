@@ -239,6 +239,24 @@ pub enum EngineError {
         /// The shape that was given.
         got: Vec<usize>,
     },
+    /// A seeded engine (`RandomnessSource::Seeded`, which asks for a repeatable run) on a
+    /// build whose burn-ndarray has its `simd` feature on: its approximate reciprocal makes
+    /// gradients depend on heap addresses ([`check_exact_division`](crate::check_exact_division)).
+    #[error(
+        "RandomnessSource::Seeded asks for a repeatable run, but this build's burn-ndarray has \
+         its `simd` feature on: 1/{x} gave {got:e}, not {exact:e}, and such gradients change \
+         with heap addresses. Declare burn with `default-features = false, features = [\"std\", \
+         \"ndarray\", \"autodiff\"]` and burn-ndarray with `default-features = false` (README, \
+         \"As a library\"), or draw the noise from RandomnessSource::Secure"
+    )]
+    InexactDivision {
+        /// The probed value.
+        x: f32,
+        /// burn-ndarray's 1/x.
+        got: f32,
+        /// Rust's 1.0 / x.
+        exact: f32,
+    },
     /// A record index outside the dataset.
     #[error("record index {index} is outside the dataset of {size} records")]
     Index {

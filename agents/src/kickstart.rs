@@ -21,9 +21,10 @@
 //! - τ is the configured one; [`PrivateTeacherConfig::calibrated_tau`] solves for the τ that
 //!   gives a target δ at k₀ for the teacher's m (a τ chosen for m = 2 is vacuous at m = 6);
 //! - the first trajectory uses k₀; the coefficient multiplies k at the start of each later one;
-//! - δ of a release is the upper confidence bound of its Monte Carlo estimate (exact for
-//!   m = 2); because k changes only once per trajectory, (ε, δ) is computed once per distinct k
-//!   and memoised;
+//! - δ of a release is the one-sided Clopper–Pearson upper bound of its Monte Carlo estimate
+//!   at confidence 1 − 1e-9 (exact for m = 2); because k changes only once per trajectory,
+//!   (ε, δ) is computed once per distinct k and memoised, and by the union bound every δ of a
+//!   run holds at once with probability at least 1 − (distinct k)·1e-9;
 //! - a uniformly random release carries no information about the teacher, and by default the
 //!   student gives it no weight (φ ≡ 0, [`PrivacyAwareConfig::ignore_uninformative`]); with that
 //!   off it counts as k = 0 for the ball radius α_λ (the limit of eq. 15 as k → 0⁺). An exact
@@ -192,8 +193,9 @@ pub struct PrivateTeacherConfig {
     /// Monte Carlo draws for δ (eq. 13) when m > 2.
     #[config(default = 20000)]
     pub delta_samples: usize,
-    /// Confidence of δ's upper bound.
-    #[config(default = 0.95)]
+    /// Confidence of δ's one-sided (Clopper–Pearson) upper bound when δ is estimated by Monte
+    /// Carlo (m > 2); the default is `privrl_privacy::DELTA_CONFIDENCE`, 1 − 1e-9.
+    #[config(default = "privrl_privacy::DELTA_CONFIDENCE")]
     pub delta_confidence: f64,
     /// Slack δ' of the advanced composition reported at the end.
     #[config(default = 1e-6)]

@@ -82,6 +82,7 @@ mod a3c;
 mod agent;
 pub mod autodiff;
 mod buffer;
+mod determinism;
 pub mod dp;
 mod dqn;
 mod env;
@@ -106,6 +107,7 @@ pub use a3c::{
 };
 pub use agent::{ActMode, Agent, EpisodeLog, EpochStats};
 pub use buffer::{ReplayBuffer, RolloutBatch, TransitionBatch};
+pub use determinism::check_exact_division;
 pub use dp::adaptive::AdaptiveClipping;
 pub use dp::engine::{
     EngineState, NoiseCalibration, NonPrivateDiagnostics, PrivacyEngine, PrivacyEngineConfig,

@@ -139,12 +139,14 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
     let pgc = pgc_section(&mut report, &args, seed, &dir)?;
     let leakage = leakage_section(&mut report, &args, seed, &dir)?;
     let kickstart = kickstart_section(&mut report, &args, seed, &dir)?;
+    let audit = audit_section(&mut report, &args, seed, &dir)?;
     let headlines: Vec<(&str, SuiteOutcome)> = vec![
         ("Gradient inversion (QGI, RGI)", inversion),
         ("DP-SGD and local DP", dpsgd),
         ("PGC-A3C", pgc),
         ("Leakage", leakage),
         ("Privacy-preserving kickstarting", kickstart),
+        ("Privacy audit", audit),
     ];
     headlines_section(&mut report, &headlines);
 
@@ -410,6 +412,33 @@ fn kickstart_section(
             pathdiff(&kickstart.report, dir)
         ));
     Ok(kickstart)
+}
+
+/// Section 10: the privacy audit at CI size (seconds): an ε lower bound beside each audited
+/// mechanism's stated or accounted ε.
+fn audit_section(
+    report: &mut Report,
+    args: &QuickstartArgs,
+    seed: u64,
+    dir: &Path,
+) -> Result<SuiteOutcome> {
+    let audit = crate::suites::audit::run(crate::suites::audit::AuditArgs {
+        quick: true,
+        out: None,
+        seed,
+        confidence: 0.95,
+        delta: 1e-5,
+        report_only: false,
+        backend: args.backend,
+    })?;
+    report.heading("Privacy audit").paragraph(&format!(
+        "Empirical ε lower bounds at 95% confidence for PGC's Laplace and PRS (per release) \
+             and white-box DP-SGD with gradient canaries, each beside its stated or accounted ε, \
+             at CI size: see [{}]({}). `cargo xtask audit` runs the full size.",
+        audit.report.display(),
+        pathdiff(&audit.report, dir)
+    ));
+    Ok(audit)
 }
 
 /// What each quick mode is sized to show, judged by the criterion in its suite's code.

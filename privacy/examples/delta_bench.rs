@@ -22,16 +22,20 @@ fn main() -> Result<(), privrl_privacy::PrivacyError> {
         .build()?;
         let mut fast = ChaCha8Rng::seed_from_u64(1);
         let start = Instant::now();
-        let d = privacy.delta_monte_carlo(samples, 0.95, &mut fast)?;
+        let d = privacy.delta_monte_carlo(samples, privrl_privacy::DELTA_CONFIDENCE, &mut fast)?;
         let chacha8 = start.elapsed();
         let mut secure_grade = MechanismRng::new(RandomnessSource::Seeded(1))?;
         let start = Instant::now();
-        let d20 = privacy.delta_monte_carlo(samples, 0.95, &mut secure_grade)?;
+        let d20 = privacy.delta_monte_carlo(
+            samples,
+            privrl_privacy::DELTA_CONFIDENCE,
+            &mut secure_grade,
+        )?;
         let chacha20 = start.elapsed();
         println!(
-            "m=6 k={k} eta={eta} tau={tau}: delta = {:.5} ± {:.5} (ChaCha8 {:.3} s) | {:.5} (ChaCha20 {:.3} s)",
+            "m=6 k={k} eta={eta} tau={tau}: delta = {:.5} + {:.5} (ChaCha8 {:.3} s) | {:.5} (ChaCha20 {:.3} s)",
             d.delta,
-            d.half_width,
+            d.margin,
             chacha8.as_secs_f64(),
             d20.delta,
             chacha20.as_secs_f64()

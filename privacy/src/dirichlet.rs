@@ -329,7 +329,7 @@ impl DirichletMechanism {
                 ("lipschitz".into(), p.lipschitz),
                 ("adjacency".into(), p.adjacency),
                 ("delta_estimate".into(), delta.delta),
-                ("delta_half_width".into(), delta.half_width),
+                ("delta_margin".into(), delta.margin),
                 ("delta_confidence".into(), delta.confidence),
                 ("delta_samples".into(), delta.samples as f64),
             ],

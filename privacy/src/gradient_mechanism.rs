@@ -42,7 +42,7 @@ use crate::error::{all_finite, at_least_one, positive, saturating_f32};
 use crate::laplace::{clip_l1, LaplaceConfig};
 use crate::mechanism::{Mechanism, PrivacyCost};
 use crate::projected_random_sign::{ProjectionMatrix, PrsConfig};
-use crate::{Epsilon, PrivacyError};
+use crate::{Epsilon, NoiseMode, PrivacyError};
 
 /// The privacy a gradient mechanism gives, in the form in which it can be stated.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -376,12 +376,37 @@ impl GradientMechanismConfig {
         }
     }
 
+    /// [`Self::build`] for a run whose noise comes from `noise`. Under [`NoiseMode::Secure`]
+    /// the local mechanisms draw exactly, with no floating-point caveat (`discrete` module):
+    /// Laplace on a grid of C/(1000d) ([`crate::LaplaceGradient::on_grid`]: at most ε/T per release,
+    /// noise within 0.2 % of the continuous one) and PRS with exact flips
+    /// ([`crate::ProjectedRandomSign::exact`]). Seeded runs keep the textbook samplers, so that their
+    /// bytes do not change. DP-SGD's Gaussian has no exact version yet: it is the same in both.
+    pub fn build_for(
+        &self,
+        dimension: usize,
+        rounds: usize,
+        noise: NoiseMode,
+    ) -> Result<Box<dyn GradientMechanism>, PrivacyError> {
+        self.build_with(dimension, rounds, noise == NoiseMode::Secure)
+    }
+
     /// Validates the parameters for gradients of length `dimension` and `rounds` submissions
     /// per agent (T; only the local mechanisms split their ε over rounds).
     pub fn build(
         &self,
         dimension: usize,
         rounds: usize,
+    ) -> Result<Box<dyn GradientMechanism>, PrivacyError> {
+        self.build_with(dimension, rounds, false)
+    }
+
+    /// [`Self::build`], the local mechanisms drawn exactly when `exact`.
+    fn build_with(
+        &self,
+        dimension: usize,
+        rounds: usize,
+        exact: bool,
     ) -> Result<Box<dyn GradientMechanism>, PrivacyError> {
         at_least_one("dimension", dimension)?;
         at_least_one("rounds", rounds)?;
@@ -414,12 +439,28 @@ impl GradientMechanismConfig {
                         dimension,
                     }
                     .build()?;
-                    Box::new(Local {
-                        kind: MechanismKind::Laplace,
-                        description: format!("Laplace ε={} per release", inner.epsilon_per_round()),
-                        inner,
-                        dimension,
-                    })
+                    if exact {
+                        let inner = inner.on_grid(GRID_PER_CLIP)?;
+                        Box::new(Local {
+                            kind: MechanismKind::Laplace,
+                            description: format!(
+                                "Laplace on a grid (exact) ε={} per release",
+                                inner.cost().epsilon
+                            ),
+                            inner,
+                            dimension,
+                        })
+                    } else {
+                        Box::new(Local {
+                            kind: MechanismKind::Laplace,
+                            description: format!(
+                                "Laplace ε={} per release",
+                                inner.epsilon_per_round()
+                            ),
+                            inner,
+                            dimension,
+                        })
+                    }
                 }
                 None => Box::new(NoiseFree {
                     rescaling: Rescaling::HalfL1(positive("clip", clip)?),
@@ -437,10 +478,15 @@ impl GradientMechanismConfig {
                         unbiased: false,
                     }
                     .build()?;
+                    let (inner, how) = if exact {
+                        (inner.exact(), " (exact flips)")
+                    } else {
+                        (inner, "")
+                    };
                     Box::new(Local {
                         kind: MechanismKind::Prs,
                         description: format!(
-                            "PRS ε={} per release, d̂={}",
+                            "PRS{how} ε={} per release, d̂={}",
                             inner.cost().epsilon,
                             inner.reduced_dimension()
                         ),
@@ -473,6 +519,10 @@ impl fmt::Display for GradientMechanismConfig {
         }
     }
 }
+
+/// Grid points per clipping bound and coordinate of the exact Laplace mechanism
+/// ([`GradientMechanismConfig::build_for`]).
+const GRID_PER_CLIP: u32 = 1000;
 
 fn check_gradient(
     name: &'static str,

@@ -17,7 +17,9 @@
 //! | `accountants`: [`RdpAccountant`] | [`ReleaseSchedule`]: a DP-SGD run's releases (each at the q it used) and their ε by RDP or PLD, the one DP-SGD accounting | Opacus' accountant history |
 //! | `ledger`: [`Ledger`] | record of every release; spent so far; budget checks | |
 //! | `observation_noise`: [`ObservationNoise`] | σ·IQR Gaussian noise on observations | paper 004, local DP |
+//! | `discrete`: [`DiscreteGaussian`] | exact discrete Laplace and Gaussian samplers and Bernoulli(e^{−γ}), integer arithmetic only (no floating-point caveat) | Canonne, Kamath & Steinke 2020, Algorithms 1–3 |
 //! | `randomness`: [`NoiseMode`] | seeded or OS randomness, samplers; the floating-point caveat | Mironov 2012 |
+//! | `audit`: [`counting_audit`], [`one_run_epsilon_lower_bound`], [`gaussian_dp_audit`] | empirical ε lower bounds from canary scores: Clopper–Pearson counting, one-run, Gaussian trade-off | Kairouz et al. 2015; Nasr et al. 2023; Steinke et al. 2023 |
 //! | `adjacency`: [`Adjacency`] | add/remove and substitution neighbours of the subsampled Gaussian's RDP | Balle et al. 2018; Mironov et al. 2019 |
 //!
 //! Every public item has one path, at the crate root; the modules are private.
@@ -57,9 +59,11 @@
 
 mod accountants;
 mod adjacency;
+mod audit;
 mod composition;
 mod dirichlet;
 mod dirichlet_accounting;
+mod discrete;
 mod dpsgd;
 mod epsilon;
 mod error;
@@ -79,6 +83,12 @@ mod special;
 
 pub use accountants::{RdpAccountant, ReleaseSchedule};
 pub use adjacency::{rdp_subsampled_gaussian_under, Adjacency};
+pub use audit::{
+    clopper_pearson_lower, clopper_pearson_upper, counting_audit, counting_epsilon_lower_bound,
+    gaussian_dp_audit, gaussian_dp_mu_lower_bound, gdp_epsilon, one_run_epsilon_lower_bound,
+    one_run_guesses, one_run_p_value, AuditCounts, CanaryScores, OneRunGuesses, ThresholdAudit,
+    ThresholdChoice,
+};
 pub use composition::{
     advanced_composition, basic_composition, drv_advanced_composition, Accountant,
     AdvancedAccountant, BasicAccountant, Composition,
@@ -88,8 +98,11 @@ pub use dirichlet::{
     restrict_to_simplex, sample_dirichlet, DirichletMechanism, DirichletSampler, SimplexMap,
 };
 pub use dirichlet_accounting::{
-    bernoulli_half_width, DeltaEstimate, DeltaMethod, DirichletConfig, DirichletPrivacy,
-    MAX_ACTIONS,
+    DeltaEstimate, DeltaMethod, DirichletConfig, DirichletPrivacy, DELTA_CONFIDENCE, MAX_ACTIONS,
+};
+pub use discrete::{
+    bernoulli_double, bernoulli_exp_minus, flip_with_odds_exp_minus, DiscreteGaussian,
+    DiscreteLaplace,
 };
 pub use dpsgd::{clip_l2, poisson_sample, Clipping, DpSgd, DpSgdConfig};
 pub use epsilon::Epsilon;
@@ -101,7 +114,7 @@ pub use gaussian::{
 pub use gradient_mechanism::{
     GradientMechanism, GradientMechanismConfig, GradientPrivacy, MechanismKind,
 };
-pub use laplace::{clip_l1, LaplaceConfig, LaplaceGradient};
+pub use laplace::{clip_l1, GridLaplaceGradient, LaplaceConfig, LaplaceGradient};
 pub use ledger::{Budget, Ledger, LedgerEntry, LedgerRun};
 pub use lipschitz::{
     mlp_lipschitz_bound, spectral_norm, Activation, LipschitzBound, Matrix, OutputMap, SpectralNorm,
@@ -118,6 +131,6 @@ pub use projected_random_sign::{
 pub use randomness::{MechanismRng, MechanismRngState, NoiseMode, RandomnessSource, SecureRng};
 pub use rdp::{
     compute_rdp, compute_rdp_under, default_orders, dp_sgd_epsilon, dp_sgd_epsilon_under,
-    noise_multiplier_for, noise_multiplier_for_under, rdp_subsampled_gaussian, rdp_to_dp,
-    SubsampledGaussianSteps,
+    noise_multiplier_for, noise_multiplier_for_under, opacus_orders, rdp_subsampled_gaussian,
+    rdp_to_dp, SubsampledGaussianSteps,
 };

@@ -12,6 +12,9 @@ use crate::mechanism::{Mechanism, PrivacyCost};
 use crate::randomness::open01;
 use crate::PrivacyError;
 
+/// The denominator of the rational ε̃ ≤ ε of [`BitFlip::flip_exact`].
+const EXACT_DENOMINATOR: u128 = 1 << 32;
+
 /// The bit flip of eq. 4 (Ding et al. 2017/2018): x ∈ [−1, 1] ↦ +1 with probability
 /// 1/(e^ε + 1) + (x + 1)/2 · (e^ε − 1)/(e^ε + 1), else −1. ε-LDP: the probability of either
 /// output lies in [1/(e^ε + 1), e^ε/(e^ε + 1)], whose ratio is e^ε.
@@ -48,6 +51,27 @@ impl BitFlip {
     /// One flip: +1 or −1. `x` must be finite (the callers validate); it is clamped to [−1, 1].
     pub fn flip(&self, x: f64, rng: &mut impl Rng) -> f64 {
         if open01(rng) < self.probability_plus(x) {
+            1.0
+        } else {
+            -1.0
+        }
+    }
+
+    /// The same flip drawn exactly, with no floating-point caveat (module docs of `discrete`):
+    /// a bit b = +1 with probability (x + 1)/2 (exact for any double,
+    /// [`crate::bernoulli_double`]), then randomised response keeping b with probability
+    /// e^{ε̃}/(1 + e^{ε̃}) ([`crate::flip_with_odds_exp_minus`]), where ε̃ = ⌊ε·2³²⌋/2³² ≤ ε is
+    /// ε rounded down to a rational. P(+1 | x) = 1/(e^{ε̃} + 1) + (x + 1)/2 · tanh(ε̃/2), eq. 4
+    /// at ε̃: the output is randomised response of *some* bit, so its likelihood ratio is at
+    /// most e^{ε̃} ≤ e^ε for every pair of inputs, whatever the rounding of (x + 1)/2 — where
+    /// [`BitFlip::flip`]'s comparison of a uniform double with a rounded probability makes
+    /// every ε ≥ 37.4 an ε of ∞ (its smallest uniform is 2⁻⁵⁴). The noise is that of ε̃, within
+    /// 2⁻³² of ε.
+    pub fn flip_exact(&self, x: f64, rng: &mut impl Rng) -> f64 {
+        let bit = crate::bernoulli_double(rng, 0.5 * (x.clamp(-1.0, 1.0) + 1.0));
+        let numerator = (self.epsilon * EXACT_DENOMINATOR as f64).floor() as u128;
+        let flipped = crate::flip_with_odds_exp_minus(rng, numerator, EXACT_DENOMINATOR);
+        if bit != flipped {
             1.0
         } else {
             -1.0
@@ -211,6 +235,7 @@ impl PrsConfig {
             reduced,
             flip,
             output_scale,
+            exact: false,
         })
     }
 }
@@ -223,9 +248,24 @@ pub struct ProjectedRandomSign {
     reduced: usize,
     flip: BitFlip,
     output_scale: f64,
+    /// Flip by [`BitFlip::flip_exact`] (floating-point safe) instead of [`BitFlip::flip`].
+    exact: bool,
 }
 
 impl ProjectedRandomSign {
+    /// The same mechanism drawing every flip exactly ([`BitFlip::flip_exact`]): no output is
+    /// reachable from one gradient and not from another, whatever the floating point. Its
+    /// seeded outputs differ from the default's (other draws), so it is opt-in.
+    pub fn exact(mut self) -> Self {
+        self.exact = true;
+        self
+    }
+
+    /// Whether flips are drawn exactly.
+    pub fn is_exact(&self) -> bool {
+        self.exact
+    }
+
     /// Gradient length d.
     pub fn dimension(&self) -> usize {
         self.config.dimension
@@ -244,8 +284,15 @@ impl ProjectedRandomSign {
     /// Clip (eq. 23) and flip (eq. 24) a projected vector u ∈ ℝ^{d̂}: ũ ∈ {−C, +C}^{d̂}.
     pub fn randomize_projection(&self, u: &[f64], rng: &mut impl Rng) -> Vec<f64> {
         let c = self.config.clip;
+        let flip = |x: f64, rng: &mut _| {
+            if self.exact {
+                self.flip.flip_exact(x, rng)
+            } else {
+                self.flip.flip(x, rng)
+            }
+        };
         u.iter()
-            .map(|&ui| c * self.flip.flip(ui.clamp(-c, c) / c, rng))
+            .map(|&ui| c * flip(ui.clamp(-c, c) / c, &mut *rng))
             .collect()
     }
 

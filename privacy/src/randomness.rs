@@ -13,12 +13,23 @@
 //! assume real-valued noise. With IEEE doubles the set of reachable outputs depends on the
 //! secret input, and Mironov (*On significance of the least significant bits for differential
 //! privacy*, CCS 2012) showed that an attacker who sees the exact bits of the output can
-//! distinguish neighbouring inputs, breaking the guarantee outright. The fixes are the snapping
-//! mechanism (Mironov 2012) or exact discrete Laplace / Gaussian sampling (Canonne, Kamath &
-//! Steinke 2020) followed by rounding to a grid. This crate does **not** implement them: its
-//! guarantees are those of the idealised real-valued mechanisms, which is the standard of the
-//! RL-privacy literature it reproduces (and of Opacus). Do not rely on these samplers where an
-//! adversary sees the raw output bits of a single release.
+//! distinguish neighbouring inputs, breaking the guarantee outright. Measured for privrl's own
+//! samplers: beyond ~22 noise scales the Laplace sampler's f64 lattice is coarser than f32's,
+//! so outputs reachable from one input are unreachable from its neighbour (≈ 1e-10 per
+//! coordinate at ε = 1); the PRS flip compares a uniform double (smallest 2⁻⁵⁴) with its
+//! probability, so every per-coordinate ε ≥ 37.4 is an ε of ∞.
+//!
+//! The fix is exact sampling on a grid (Canonne, Kamath & Steinke 2020), which the `discrete`
+//! module implements by integer arithmetic: [`crate::DiscreteLaplace`],
+//! [`crate::DiscreteGaussian`], exact Bernoulli draws; the Laplace gradient mechanism on a grid
+//! ([`crate::LaplaceGradient::on_grid`]) and the exact PRS flip
+//! ([`crate::ProjectedRandomSign::exact`]) are built on them. They are opt-in: the default
+//! samplers keep seeded runs' bytes, and their guarantees are those of the idealised
+//! real-valued mechanisms, the standard of the RL-privacy literature privrl reproduces (and of
+//! Opacus). Where an adversary sees the raw output bits of a single release, use the exact
+//! ones: [`crate::GradientMechanismConfig::build_for`] does under [`NoiseMode::Secure`], which
+//! is what PGC's `--noise-rng secure` runs use. (Not yet: DP-SGD's Gaussian has no grid
+//! version; [`crate::DiscreteGaussian`] is its building block.)
 
 use rand::{CryptoRng, Rng, RngCore, SeedableRng, TryRngCore};
 use rand_chacha::ChaCha20Rng;

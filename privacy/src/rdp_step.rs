@@ -59,10 +59,21 @@ pub fn rdp_subsampled_gaussian(q: f64, sigma: f64, order: f64) -> Result<f64, Pr
 fn log_a_integer(q: f64, sigma: f64, alpha: u64) -> f64 {
     let (ln_q, ln_1mq) = (q.ln(), (-q).ln_1p());
     let mut log_a = f64::NEG_INFINITY;
+    // ln C(α, i) for α beyond what the exact product holds in f64 (C(1000, 500) ≈ 2.7e299):
+    // carried from term to term, ln C(α, i + 1) = ln C(α, i) + ln(α − i) − ln(i + 1).
+    let mut log_binomial = 0.0f64;
     for i in 0..=alpha {
         let fi = i as f64;
-        let log_coef = ln_binomial_integer(alpha, i) + fi * ln_q + (alpha - i) as f64 * ln_1mq;
+        let ln_c = if alpha <= 1000 {
+            ln_binomial_integer(alpha, i)
+        } else {
+            log_binomial
+        };
+        let log_coef = ln_c + fi * ln_q + (alpha - i) as f64 * ln_1mq;
         log_a = log_add(log_a, log_coef + (fi * fi - fi) / (2.0 * sigma * sigma));
+        if i < alpha {
+            log_binomial += ((alpha - i) as f64).ln() - (fi + 1.0).ln();
+        }
     }
     log_a
 }

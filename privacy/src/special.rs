@@ -149,6 +149,24 @@ fn beta_continued_fraction(a: f64, b: f64, x: f64) -> Option<f64> {
     None
 }
 
+/// The bracket (lo, hi) of Φ⁻¹(e^{log_p}) for log_p ≤ ln(1/2), hi − lo < 1e-13, by bisection on
+/// ln Φ: Φ(lo) < e^{log_p} ≤ Φ(hi) (lo = −40 below the doubles' reach).
+pub(crate) fn normal_quantile_bracket(log_p: f64) -> (f64, f64) {
+    let (mut lo, mut hi) = (-40.0f64, 0.0f64);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if log_normal_cdf(mid) < log_p {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+        if hi - lo < 1e-13 {
+            break;
+        }
+    }
+    (lo, hi)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -180,3 +180,47 @@ fn dp_sgd_batch_release_is_figure_7_bit_for_bit() {
     let expected = dp_sgd.noisy_mean(&records, 2.5, &mut generator).unwrap();
     assert_eq!(released, expected);
 }
+
+/// Under `NoiseMode::Secure` the local mechanisms draw exactly (Laplace on a grid, PRS with
+/// exact flips) at no more than the configured ε per release; seeded runs keep the textbook
+/// samplers (and their bytes), and DP-SGD is the same in both.
+#[test]
+fn secure_mode_builds_the_exact_local_mechanisms() {
+    use rand::SeedableRng;
+    let d = 16;
+    for config in [
+        GradientMechanismConfig::laplace(Epsilon::finite(2.0).unwrap()),
+        GradientMechanismConfig::Prs {
+            epsilon: Epsilon::finite(2.0).unwrap(),
+            clip: 1.0,
+        },
+    ] {
+        let seeded = config.build_for(d, 4, NoiseMode::Seeded).unwrap();
+        let secure = config.build_for(d, 4, NoiseMode::Secure).unwrap();
+        assert_eq!(seeded.to_string(), config.build(d, 4).unwrap().to_string());
+        assert!(secure.to_string().contains("exact"), "{secure}");
+        let (GradientPrivacy::PerRelease(a), GradientPrivacy::PerRelease(b)) =
+            (seeded.privacy(), secure.privacy())
+        else {
+            panic!("local mechanisms account per release");
+        };
+        assert!(
+            b.epsilon <= a.epsilon && b.epsilon > 0.99 * a.epsilon,
+            "{} vs {}",
+            b.epsilon,
+            a.epsilon
+        );
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        let out = secure.release(&[0.001f32; 16], &mut rng).unwrap();
+        assert_eq!(out.len(), d);
+        assert!(out.iter().all(|x| x.is_finite()));
+    }
+    let dp = GradientMechanismConfig::DpSgd {
+        clip: 1.0,
+        noise_multiplier: 1.0,
+    };
+    assert_eq!(
+        dp.build_for(d, 1, NoiseMode::Secure).unwrap().to_string(),
+        dp.build(d, 1).unwrap().to_string()
+    );
+}

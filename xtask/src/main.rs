@@ -12,7 +12,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use privrl_experiments::backend::{self, BackendChoice};
-use privrl_experiments::suites::{dpsgd, inversion, kickstart, leakage, pgc};
+use privrl_experiments::suites::{audit, dpsgd, inversion, kickstart, leakage, pgc};
 use privrl_experiments::{bench, doctor, quickstart, sweep, train};
 
 /// privrl experiment runner.
@@ -41,6 +41,10 @@ enum Command {
     /// Reproduce a paper's experiments.
     #[command(subcommand)]
     Suite(SuiteCommand),
+    /// Privacy auditing: an empirical ε lower bound (with its confidence) beside each
+    /// mechanism's stated or accounted ε, for PGC's local mechanisms and white-box DP-SGD;
+    /// writes results/audit/report.md (runs/audit/ with --quick).
+    Audit(audit::AuditArgs),
     /// Inspect environments and replay their dynamics.
     #[command(subcommand)]
     Env(env_cmd::EnvCommand),
@@ -154,6 +158,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Train(args) => train::run(args),
         Command::Attack(args) => inversion::run_attack(args).map(|_| ()),
         Command::Env(cmd) => env_cmd::run(cmd),
+        Command::Audit(args) => audit::run(args).map(print_headline),
         Command::Suite(SuiteCommand::Inversion(args)) => inversion::run(args).map(print_headline),
         Command::Suite(SuiteCommand::Dpsgd(args)) => dpsgd::run(args).map(print_headline),
         Command::Suite(SuiteCommand::Kickstart(args)) => kickstart::run(args).map(print_headline),

@@ -53,8 +53,10 @@ pub struct DirichletArgs {
     /// Monte Carlo draws for δ when m > 2 (eq. 13).
     #[arg(long, default_value_t = 1_000_000)]
     pub samples: usize,
-    /// Confidence level in (0, 1) of the δ half-width.
-    #[arg(long, default_value_t = 0.95)]
+    /// Confidence level in (0, 1) of the one-sided (Clopper–Pearson) upper bound on a Monte
+    /// Carlo δ; the default 1 − 1e-9 makes the accounted δ fail to cover the truth with
+    /// probability at most 1e-9.
+    #[arg(long, default_value_t = privrl_privacy::DELTA_CONFIDENCE)]
     pub confidence: f64,
     /// Solve for the largest k whose ε (eq. 12) is at most this value (> 0), and report δ there.
     #[arg(long)]
@@ -155,9 +157,9 @@ fn dirichlet(args: DirichletArgs) -> anyhow::Result<()> {
             DeltaMethod::Exact => "exact".to_string(),
             DeltaMethod::MonteCarlo => {
                 format!(
-                    "Monte Carlo, {} draws, {:.0}% confidence",
+                    "Monte Carlo, {} draws, one-sided Clopper-Pearson bound, miss probability {:.0e}",
                     delta.samples,
-                    100.0 * delta.confidence
+                    1.0 - delta.confidence
                 )
             }
         };
@@ -167,9 +169,9 @@ fn dirichlet(args: DirichletArgs) -> anyhow::Result<()> {
             up6(privacy.epsilon())
         );
         println!(
-            "{label} = {shown}: delta = {:.6} ± {:.6} ({how}); account with delta <= {}",
+            "{label} = {shown}: delta = {:.6} + {:.6} ({how}); account with delta <= {}",
             delta.delta,
-            delta.half_width,
+            delta.margin,
             up6(delta.upper())
         );
         if delta.upper() >= 1.0 {

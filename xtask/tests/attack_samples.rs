@@ -81,6 +81,50 @@ fn every_victim_network_attacks_a_samples_directory() {
     }
 }
 
+/// A plain folder of photographs: no JSON, not square, colour. `--model cnn` attacks it at
+/// `--res` px with each image's action and signal drawn from `--seed`, recorded in config.json.
+#[test]
+fn a_plain_folder_of_images_is_attacked_with_labels_drawn_from_the_seed() {
+    use image::Rgb;
+    let photos = temp_dir("plain");
+    for (stem, phase) in [("cat", 0.0f32), ("dog", 1.0)] {
+        let image = ImageBuffer::<Rgb<u8>, Vec<u8>>::from_fn(12, 9, |x, y| {
+            let v = |k: f32| (127.0 + 100.0 * (x as f32 * k + y as f32 * 0.3 + phase).sin()) as u8;
+            Rgb([v(0.5), v(0.7), v(0.9)])
+        });
+        image.save(photos.join(format!("{stem}.png"))).unwrap();
+    }
+    let runs = temp_dir("plain-runs");
+    let (code, stdout, stderr) = attack(
+        &photos,
+        &runs,
+        &["--model", "cnn", "--res", "8", "--seed", "3"],
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let dir = runs.join("attack").join("qgi-samples-cnn-seed3");
+    let metrics = std::fs::read_to_string(dir.join("metrics.csv")).unwrap();
+    assert_eq!(
+        metrics.lines().count(),
+        3,
+        "a header and two rows\n{metrics}"
+    );
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).unwrap()).unwrap();
+    let labels = config["drawn_labels"]
+        .as_array()
+        .expect("drawn_labels in config.json");
+    assert_eq!(labels.len(), 2, "{config}");
+    for (label, image) in labels.iter().zip(["cat.png", "dog.png"]) {
+        assert_eq!(label["image"], image);
+        assert!(label["action"].as_u64().unwrap() < 3, "{label}");
+        let signal = label["signal"].as_f64().unwrap();
+        assert!((0.5..1.5).contains(&signal), "{label}");
+    }
+    assert_eq!(config["seed"], 3, "the arguments are still there: {config}");
+    let rgb = image::open(dir.join("reconstructions").join("cat.rgb.png")).unwrap();
+    assert_eq!((rgb.width(), rgb.height()), (8, 8));
+}
+
 #[test]
 fn bad_sample_directories_are_named_errors() {
     let runs = temp_dir("bad-runs");

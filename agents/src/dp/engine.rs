@@ -13,6 +13,7 @@ use privrl_privacy::{
 use serde::{Deserialize, Serialize};
 
 use crate::autodiff;
+use crate::determinism::check_exact_division;
 use crate::dp::release::release_batch;
 use crate::dp::{ParamLayout, PerSampleGradients};
 use crate::error::EngineError;
@@ -204,7 +205,9 @@ impl ValidPrivacyEngineConfig {
 ///     hidden: LinearConfig::new(2, 8).init(&device),
 ///     out: LinearConfig::new(8, 1).init(&device),
 /// };
-/// // 64 records (x, y = x₀ − x₁).
+/// // 64 records (x, y = x₀ − x₁), drawn from Burn's global generator: seeded here, since Burn
+/// // seeds it from the operating system otherwise and the run would not repeat.
+/// <B as burn::tensor::backend::Backend>::seed(&device, 7);
 /// let x = Tensor::<B, 2>::random([64, 2], burn::tensor::Distribution::Default, &device);
 /// let y = x.clone().narrow(1, 0, 1) - x.clone().narrow(1, 1, 1);
 /// // Per-sample squared errors of the records `batch`.
@@ -326,6 +329,11 @@ fn check_sampling(dataset_size: usize, sample_rate: f64) -> Result<(), EngineErr
 impl PrivacyEngine {
     /// Validates `config` ([`PrivacyEngineConfig::check`]) and draws sampling and noise from
     /// `source` (a seed, or the operating system's CSPRNG).
+    ///
+    /// A seed asks for a repeatable run: on burn-ndarray the first step refuses a build whose
+    /// `simd` feature is on ([`EngineError::InexactDivision`], [`check_exact_division`]). The
+    /// seed covers the engine's draws only: data drawn with `Tensor::random` repeats only after
+    /// `B::seed`, since Burn seeds its global generator from the operating system.
     pub fn new(config: PrivacyEngineConfig, source: RandomnessSource) -> Result<Self, EngineError> {
         Self::from_valid(config.check()?, source)
     }
@@ -489,8 +497,14 @@ impl PrivacyEngine {
         let dimension = match &self.release {
             Some(built) if built.record_clip().unwrap_or(f64::INFINITY) == clip => return Ok(()),
             Some(built) => built.dimension(),
-            // Reading the parameters initialises lazy ones: in a section, as every tracked op.
-            None => autodiff::exclusive(|| ParamLayout::of(module).num_values()),
+            None => {
+                // Before the first release: a seeded run must be repeatable on this build.
+                if matches!(self.rng, MechanismRng::Seeded(_)) {
+                    check_exact_division::<B>()?;
+                }
+                // Reading the parameters initialises lazy ones: in a section, as every tracked op.
+                autodiff::exclusive(|| ParamLayout::of(module).num_values())
+            }
         };
         self.release = Some(
             GradientMechanismConfig::clipped_gaussian(clip, self.gradient_noise)

@@ -55,9 +55,10 @@ impl<B: AutodiffBackend> PgcAgent<B> {
         let (obs_len, num_actions) = config.dims()?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let template = config.network(obs_len, num_actions).init(device, &mut rng);
-        let mechanism = config
-            .mechanism
-            .build(template.num_params(), config.rounds)?;
+        let mechanism =
+            config
+                .mechanism
+                .build_for(template.num_params(), config.rounds, config.noise_rng)?;
         let noise_rng = config.noise_rng.rng(rng.random())?;
         Ok(Self {
             config: config.clone(),

@@ -12,6 +12,9 @@
 //! ```
 
 pub mod plot;
+mod scope;
+
+pub use self::scope::PrivacyScope;
 
 use self::plot::PlotFiles;
 use anyhow::{Context, Result};

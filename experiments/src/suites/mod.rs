@@ -6,6 +6,7 @@
 //! disk. A unit that is a whole run directory ([`crate::run::RunDir`]) is reused when its
 //! `config.json` is unchanged ([`crate::run::RunDir::completed_with`]).
 
+pub mod audit;
 pub mod dpsgd;
 pub mod inversion;
 pub mod kickstart;

@@ -22,7 +22,7 @@ use anyhow::{Context, Result};
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
 use privrl_agents::{Agent, DpSgdDqn, DpSgdTrainingConfig, Dqn, DqnConfig, TdLoss};
-use privrl_privacy::AccountantKind;
+use privrl_privacy::{AccountantKind, Adjacency};
 use serde::{Deserialize, Serialize};
 
 use super::plan::{dqn_config, DpsgdArgs};
@@ -30,7 +30,7 @@ use super::protocol::{
     claims_section, epsilon_by_accountant, finish, judge_claims, run_missing_units, store,
     unit_path, unit_text, write_unit, Claim, UnitOutcome, UnitSetting, UnitTask,
 };
-use super::{mean, ENV, SOLVED_RETURN, SOLVED_WINDOW};
+use super::{dqn_budget_epsilon, mean, ENV, SOLVED_RETURN, SOLVED_WINDOW};
 use crate::backend::BackendTask;
 use crate::report::plot::{DualAxisChart, Line};
 use crate::report::{format_number, Cell, Report};
@@ -472,7 +472,8 @@ pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
     let of = |slug: &str| units_of(&units, slug, args.budget);
     let mut report = Report::new(dir, "DP-SGD DQN to a solving budget, with controls");
     report.paragraph(&protocol_paragraph(args));
-    settings_table(&mut report, &settings, &units, args.budget);
+    report.paragraph(&crate::report::PrivacyScope::DpSgdDqn.sentence());
+    settings_table(&mut report, &settings, &units, args.budget, args.adjacency);
 
     // The slides' claims, judged by the criteria fixed in CLAIMS.
     let verdicts = judge_claims(
@@ -520,8 +521,12 @@ fn protocol_paragraph(args: &DpsgdArgs) -> String {
          non-private DQN solved on seeds 0, 1, 2). Solved: the mean of {SOLVED_WINDOW} \
          consecutive returns reaches {SOLVED_RETURN}. ε per transition (one replay-buffer \
          transition is the record), composed over every gradient step at its own Poisson \
-         rate q_t = min(1, 128/n_t) by the accountant named beside it, {}, δ = {}. Units: `units/<setting>-seed<k>/`; this \
-         report is regenerated from whichever exist.",
+         rate q_t = min(1, 128/n_t) by the accountant named beside it, {}, δ = {}, at the \
+         most steps any run can take: a run stops at the first episode end at or after the \
+         budget, so its own step count depends on its episodes, and the budget plus the \
+         longest episode (500 steps) less one does not (each unit's own ε is in its \
+         summary.json). Units: `units/<setting>-seed<k>/`; this report is regenerated from \
+         whichever exist.",
         args.budget,
         args.adjacency.name(),
         args.delta
@@ -534,6 +539,7 @@ fn settings_table(
     settings: &[Setting],
     units: &[(PathBuf, UnitSummary)],
     budget: u64,
+    adjacency: Adjacency,
 ) {
     let mut rows = Vec::new();
     for setting in settings {
@@ -542,7 +548,35 @@ fn settings_table(
             .iter()
             .filter_map(|u| u.solved_at_env_step.map(|s| s as f64))
             .collect();
-        let eps = epsilon_by_accountant(us.iter().map(|u| (u.epsilon, u.accountant)));
+        // The units' accountants, each at the data-independent bound (`dqn_budget_epsilon`),
+        // computed once per (δ, accountant): it composes ~5000 distinct sampling rates.
+        let eps = match setting.noise_multiplier.filter(|&s| s > 0.0) {
+            Some(sigma) => {
+                let mut bounds: Vec<((u64, AccountantKind), Option<f64>)> = Vec::new();
+                for u in &us {
+                    let key = (u.delta.to_bits(), u.accountant);
+                    if !bounds.iter().any(|(k, _)| *k == key) {
+                        let bound = dqn_budget_epsilon(
+                            &setting_dqn(setting),
+                            budget,
+                            sigma,
+                            u.delta,
+                            adjacency,
+                            u.accountant,
+                        )
+                        .ok();
+                        bounds.push((key, bound));
+                    }
+                }
+                epsilon_by_accountant(us.iter().map(|u| {
+                    let key = (u.delta.to_bits(), u.accountant);
+                    let bound = bounds.iter().find(|(k, _)| *k == key).and_then(|(_, b)| *b);
+                    let own = u.epsilon.unwrap_or(0.0);
+                    (bound.map(|b| b.max(own)).or(u.epsilon), u.accountant)
+                }))
+            }
+            None => String::new(),
+        };
         rows.push(vec![
             Cell::Text(setting.label()),
             Cell::Text(format!("{:?}", setting.group)),

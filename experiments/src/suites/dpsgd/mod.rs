@@ -120,6 +120,7 @@ fn run_in(root: &Path, args: DpsgdArgs) -> Result<SuiteOutcome> {
             None => points.push(Point {
                 method: summary.method,
                 noise: summary.noise,
+                epsilon_bound: epsilon_bound(&plan, summary.method, summary.noise)?,
                 runs: vec![summary],
                 curves: vec![curve],
             }),
@@ -131,6 +132,52 @@ fn run_in(root: &Path, args: DpsgdArgs) -> Result<SuiteOutcome> {
             .then(a.noise.total_cmp(&b.noise))
     });
     write_report(dir, &args, &plan, points)
+}
+
+/// The ε of a DP-SGD DQN run with a step budget that does not depend on the data: a run stops
+/// at the first episode end at or after `budget` environment steps, so how many gradient steps
+/// it releases depends on its episodes (110,129 against 110,000 steps: ε 36.504 against
+/// 36.487); the most steps any run can take is the budget plus the longest episode less one,
+/// and the schedule of those steps is public ([`PrivacyTally::dqn_schedule`]), so its ε bounds
+/// every run's.
+pub(super) fn dqn_budget_epsilon(
+    dqn: &privrl_agents::DqnConfig,
+    budget: u64,
+    noise_multiplier: f64,
+    delta: f64,
+    adjacency: privrl_privacy::Adjacency,
+    accountant: privrl_privacy::AccountantKind,
+) -> Result<f64> {
+    let longest = privrl_envs::make(ENV)?
+        .max_episode_steps()
+        .context("the environment has no episode limit: no bound on a run's gradient steps")?
+        as u64;
+    let tally = privrl_agents::PrivacyTally::dqn_schedule(
+        dqn,
+        budget + longest - 1,
+        noise_multiplier,
+        delta,
+    )
+    .with_adjacency(adjacency)
+    .with_accountant(accountant);
+    Ok(tally.epsilon()?)
+}
+
+/// [`dqn_budget_epsilon`] of a sweep point; `None` for the other methods (their releases do
+/// not depend on the data's length).
+fn epsilon_bound(plan: &plan::DpsgdPlan, method: plan::Method, noise: f64) -> Result<Option<f64>> {
+    if method != plan::Method::DpSgdDqn || noise <= 0.0 {
+        return Ok(None);
+    }
+    dqn_budget_epsilon(
+        &plan.dqn,
+        plan.dqn_steps,
+        noise,
+        plan.delta,
+        plan.adjacency,
+        plan.accountant,
+    )
+    .map(Some)
 }
 
 #[cfg(test)]
@@ -196,6 +243,29 @@ mod tests {
             low < epsilon && epsilon < high,
             "{low} < {epsilon} < {high}"
         );
+        // The report prints the data-independent bound instead of the run's own ε: the
+        // accountant over the public q_t schedule at the budget plus the longest episode (500)
+        // less one, which no run's episodes can exceed.
+        let bound = dqn_budget_epsilon(
+            &plan::dqn_config(),
+            1_100,
+            1.0,
+            1e-5,
+            privrl_privacy::Adjacency::AddRemove,
+            privrl_privacy::AccountantKind::Rdp,
+        )
+        .unwrap();
+        let longest =
+            privrl_agents::PrivacyTally::dqn_schedule(&plan::dqn_config(), 1_599, 1.0, 1e-5)
+                .epsilon()
+                .unwrap();
+        assert_eq!(bound, longest);
+        assert!(bound > epsilon, "{bound} vs the run's own {epsilon}");
+        let row = markdown
+            .lines()
+            .find(|l| l.starts_with("| DP-SGD DQN") && l.contains("| 1 |"))
+            .unwrap_or_else(|| panic!("{markdown}"));
+        assert!(row.contains(&crate::report::format_number(bound)), "{row}");
         let ldp: RunSummary = crate::run::read_json(
             &root
                 .join("dpsgd")

@@ -12,6 +12,9 @@ pub(super) struct Point {
     pub(super) noise: f64,
     pub(super) runs: Vec<RunSummary>,
     pub(super) curves: Vec<Vec<(f64, f64)>>,
+    /// An ε that bounds every run's whatever its data (DP-SGD DQN: `epsilon_bound` in the
+    /// suite's module), which the point reports when it is larger than its runs'.
+    pub(super) epsilon_bound: Option<f64>,
 }
 
 impl Point {
@@ -50,12 +53,13 @@ impl Point {
             .count()
     }
 
-    /// The largest ε over seeds (DQN's varies with the number of gradient steps).
+    /// The largest ε over seeds and the data-independent bound (DQN's runs vary with the
+    /// number of gradient steps their episodes led to).
     pub(super) fn epsilon(&self) -> f64 {
         self.runs
             .iter()
             .map(|r| r.epsilon.unwrap_or(f64::INFINITY))
-            .fold(0.0, f64::max)
+            .fold(self.epsilon_bound.unwrap_or(0.0), f64::max)
     }
 
     /// The ε with its unit, never a bare number: `4.73/episode`, `24.2/transition`, `∞`.

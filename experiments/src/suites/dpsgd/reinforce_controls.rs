@@ -346,6 +346,7 @@ pub fn write_report(args: &DpsgdArgs) -> Result<SuiteOutcome> {
     let of = |slug: &str| units_of(&units, slug, budget);
     let mut report = Report::new(&dir, "DP-SGD REINFORCE against plain REINFORCE");
     report.paragraph(&protocol_paragraph(args, budget));
+    report.paragraph(&crate::report::PrivacyScope::DpSgdReinforce.sentence());
     settings_table(&mut report, &settings, &units, budget);
 
     // The slides' claims, judged by the criteria fixed in CLAIMS, on the L = 1 settings.

@@ -98,6 +98,7 @@ pub(super) fn write_report(
         plan.adjacency.name()
     );
     privacy_section(&mut report, plan);
+    report.paragraph(&crate::report::PrivacyScope::DpSgd.sentence());
     sweep_table(&mut report, plan, &points);
     figures_section(&mut report, &dir, plan, &points, &epsilon_note)?;
     let command = reproduce_command(args, plan);
@@ -160,8 +161,11 @@ fn privacy_section(report: &mut Report, plan: &DpsgdPlan) {
         "DP-SGD DQN: a transition is one record. Each gradient step Poisson-samples the replay \
          buffer at q_t = |B|/n_t (expected batch |B|, not the slides' uniform sampling with \
          replacement, which the accountant does not cover); the accountant composes every \
-         step of the run at its own q_t, which bounds every transition. ε is the largest over \
-         seeds."
+         step of the run at its own q_t, which bounds every transition. A run stops at the first \
+         episode end at or after the step budget, so its own step count depends on its \
+         episodes; the ε printed is the accountant's at the most steps any run can take (the \
+         budget plus the longest episode, 500 steps, less one), which does not, and bounds \
+         every run's own (in its summary.json)."
             .to_string(),
         "σ = 0 (DP-SGD) clips without noise and LDP has no sensitivity bound: ε = ∞ (the \
          slides' 'need for theoretical guarantees')."

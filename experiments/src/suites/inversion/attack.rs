@@ -42,7 +42,10 @@ pub struct AttackArgs {
     /// sample, `{"rgb": "<file>", "depth": "<file>", "vector": [..], "action": a, "signal": s}`
     /// (images optional, relative to the directory: PNG or JPEG colour, grayscale PNG depth,
     /// 16-bit for full precision; square, one size per part). Replaces --setting, --samples
-    /// and --res. Writes the reconstructions as images beside the metrics.
+    /// and --res. Or a plain folder of PNG/JPEG images with no JSON: each a colour image,
+    /// centre-cropped and resized to --res, its action and signal drawn from --seed and
+    /// written to the run's config.json (`drawn_labels`). Writes the reconstructions as images
+    /// beside the metrics.
     #[arg(long, value_name = "DIR")]
     pub samples_dir: Option<std::path::PathBuf>,
     /// Attack a gradient captured elsewhere: a safetensors file with one float32 tensor per
@@ -145,12 +148,25 @@ pub fn run_attack(args: AttackArgs) -> Result<std::path::PathBuf> {
             .part(batch_part(args.batch_size))
             .seed(plan.seed),
     )?;
-    run.write_config(&args)?;
+    run.write_config(&AttackRunConfig {
+        args: &args,
+        drawn_labels: &samples.drawn,
+    })?;
     write_rows(&run, &rows)?;
     write_reconstructions(run.path(), &samples, &rows)?;
     print_rows(&rows);
     println!("wrote {}", run.path().display());
     Ok(run.path().to_path_buf())
+}
+
+/// An attack run's `config.json`: the arguments, and for a plain folder of images the labels
+/// drawn for it (absent otherwise, so other runs' configs are unchanged).
+#[derive(Serialize)]
+struct AttackRunConfig<'a> {
+    #[serde(flatten)]
+    args: &'a AttackArgs,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    drawn_labels: &'a [super::samples_dir::DrawnLabel],
 }
 
 /// The command line's ranges, checked before anything runs.
@@ -194,7 +210,20 @@ fn attacked_samples(
     setting: RoomSetting,
 ) -> Result<(UserSamples, String)> {
     let (samples, origin) = match &args.samples_dir {
-        Some(dir) => (read_samples_dir(dir, args.actions)?, "samples".to_string()),
+        Some(dir) => {
+            let samples = read_samples_dir(dir, args.actions, plan.seed, plan.image_size)?;
+            if !samples.drawn.is_empty() {
+                println!(
+                    "note: {} holds images without descriptions: {} colour samples at {} px, \
+                     actions and signals drawn from --seed {} (config.json: drawn_labels)",
+                    dir.display(),
+                    samples.samples.len(),
+                    plan.image_size,
+                    plan.seed
+                );
+            }
+            (samples, "samples".to_string())
+        }
         None => {
             let (truth, _) = room_samples(setting, plan.image_size, plan.samples, plan.seed)?;
             (

@@ -34,7 +34,10 @@ pub(crate) use self::plan::ENTROPY_WEIGHT;
 pub use self::plan::{InversionArgs, NormalisationArg, VictimWidth};
 pub(crate) use self::report::{failure_rate, summary, FAILURE_NOTE};
 pub(crate) use self::run_files::{reconstruction_sheet, write_rows};
-pub use self::samples_dir::{read_samples_dir, SampleFile, SamplesDirError, UserSamples};
+pub use self::samples_dir::{
+    read_plain_images, read_samples_dir, DrawnLabel, SampleFile, SamplesDirError, UserSamples,
+    DRAWN_SIGNAL,
+};
 
 /// Runs the suite and writes `runs/inversion/report.md`; returns the report's path.
 pub fn run(args: InversionArgs) -> Result<SuiteOutcome> {

@@ -158,5 +158,6 @@ pub(crate) fn room_user_samples(samples: Vec<Sample>, size: usize) -> UserSample
         depth_size: first.and_then(|s| s.depth.as_ref()).map(|_| size),
         vector_len: first.map_or(0, |s| s.vector.len()),
         samples,
+        drawn: Vec::new(),
     }
 }

@@ -11,11 +11,17 @@
 //! PNG, 16-bit for full precision) are file names relative to `DIR` and optional; `vector`
 //! defaults to empty. Images are square, one size per part across all samples, and every
 //! sample has the same parts.
+//!
+//! A plain folder of images (`*.png`, `*.jpg`, `*.jpeg`, no `*.json` at all) is read too, as a
+//! folder of photographs would be: each image is a colour sample, centre-cropped to a square
+//! and resized to `--res` pixels, with its action and signal drawn from the run's seed
+//! ([`DrawnLabel`], written to the run's `config.json`).
 
 use std::path::{Path, PathBuf};
 
 use image::{DynamicImage, ImageBuffer, Luma, Rgb};
 use privrl_attacks::Sample;
+use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -30,8 +36,10 @@ pub enum SamplesDirError {
         /// The error.
         source: std::io::Error,
     },
-    /// No `*.json` sample description in the directory.
-    #[error("{0}: no sample description (*.json) in the directory")]
+    /// No `*.json` sample description and no image in the directory.
+    #[error(
+        "{0}: no sample description (*.json) and no image (*.png, *.jpg, *.jpeg) in the directory"
+    )]
     Empty(PathBuf),
     /// A sample description that does not parse.
     #[error("{file}: {source}")]
@@ -137,7 +145,30 @@ pub struct UserSamples {
     pub depth_size: Option<usize>,
     /// Length of the vector state.
     pub vector_len: usize,
+    /// A plain folder of images: the action and signal drawn for each sample; empty for
+    /// described samples.
+    pub drawn: Vec<DrawnLabel>,
 }
+
+/// What was drawn from the seed for one image of a plain folder: the labels a description
+/// would have given. The run records them in its `config.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DrawnLabel {
+    /// The image's file name.
+    pub image: String,
+    /// The action, uniform over the `--actions` actions.
+    pub action: usize,
+    /// The supervision signal, uniform in [`DRAWN_SIGNAL`]: away from 0, where REINFORCE's
+    /// gradient (R ∇ log π) would vanish and DQN's error would be tiny.
+    pub signal: f64,
+}
+
+/// The range the signals of a plain folder are drawn from.
+pub const DRAWN_SIGNAL: std::ops::Range<f64> = 0.5..1.5;
+
+/// Mixed into the seed for the labels' generator, so that they are drawn apart from the
+/// victim's initialisation and the attack's, which start from the seed itself.
+const LABEL_STREAM: u64 = 0x6c61_6265_6c73; // "labels"
 
 impl UserSamples {
     /// The samples with only the parts that `keep` selects (colour, depth, vector).
@@ -161,15 +192,29 @@ impl UserSamples {
 }
 
 /// Reads every `*.json` description of `dir` and the images it names; `actions` bounds the
-/// actions.
-pub fn read_samples_dir(dir: &Path, actions: usize) -> Result<UserSamples, SamplesDirError> {
-    let files = description_files(dir)?;
+/// actions. Without descriptions, reads `dir` as a plain folder of images
+/// ([`read_plain_images`]: `size` pixels, labels drawn from `seed`).
+pub fn read_samples_dir(
+    dir: &Path,
+    actions: usize,
+    seed: u64,
+    size: usize,
+) -> Result<UserSamples, SamplesDirError> {
+    let files = files_with(dir, &["json"])?;
+    if files.is_empty() {
+        let images = files_with(dir, &["png", "jpg", "jpeg"])?;
+        if images.is_empty() {
+            return Err(SamplesDirError::Empty(dir.to_path_buf()));
+        }
+        return read_plain_images(&images, actions, seed, size);
+    }
     let mut out = UserSamples {
         names: Vec::new(),
         samples: Vec::new(),
         rgb_size: None,
         depth_size: None,
         vector_len: 0,
+        drawn: Vec::new(),
     };
     for (index, file) in files.iter().enumerate() {
         let (sample, sizes) = read_sample(dir, file, actions)?;
@@ -193,20 +238,90 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> SamplesDirError {
     move |source| SamplesDirError::Io { path, source }
 }
 
-/// The `*.json` files of `dir`, sorted; at least one.
-fn description_files(dir: &Path) -> Result<Vec<PathBuf>, SamplesDirError> {
+/// The files of `dir` whose extension is one of `extensions` (any case), sorted.
+fn files_with(dir: &Path, extensions: &[&str]) -> Result<Vec<PathBuf>, SamplesDirError> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(io_error(dir))?
         .map(|entry| entry.map(|e| e.path()).map_err(io_error(dir)))
         .collect::<Result<Vec<_>, _>>()?
         .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .filter(|p| {
+            p.is_file()
+                && p.extension().is_some_and(|e| {
+                    extensions
+                        .iter()
+                        .any(|x| e.to_string_lossy().eq_ignore_ascii_case(x))
+                })
+        })
         .collect();
     files.sort();
-    if files.is_empty() {
-        return Err(SamplesDirError::Empty(dir.to_path_buf()));
-    }
     Ok(files)
+}
+
+/// A plain folder's `images` as colour samples of `size` × `size` pixels (each centre-cropped
+/// to a square, then resized), named by file stem, with an action uniform over `actions` and a
+/// signal uniform in [`DRAWN_SIGNAL`] drawn for each, in file-name order, from `seed`.
+pub fn read_plain_images(
+    images: &[PathBuf],
+    actions: usize,
+    seed: u64,
+    size: usize,
+) -> Result<UserSamples, SamplesDirError> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ LABEL_STREAM);
+    let mut out = UserSamples {
+        names: Vec::new(),
+        samples: Vec::new(),
+        rgb_size: Some(size),
+        depth_size: None,
+        vector_len: 0,
+        drawn: Vec::new(),
+    };
+    for path in images {
+        let image = open(path)?;
+        let (width, height) = (image.width(), image.height());
+        if width == 0 || height == 0 {
+            return Err(SamplesDirError::NotSquare {
+                image: path.clone(),
+                width,
+                height,
+            });
+        }
+        let side = width.min(height);
+        let square = image.crop_imm((width - side) / 2, (height - side) / 2, side, side);
+        let pixels = square
+            .resize_exact(
+                size as u32,
+                size as u32,
+                image::imageops::FilterType::Triangle,
+            )
+            .to_rgb32f();
+        let mut rgb = vec![0.0; 3 * size * size];
+        for (i, pixel) in pixels.pixels().enumerate() {
+            for c in 0..3 {
+                rgb[c * size * size + i] = pixel.0[c];
+            }
+        }
+        let label = DrawnLabel {
+            image: path
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into()),
+            action: rng.random_range(0..actions),
+            signal: rng.random_range(DRAWN_SIGNAL),
+        };
+        out.names.push(
+            path.file_stem()
+                .map_or_else(|| label.image.clone(), |s| s.to_string_lossy().into()),
+        );
+        out.samples.push(Sample {
+            rgb: Some(rgb),
+            depth: None,
+            vector: Vec::new(),
+            action: label.action,
+            signal: label.signal,
+        });
+        out.drawn.push(label);
+    }
+    Ok(out)
 }
 
 /// The sizes of a sample's parts: RGB and depth image sizes (`None`: absent) and the
@@ -417,7 +532,7 @@ mod tests {
         write_rgb_png(&d.join("a.png"), &rgb, 4).unwrap();
         let a = r#"{"rgb": "a.png", "depth": "a_depth.png", "vector": [0.5, -1], "action": 2, "signal": 1.5}"#;
         std::fs::write(d.join("a.json"), a).unwrap();
-        let read = read_samples_dir(&d, 3).unwrap();
+        let read = read_samples_dir(&d, 3, 0, 4).unwrap();
         assert_eq!(read.names, ["a"]);
         assert_eq!(
             (read.rgb_size, read.depth_size, read.vector_len),
@@ -438,7 +553,7 @@ mod tests {
 
         let error = |json: &str| {
             std::fs::write(d.join("b.json"), json).unwrap();
-            read_samples_dir(&d, 3).unwrap_err().to_string()
+            read_samples_dir(&d, 3, 0, 4).unwrap_err().to_string()
         };
         let e = error(r#"{"depth": "missing.png", "vector": [0, 0], "action": 0, "signal": 1}"#);
         assert!(
@@ -476,7 +591,51 @@ mod tests {
         );
         assert!(e.contains("cannot decode"), "{e}");
         let empty = dir("samples-dir-empty");
-        let e = read_samples_dir(&empty, 3).unwrap_err().to_string();
-        assert!(e.contains("no sample description"), "{e}");
+        let e = read_samples_dir(&empty, 3, 0, 4).unwrap_err().to_string();
+        assert!(
+            e.contains("no sample description") && e.contains("no image"),
+            "{e}"
+        );
+    }
+
+    /// A plain folder of images, as photographs come: no descriptions, not square. Each image
+    /// is centre-cropped and resized to the requested size; actions and signals are drawn
+    /// from the seed, the same for the same seed and within their ranges.
+    #[test]
+    fn a_plain_folder_of_images_gets_labels_drawn_from_the_seed() {
+        let d = dir("samples-dir-plain");
+        // 6 × 4: a red 1-pixel border left and right around a 4 × 4 centre, black above a
+        // white lower half; the crop keeps the centre, so no red survives.
+        let photo = ImageBuffer::from_fn(6, 4, |x, y| match (x, y) {
+            (0 | 5, _) => Rgb([255u8, 0, 0]),
+            (_, 0 | 1) => Rgb([0, 0, 0]),
+            _ => Rgb([255, 255, 255]),
+        });
+        photo.save(d.join("b_photo.png")).unwrap();
+        write_rgb_png(&d.join("a.png"), &[0.5; 3 * 16], 4).unwrap();
+        std::fs::write(d.join("notes.txt"), "not an image").unwrap();
+
+        let read = read_samples_dir(&d, 5, 11, 4).unwrap();
+        assert_eq!(read.names, ["a", "b_photo"]);
+        assert_eq!(
+            (read.rgb_size, read.depth_size, read.vector_len),
+            (Some(4), None, 0)
+        );
+        let images: Vec<&str> = read.drawn.iter().map(|l| l.image.as_str()).collect();
+        assert_eq!(images, ["a.png", "b_photo.png"]);
+        for (sample, label) in read.samples.iter().zip(&read.drawn) {
+            assert!(sample.action < 5 && DRAWN_SIGNAL.contains(&sample.signal));
+            assert_eq!((sample.action, sample.signal), (label.action, label.signal));
+        }
+        // The crop: red channel equals green everywhere (no border), top rows dark, bottom light.
+        let rgb = read.samples[1].rgb.as_ref().unwrap();
+        let (red, green) = (&rgb[..16], &rgb[16..32]);
+        assert_eq!(red, green);
+        assert!(red[..4].iter().all(|&v| v < 0.5) && red[12..].iter().all(|&v| v > 0.5));
+
+        let again = read_samples_dir(&d, 5, 11, 4).unwrap();
+        assert_eq!(again.drawn, read.drawn);
+        let other = read_samples_dir(&d, 5, 12, 4).unwrap();
+        assert_ne!(other.drawn, read.drawn);
     }
 }

@@ -114,6 +114,13 @@ pub struct KickstartArgs {
     /// k₀ = 5).
     #[arg(long, default_value_t = 0.05)]
     pub target_delta: f64,
+    /// Confidence of the one-sided (Clopper–Pearson) upper bound on a Monte Carlo δ (m > 2),
+    /// and of τ's solution for --target-delta. The default 1 − 1e-9 fails to cover the true δ
+    /// with probability at most 1e-9 per distinct k. Units committed before 2026-11-28 ran at
+    /// 0.95 with a two-sided Hoeffding half-width: give 0.95 to read them back (their
+    /// config.json records it).
+    #[arg(long, default_value_t = privrl_privacy::DELTA_CONFIDENCE)]
+    pub delta_confidence: f64,
     /// Run settings whose δ per release at k₀ is 0.5 or more (a near-vacuous guarantee); without
     /// it such a configuration is refused.
     #[arg(long)]
@@ -262,6 +269,7 @@ pub(super) struct KickstartPlan {
     pub(super) eta: Option<f64>,
     pub(super) tau: Option<f64>,
     pub(super) target_delta: f64,
+    pub(super) delta_confidence: f64,
     pub(super) allow_weak_privacy: bool,
     pub(super) map_onto: MapOnto,
     pub(super) penalise_uniform: bool,
@@ -301,6 +309,7 @@ impl KickstartArgs {
             eta: None,
             tau: None,
             target_delta: 0.05,
+            delta_confidence: privrl_privacy::DELTA_CONFIDENCE,
             allow_weak_privacy: false,
             map_onto: MapOnto::Mix,
             penalise_uniform: false,
@@ -348,6 +357,7 @@ impl KickstartArgs {
             // The ablation starts from the pre-fix setting, whose τ was 0.0127.
             tau: self.tau.or(self.ablation.then_some(0.0127)),
             target_delta: self.target_delta,
+            delta_confidence: self.delta_confidence,
             allow_weak_privacy: self.allow_weak_privacy,
             map_onto: self.map_onto,
             penalise_uniform: self.penalise_uniform,
@@ -447,5 +457,6 @@ impl KickstartPlan {
                 Exhausted::Stop => ExhaustedTeacher::Stop,
             })
             .with_noise_rng(self.noise_rng.mode())
+            .with_delta_confidence(self.delta_confidence)
     }
 }

@@ -367,6 +367,7 @@ pub(super) fn write_report(
     report.paragraph(&plan.noise_rng.report_line());
     report.paragraph(&protocol_paragraph(plan, results));
     report.paragraph(&dirichlet_paragraph(plan));
+    report.paragraph(&crate::report::PrivacyScope::Kickstart.sentence());
     results_table(&mut report, &rows);
     // The paper's three claims, each judged by a criterion fixed in this file before any run.
     report.heading("The paper's claims against these numbers");
@@ -422,8 +423,11 @@ fn dirichlet_paragraph(plan: &KickstartPlan) -> String {
     format!(
         "Dirichlet teacher: k₀ = {}, multiplied by the vanishing coefficient c at the start of \
          every {} after the first; the policy is {} onto Δ_{{m,η}} (η = {}); Theorem 1 with τ = {}, \
-         b = {}, L times the map's Lipschitz factor; δ is the 95% upper confidence bound \
-         (exact for m = 2), computed once per distinct k (memoised). The teacher is exhausted when \
+         b = {}, L times the map's Lipschitz factor; δ is exact for m = 2 and otherwise an upper \
+         confidence bound on its Monte Carlo estimate at the confidence in each unit's config.json \
+         (`delta_confidence`: units run before 2026-11-28 used a two-sided Hoeffding half-width at \
+         0.95, later ones a one-sided Clopper–Pearson bound at 1 − 1e-9), computed once per \
+         distinct k (memoised). The teacher is exhausted when \
          k < {}{}, and then shares {}. Student: α_λ = λ·√(log(1/β)/(2(k+1))) with β = {}, \
          balance {}; {}. PPO {}. Every release is in the teacher's ledger; totals are per student run \
          (basic composition: Σε, Σδ; advanced: Kairouz et al., δ' = 1e-6).",
@@ -638,6 +642,8 @@ fn reproduce_command(plan: &KickstartPlan) -> String {
         [
             plan.tau.map(|t| format!(" --tau {t}")),
             (plan.target_delta != 0.05).then(|| format!(" --target-delta {}", plan.target_delta)),
+            (plan.delta_confidence != privrl_privacy::DELTA_CONFIDENCE)
+                .then(|| format!(" --delta-confidence {}", plan.delta_confidence)),
             plan.allow_weak_privacy
                 .then(|| " --allow-weak-privacy".into()),
             (plan.map_onto == MapOnto::Project).then(|| " --map-onto project".into()),
@@ -661,18 +667,24 @@ pub(super) fn write_ablation_report(
     write_json(&dir.join("summary.json"), &rows)?;
     let mut report = Report::new(dir, &format!("Kickstarting diagnosis on {}", plan.env));
     report.paragraph(&ablation_paragraph(plan, results));
+    report.paragraph(&crate::report::PrivacyScope::Kickstart.sentence());
     ablation_table(&mut report, &rows, results);
     let headline = ablation_headline(&rows);
     headline.add_to(&mut report);
     report.reproduce([format!(
         "cargo xtask suite kickstart --ablation --env {} --seeds {} --epochs {} \
-         --teacher-epochs {} --steps-per-epoch {} --threads 1 --out {}",
+         --teacher-epochs {} --steps-per-epoch {} --threads 1 --out {}{}",
         plan.env,
         plan.seeds,
         plan.epochs,
         plan.teacher_epochs,
         plan.steps_per_epoch,
-        dir.parent().map_or(".".into(), |p| p.display().to_string())
+        dir.parent().map_or(".".into(), |p| p.display().to_string()),
+        if plan.delta_confidence == privrl_privacy::DELTA_CONFIDENCE {
+            String::new()
+        } else {
+            format!(" --delta-confidence {}", plan.delta_confidence)
+        }
     )]);
     Ok(SuiteOutcome {
         report: report.write()?,

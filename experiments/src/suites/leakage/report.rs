@@ -32,6 +32,7 @@ pub(super) fn write_report(
     );
     report.paragraph(&plan.noise_rng.report_line());
     report.paragraph(&method_paragraph(args, plan));
+    report.paragraph(&crate::report::PrivacyScope::DpSgd.sentence());
     report.paragraph(&format!(
         "A reconstruction counts as **unrecognisable** when the mean SSIM of both images is \
          below {SSIM_THRESHOLD} and the mean bounding-box IoU is below {IOU_THRESHOLD}."

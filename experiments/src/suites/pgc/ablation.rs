@@ -293,6 +293,7 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
         "PGC-A3C at ε = ∞: what the paper's setting needs to learn",
     );
     ablation_paragraphs(&mut report, planned, plan.order);
+    report.paragraph(&crate::report::PrivacyScope::Pgc.sentence());
     ablation_table(&mut report, &rows);
     let conclusion = [MechanismKind::Laplace, MechanismKind::Prs]
         .iter()

@@ -360,6 +360,7 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
         "PGC-A3C: the non-private baseline, Laplace's clip and buffer, and Laplace under noise",
     );
     study_paragraphs(&mut report, args);
+    report.paragraph(&crate::report::PrivacyScope::Pgc.sentence());
     let mut csv = csv::Writer::from_path(dir.join("clip-study.csv"))?;
     let baseline: Vec<Summary> = baseline_settings()
         .iter()

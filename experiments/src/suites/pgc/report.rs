@@ -70,6 +70,7 @@ pub(super) fn write_report(
     let mut report = Report::new(&dir, "PGC-A3C: locally private distributed RL");
     report.paragraph(&plan.noise_rng.report_line());
     report.paragraph(&method_paragraph(&plan));
+    report.paragraph(&crate::report::PrivacyScope::Pgc.sentence());
     let tables = tables_and_fig3(&dir, &plan, &results, horizon)?;
     tables.add_to(&mut report, &plan, horizon);
     fig2_section(&mut report, &dir, &plan, &results)?;

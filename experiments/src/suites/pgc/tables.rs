@@ -412,6 +412,7 @@ fn write_report(dir: &Path, args: &PgcSuiteArgs) -> Result<SuiteOutcome> {
 
     let mut report = Report::new(dir, "PGC-A3C: Tables 1–3 beside the paper's");
     tables_paragraphs(&mut report, plan.order);
+    report.paragraph(&crate::report::PrivacyScope::Pgc.sentence());
     let verdicts = paper_tables(&mut report, &rows);
     non_private_table(&mut report, &rows);
     report.paragraph(

@@ -1,0 +1,166 @@
+//! What is audited: one mechanism at one setting and one size, with its threat model and its
+//! unit of privacy.
+
+use serde::{Deserialize, Serialize};
+
+/// One audited mechanism at one setting. The size (releases, canaries, runs) is part of the
+/// setting, so that a quick unit never stands in for a full one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mechanism", rename_all = "kebab-case")]
+pub enum Setting {
+    /// PGC's Laplace mechanism (Ono & Takahashi, Algorithm 2), one release per input.
+    Laplace {
+        /// ε of one release (T = 1).
+        epsilon: f64,
+        /// Releases per input (held in: g, held out: g').
+        releases: u64,
+    },
+    /// PGC's projected random sign (Algorithm 3), one release per input.
+    Prs {
+        /// ε of one release (T = 1).
+        epsilon: f64,
+        /// Releases per input.
+        releases: u64,
+        /// Whether the auditor sees only the back-projected release Mᵀũ with a fresh secret M,
+        /// as privrl's PGC aggregator does (`true`), or also knows M, as Lemma 3's guarantee
+        /// allows (`false`).
+        hidden_projection: bool,
+    },
+    /// DP-SGD through privrl's `PrivacyEngine` with Dirac gradient canaries.
+    DpSgd {
+        /// σ.
+        noise_multiplier: f64,
+        /// Poisson rate q.
+        sample_rate: f64,
+        /// Steps T of each run.
+        steps: u64,
+        /// Canaries (= records, = parameters) per run.
+        canaries: usize,
+        /// Independent runs.
+        runs: usize,
+    },
+}
+
+impl Setting {
+    /// File-safe name, e.g. `laplace-eps1-n2000000`, `dpsgd-sigma1-q1-t1-m1000-r100`.
+    pub fn name(&self) -> String {
+        match *self {
+            Setting::Laplace { epsilon, releases } => format!("laplace-eps{epsilon}-n{releases}"),
+            Setting::Prs {
+                epsilon,
+                releases,
+                hidden_projection,
+            } => format!(
+                "prs{}-eps{epsilon}-n{releases}",
+                if hidden_projection { "-hidden" } else { "" }
+            ),
+            Setting::DpSgd {
+                noise_multiplier,
+                sample_rate,
+                steps,
+                canaries,
+                runs,
+            } => {
+                format!("dpsgd-sigma{noise_multiplier}-q{sample_rate}-t{steps}-m{canaries}-r{runs}")
+            }
+        }
+    }
+
+    /// The mechanism, in words for a table.
+    pub fn mechanism(&self) -> String {
+        match *self {
+            Setting::Laplace { epsilon, .. } => format!("PGC Laplace, ε = {epsilon} per release"),
+            Setting::Prs {
+                epsilon,
+                hidden_projection,
+                ..
+            } => format!(
+                "PGC PRS, ε = {epsilon} per release{}",
+                if hidden_projection { " (secret M)" } else { "" }
+            ),
+            Setting::DpSgd {
+                noise_multiplier,
+                sample_rate,
+                steps,
+                ..
+            } => format!("DP-SGD, σ = {noise_multiplier}, q = {sample_rate}, T = {steps}"),
+        }
+    }
+
+    /// Who sees what, and what the audit's adjacent inputs are.
+    pub fn threat_model(&self) -> &'static str {
+        match self {
+            Setting::Laplace { .. } => {
+                "local: the aggregator sees each release; adjacent inputs are any two \
+                 gradients (here ±10·e₁, clipped to ±(C/2)·e₁)"
+            }
+            Setting::Prs {
+                hidden_projection: false,
+                ..
+            } => {
+                "local: the aggregator sees each release and knows the projection M (as \
+                 Lemma 3 allows); adjacent inputs g, −g with every coordinate of Mg at least C"
+            }
+            Setting::Prs {
+                hidden_projection: true,
+                ..
+            } => {
+                "local: the aggregator sees each release Mᵀũ only, M drawn fresh and kept by \
+                 the agent (privrl's PGC); adjacent inputs g, −g"
+            }
+            Setting::DpSgd { .. } => {
+                "white-box DP-SGD: the adversary sees every noisy update (federated learning; \
+                 privrl's leakage suite) and inserts gradient canaries"
+            }
+        }
+    }
+
+    /// The unit of privacy and the adjacency audited.
+    pub fn unit_of_privacy(&self) -> &'static str {
+        match self {
+            Setting::Laplace { .. } | Setting::Prs { .. } => "one release (T = 1), any two inputs",
+            Setting::DpSgd { .. } => "one record, add/remove (a canary's gradient 2C·eᵢ or none)",
+        }
+    }
+}
+
+/// The audits `cargo xtask audit` runs: the full ones, or the CI-sized ones of `--quick`.
+pub fn plan(quick: bool) -> Vec<Setting> {
+    let releases = if quick { 20_000 } else { 2_000_000 };
+    let (canaries, runs) = if quick { (200, 5) } else { (1000, 100) };
+    let dpsgd = |noise_multiplier: f64, sample_rate: f64, steps: u64| Setting::DpSgd {
+        noise_multiplier,
+        sample_rate,
+        steps,
+        canaries,
+        runs,
+    };
+    vec![
+        Setting::Laplace {
+            epsilon: 1.0,
+            releases,
+        },
+        Setting::Laplace {
+            epsilon: 4.0,
+            releases,
+        },
+        Setting::Prs {
+            epsilon: 1.0,
+            releases,
+            hidden_projection: false,
+        },
+        Setting::Prs {
+            epsilon: 10.0,
+            releases,
+            hidden_projection: false,
+        },
+        Setting::Prs {
+            epsilon: 1.0,
+            releases,
+            hidden_projection: true,
+        },
+        dpsgd(1.0, 1.0, 1),
+        dpsgd(2.0, 1.0, 9),
+        dpsgd(1.0, 0.1, 50),
+    ]
+}
