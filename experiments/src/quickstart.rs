@@ -272,6 +272,7 @@ fn inversion_section(
         victims: None,
         normalisation: crate::suites::inversion::NormalisationArg::Paper,
         threads: args.threads,
+        results_dir: None,
     })?;
     report.heading("Gradient inversion").paragraph(&format!(
         "QGI and RGI on the active-perception rooms in quick mode (16×16 images, 4 samples, \

@@ -3,6 +3,7 @@
 //! supervision-signal results of Section V-A.
 
 mod attack;
+mod baseline;
 mod gradients_file;
 mod headline;
 mod job;
@@ -14,7 +15,7 @@ mod run_files;
 mod samples_dir;
 mod verdict;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use privrl_envs::room::RoomSetting;
 
 use self::report::write_report;
@@ -33,53 +34,104 @@ pub(crate) use self::plan::InversionPlan;
 pub(crate) use self::plan::ENTROPY_WEIGHT;
 pub use self::plan::{InversionArgs, NormalisationArg, VictimWidth};
 pub(crate) use self::report::{failure_rate, summary, FAILURE_NOTE};
+use self::run_files::AttackCell;
 pub(crate) use self::run_files::{reconstruction_sheet, write_rows};
 pub use self::samples_dir::{
     read_plain_images, read_samples_dir, DrawnLabel, SampleFile, SamplesDirError, UserSamples,
     DRAWN_SIGNAL,
 };
 
-/// Runs the suite and writes `runs/inversion/report.md`; returns the report's path.
+/// Runs the suite and writes `report.md` beside the attack cells' run directories (in
+/// `--results-dir`, default `runs/inversion`); returns the report's path. Each cell is written
+/// as soon as its attack finishes, and cells already finished with the same plan are read
+/// back, so the report always covers every planned cell.
 pub fn run(args: InversionArgs) -> Result<SuiteOutcome> {
     let plan = args.plan();
-    let dir = suite_dir("inversion")?;
-    let mut jobs = Vec::new();
+    let dir = match &args.results_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            dir.clone()
+        }
+        None => suite_dir("inversion")?,
+    };
+    let mut cells = Vec::new();
     let mut room_types = Vec::new();
     let mut truths = Vec::new();
     let widths = args.victim_widths()?;
     for setting in [RoomSetting::S1, RoomSetting::S2] {
         let (samples, types) = room_samples(setting, plan.image_size, plan.samples, plan.seed)?;
         room_types = types;
-        truths.push((setting, samples.clone()));
+        truths.push((setting, samples));
         for (w, &width) in widths.iter().enumerate() {
             let mut methods = vec![Method::Qgi, Method::Rgi];
             // Table II's ablation on the first (main) victim only.
             if setting == RoomSetting::S1 && !args.skip_ablations && w == 0 {
                 methods.extend(Method::ABLATIONS);
             }
-            for method in methods {
-                let name = format!("{} {:?} {}", method.name(), setting, width.label());
-                jobs.push(Job::new(
-                    name,
-                    InversionJob {
-                        plan: plan.clone(),
-                        method,
-                        setting,
-                        samples: samples.clone(),
-                        batch_size: 1,
-                        width,
-                        normalisation: args.normalisation.of(setting),
-                    },
-                ));
-            }
+            cells.extend(methods.into_iter().map(|method| AttackCell {
+                method,
+                setting,
+                width,
+            }));
         }
     }
-    let outcomes = run_parallel(jobs, args.threads, |job, _| {
-        let (method, setting, width) = (job.method, job.setting, job.width);
-        Ok((method, setting, width, dispatch(plan.backend, job)?))
+    let truth_of = |setting| {
+        truths
+            .iter()
+            .find(|(s, _)| *s == setting)
+            .map(|(_, samples)| samples.as_slice())
+            .unwrap_or(&[])
+    };
+    let mut finished = Vec::new();
+    let mut jobs = Vec::new();
+    for cell in &cells {
+        let run = cell.run_dir(&dir, plan.seed)?;
+        if let Some(rows) = cell.finished_rows(&run, &plan, args.normalisation)? {
+            finished.push((*cell, rows));
+            continue;
+        }
+        let name = format!(
+            "{} {:?} {}",
+            cell.method.name(),
+            cell.setting,
+            cell.width.label()
+        );
+        let job = InversionJob {
+            plan: plan.clone(),
+            method: cell.method,
+            setting: cell.setting,
+            samples: truth_of(cell.setting).to_vec(),
+            batch_size: 1,
+            width: cell.width,
+            normalisation: args.normalisation.of(cell.setting),
+        };
+        jobs.push(Job::new(name, (*cell, run, job)));
+    }
+    if !finished.is_empty() {
+        println!(
+            "{} of {} attack cells already finished in {}; attacking the other {}",
+            finished.len(),
+            cells.len(),
+            dir.display(),
+            jobs.len()
+        );
+    }
+    let attacked = run_parallel(jobs, args.threads, |(cell, run, job), _| {
+        let rows = dispatch(plan.backend, job)?;
+        cell.write(
+            &run,
+            &plan,
+            args.normalisation,
+            truth_of(cell.setting),
+            &rows,
+        )?;
+        Ok((cell, rows))
     })?
     .into_ok()?;
-    write_report(dir, &args, plan, outcomes, truths, room_types)
+    finished.extend(attacked.into_iter().map(|(_, outcome)| outcome));
+    // The report lists the cells in plan order, however they finished.
+    finished.sort_by_key(|(cell, _)| cells.iter().position(|c| c == cell));
+    write_report(dir, &args, plan, finished, truths, room_types)
 }
 
 #[cfg(test)]
@@ -101,5 +153,80 @@ pub(crate) mod tests {
             backend: BackendChoice::default(),
             entropy_weight: ENTROPY_WEIGHT,
         }
+    }
+
+    #[test]
+    fn an_interrupted_suite_resumes_from_its_finished_cells() {
+        let dir = crate::run::tests::temp_dir("inversion-resume");
+        let results = dir.join("inversion");
+        let args = InversionArgs {
+            quick: true,
+            samples: Some(2),
+            image_size: Some(8),
+            iterations: Some(3),
+            tv_weight: None,
+            seed: 0,
+            backend: BackendChoice::default(),
+            skip_ablations: false,
+            victims: None,
+            normalisation: NormalisationArg::Paper,
+            threads: 2,
+            results_dir: Some(results.clone()),
+        };
+        let report = run(args.clone()).unwrap().report;
+        let text = std::fs::read_to_string(&report).unwrap();
+        // Table I's baselines and the magnitude term's paired comparison are in the report.
+        assert!(
+            text.contains("baseline: flat at the true mean (oracle)"),
+            "{text}"
+        );
+        assert!(text.contains("The magnitude term"), "{text}");
+        assert!(text.contains("--results-dir"), "{text}");
+        // Seven S1 cells on the paper's victim (QGI, RGI, five ablations) and two in S2.
+        let cells: Vec<_> = std::fs::read_dir(&results)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.join("summary.json").is_file())
+            .collect();
+        assert_eq!(cells.len(), 9, "{cells:?}");
+        let qgi = results.join("qgi-s1-seed0");
+        let config: serde_json::Value = crate::run::read_json(&qgi.join("config.json")).unwrap();
+        assert_eq!(config["method"], "Qgi");
+        let kept = std::fs::read(qgi.join("summary.json")).unwrap();
+        // Cut one cell short: the rerun attacks it alone and reads the others back.
+        let rgi = results.join("rgi-s2-seed0");
+        let before: Vec<privrl_attacks::InversionRow> =
+            crate::run::read_json(&rgi.join("summary.json")).unwrap();
+        std::fs::remove_file(rgi.join("summary.json")).unwrap();
+        let modified = std::fs::metadata(qgi.join("summary.json"))
+            .unwrap()
+            .modified()
+            .unwrap();
+        run(args.clone()).unwrap();
+        assert_eq!(std::fs::read(qgi.join("summary.json")).unwrap(), kept);
+        assert_eq!(
+            std::fs::metadata(qgi.join("summary.json"))
+                .unwrap()
+                .modified()
+                .unwrap(),
+            modified,
+            "a finished cell was rewritten"
+        );
+        let after: Vec<privrl_attacks::InversionRow> =
+            crate::run::read_json(&rgi.join("summary.json")).unwrap();
+        let scores = |rows: &[privrl_attacks::InversionRow]| {
+            rows.iter()
+                .map(|r| (r.depth.map(|s| s.psnr.to_bits()), r.reward_abs_error))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(scores(&after), scores(&before), "same seed, same scores");
+        // Another plan is not read back: every cell runs again.
+        let other = InversionArgs {
+            iterations: Some(4),
+            ..args
+        };
+        run(other).unwrap();
+        let config: serde_json::Value = crate::run::read_json(&qgi.join("config.json")).unwrap();
+        assert_eq!(config["plan"]["iterations"], 4);
     }
 }

@@ -52,6 +52,12 @@ pub struct InversionArgs {
     /// Worker threads (0: one per core); each runs one (attack, setting).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
+    /// Directory of the attack cells' run directories and the report (e.g.
+    /// `results/inversion`). A cell whose directory already holds a finished run of the same
+    /// plan is read back, not attacked again, so an interrupted run resumes. Default
+    /// `runs/inversion`.
+    #[arg(long)]
+    pub results_dir: Option<std::path::PathBuf>,
 }
 
 /// `--normalisation`: how reconstructions are mapped to [0, 1] before scoring.

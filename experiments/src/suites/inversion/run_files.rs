@@ -1,14 +1,123 @@
-//! What an attack's run directory holds besides `config.json`: `metrics.csv` and
-//! `summary.json` of its rows, and the Fig. 3-style reconstruction sheet.
+//! An attack cell's run directory, the suite's unit: `config.json` (the plan, the victim, the
+//! normalisation and the commit it ran at), `metrics.csv` and `summary.json` of its rows, and
+//! the Fig. 3-style reconstruction sheet. A cell whose directory holds a `summary.json` of the
+//! same configuration is read back instead of attacked again, so an interrupted suite resumes.
 
-use anyhow::Result;
+use std::path::Path;
+
+use anyhow::{Context, Result};
 use privrl_attacks::{ImageScores, InversionRow, Sample};
 use privrl_envs::room::RoomSetting;
 use privrl_envs::{Image, MultimodalObs};
+use serde::Serialize;
 
 use super::method::Method;
+use super::plan::{InversionPlan, NormalisationArg, VictimWidth};
 use crate::room_sheet::{bbox_pixels, draw_sheet, SheetCell};
-use crate::run::RunDir;
+use crate::run::{read_json, source_commit, RunDir, RunName};
+
+/// One attack cell of the suite: an attack on one setting's samples against one victim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AttackCell {
+    pub(crate) method: Method,
+    pub(crate) setting: RoomSetting,
+    pub(crate) width: VictimWidth,
+}
+
+/// What a cell's `config.json` records.
+#[derive(Debug, Clone, Serialize)]
+struct CellConfig<'a> {
+    method: Method,
+    setting: String,
+    plan: &'a InversionPlan,
+    victim: VictimWidth,
+    normalisation: NormalisationArg,
+    /// The commit the cell ran at (`None` outside a git checkout): criteria must predate it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    commit: Option<String>,
+}
+
+impl AttackCell {
+    /// The cell's run directory under `dir`, e.g. `qgi-s1-wide-seed0` (created).
+    pub(crate) fn run_dir(&self, dir: &Path, seed: u64) -> Result<RunDir> {
+        let name = RunName::new(self.method.slug())
+            .part(format!("{:?}", self.setting))
+            .part(match self.width {
+                VictimWidth::Paper => "",
+                VictimWidth::Wide => "wide",
+            })
+            .seed(seed);
+        let (root, suite) = match (dir.parent(), dir.file_name().and_then(|n| n.to_str())) {
+            (Some(root), Some(suite)) => (root, suite),
+            _ => anyhow::bail!("{} is not a directory inside another", dir.display()),
+        };
+        RunDir::create_in(root, suite, name)
+    }
+
+    fn config<'a>(
+        &self,
+        plan: &'a InversionPlan,
+        normalisation: NormalisationArg,
+    ) -> CellConfig<'a> {
+        CellConfig {
+            method: self.method,
+            setting: format!("{:?}", self.setting),
+            plan,
+            victim: self.width,
+            normalisation,
+            commit: None,
+        }
+    }
+
+    /// The rows of this cell if its run directory holds a finished run of the same plan,
+    /// victim and normalisation (at whatever commit it ran).
+    pub(crate) fn finished_rows(
+        &self,
+        run: &RunDir,
+        plan: &InversionPlan,
+        normalisation: NormalisationArg,
+    ) -> Result<Option<Vec<InversionRow>>> {
+        let drop_commit = |mut recorded: serde_json::Value| {
+            if let Some(map) = recorded.as_object_mut() {
+                map.remove("commit");
+            }
+            recorded
+        };
+        if !run.completed_with_recorded(&self.config(plan, normalisation), drop_commit)? {
+            return Ok(None);
+        }
+        let path = run.file("summary.json");
+        read_json(&path)
+            .map(Some)
+            .with_context(|| format!("reading the rows of {}", path.display()))
+    }
+
+    /// Writes the cell's run directory (config with the commit, rows, reconstruction sheet)
+    /// as soon as its attack finishes.
+    pub(crate) fn write(
+        &self,
+        run: &RunDir,
+        plan: &InversionPlan,
+        normalisation: NormalisationArg,
+        truth: &[Sample],
+        rows: &[InversionRow],
+    ) -> Result<()> {
+        run.write_config(&CellConfig {
+            commit: source_commit(),
+            ..self.config(plan, normalisation)
+        })?;
+        reconstruction_sheet(
+            &run.file("reconstructions.png"),
+            self.method,
+            self.setting,
+            truth,
+            rows,
+            plan.image_size,
+        )?;
+        // Last: `summary.json` marks the cell finished.
+        write_rows(run, rows)
+    }
+}
 
 /// A Fig. 3-style sheet: one row per sample (up to 6), the original beside the reconstruction,
 /// with the true and the reconstructed bounding boxes.
