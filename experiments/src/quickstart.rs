@@ -272,6 +272,7 @@ fn inversion_section(
         victims: None,
         normalisation: crate::suites::inversion::NormalisationArg::Paper,
         threads: args.threads,
+        settings: None,
         results_dir: None,
     })?;
     report.heading("Gradient inversion").paragraph(&format!(

@@ -24,6 +24,15 @@ pub enum SettingArg {
     S2,
 }
 
+impl From<SettingArg> for RoomSetting {
+    fn from(setting: SettingArg) -> Self {
+        match setting {
+            SettingArg::S1 => RoomSetting::S1,
+            SettingArg::S2 => RoomSetting::S2,
+        }
+    }
+}
+
 /// Arguments of `attack`: one attack on one setting.
 #[derive(Args, Debug, Clone, Serialize)]
 pub struct AttackArgs {
@@ -104,10 +113,7 @@ pub fn run_attack(args: AttackArgs) -> Result<std::path::PathBuf> {
         backend: args.backend,
         entropy_weight: 0.01,
     };
-    let setting = match args.setting {
-        SettingArg::S1 => RoomSetting::S1,
-        SettingArg::S2 => RoomSetting::S2,
-    };
+    let setting = RoomSetting::from(args.setting);
     if let (Some(gradients), Some(weights)) = (&args.gradients, &args.weights) {
         anyhow::ensure!(
             args.samples_dir.is_none(),

@@ -58,7 +58,7 @@ pub fn run(args: InversionArgs) -> Result<SuiteOutcome> {
     let mut room_types = Vec::new();
     let mut truths = Vec::new();
     let widths = args.victim_widths()?;
-    for setting in [RoomSetting::S1, RoomSetting::S2] {
+    for setting in args.room_settings()? {
         let (samples, types) = room_samples(setting, plan.image_size, plan.samples, plan.seed)?;
         room_types = types;
         truths.push((setting, samples));
@@ -171,6 +171,7 @@ pub(crate) mod tests {
             victims: None,
             normalisation: NormalisationArg::Paper,
             threads: 2,
+            settings: None,
             results_dir: Some(results.clone()),
         };
         let report = run(args.clone()).unwrap().report;

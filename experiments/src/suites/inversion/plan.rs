@@ -7,6 +7,7 @@ use serde::Serialize;
 use privrl_attacks::ImageNormalisation;
 use privrl_envs::room::RoomSetting;
 
+use super::attack::SettingArg;
 use crate::backend::BackendChoice;
 
 /// Arguments of `suite inversion`.
@@ -52,6 +53,10 @@ pub struct InversionArgs {
     /// Worker threads (0: one per core); each runs one (attack, setting).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
+    /// Room settings to attack, comma-separated (`s1`: RGB + depth, `s2`: depth only); Table
+    /// II's ablation runs with S1. Default both.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub settings: Option<Vec<SettingArg>>,
     /// Directory of the attack cells' run directories and the report (e.g.
     /// `results/inversion`). A cell whose directory already holds a finished run of the same
     /// plan is read back, not attacked again, so an interrupted run resumes. Default
@@ -112,6 +117,26 @@ impl InversionArgs {
             "--victims names a width twice: {victims:?}"
         );
         Ok(victims)
+    }
+
+    /// `--settings`, checked: at least one, none twice, in the order S1, S2.
+    pub(super) fn room_settings(&self) -> anyhow::Result<Vec<RoomSetting>> {
+        let Some(settings) = &self.settings else {
+            return Ok(vec![RoomSetting::S1, RoomSetting::S2]);
+        };
+        anyhow::ensure!(
+            !settings.is_empty(),
+            "--settings needs at least one setting"
+        );
+        let chosen: Vec<RoomSetting> = [RoomSetting::S1, RoomSetting::S2]
+            .into_iter()
+            .filter(|s| settings.iter().any(|a| RoomSetting::from(*a) == *s))
+            .collect();
+        anyhow::ensure!(
+            chosen.len() == settings.len(),
+            "--settings names a setting twice: {settings:?}"
+        );
+        Ok(chosen)
     }
 
     pub(super) fn plan(&self) -> InversionPlan {

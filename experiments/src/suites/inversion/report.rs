@@ -695,6 +695,13 @@ fn reproduce_command(args: &InversionArgs, plan: &InversionPlan) -> String {
     if args.normalisation == NormalisationArg::Clamp {
         command.push_str(" --normalisation clamp");
     }
+    if let Some(settings) = &args.settings {
+        let names: Vec<String> = settings
+            .iter()
+            .map(|s| format!("{s:?}").to_lowercase())
+            .collect();
+        command.push_str(&format!(" --settings {}", names.join(",")));
+    }
     if let Some(dir) = &args.results_dir {
         command.push_str(&format!(" --results-dir {}", dir.display()));
     }
