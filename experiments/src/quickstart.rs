@@ -273,6 +273,7 @@ fn inversion_section(
         normalisation: crate::suites::inversion::NormalisationArg::Paper,
         threads: args.threads,
         settings: None,
+        convergence: None,
         results_dir: None,
     })?;
     report.heading("Gradient inversion").paragraph(&format!(

@@ -395,7 +395,9 @@ impl BackendTask for QgiBench {
             &device,
         )?;
         let record = victim.shared_gradient(&samples)?;
-        let config = Method::Qgi.attack_config(self.iterations, 0, 0.1);
+        // privrl's library QGI (eq. 5 + magnitude term), the configuration the PyTorch peer
+        // `bench/pytorch/qgi_factored.py` mirrors.
+        let config = Method::QgiMagnitude.attack_config(self.iterations, 0, 0.1);
         let start = Instant::now();
         attack(&victim, &record, &config)?;
         let attack_s = start.elapsed().as_secs_f64();

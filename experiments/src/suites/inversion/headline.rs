@@ -22,12 +22,16 @@ pub(super) fn headline(qgi_s1: &[InversionRow]) -> Headline {
         effect: "one shared DQN gradient gives the state away: QGI on S1 recovers every \
                  sample's action, and the median bounding-box IoU is at least 0.5."
             .into(),
-        measured: format!(
-            "action accuracy {:.0}% and median IoU {} over {} samples",
-            100.0 * accuracy,
-            format_number(median_iou),
-            qgi_s1.len()
-        ),
+        measured: if qgi_s1.is_empty() {
+            "not measured: QGI on S1 did not run (--settings, --victims)".into()
+        } else {
+            format!(
+                "action accuracy {:.0}% and median IoU {} over {} samples",
+                100.0 * accuracy,
+                format_number(median_iou),
+                qgi_s1.len()
+            )
+        },
         visible: !qgi_s1.is_empty() && accuracy == 1.0 && median_iou >= 0.5,
     }
 }

@@ -4,6 +4,7 @@
 
 mod attack;
 mod baseline;
+mod convergence;
 mod gradients_file;
 mod headline;
 mod job;
@@ -29,7 +30,6 @@ pub use self::gradients_file::{model_metadata, CONFIG_KEY, MODEL_KEY};
 pub(crate) use self::job::{room_samples, victim_config, InversionJob};
 pub use self::method::Method;
 pub use self::model_job::ModelArg;
-#[cfg(test)]
 pub(crate) use self::plan::InversionPlan;
 pub(crate) use self::plan::ENTROPY_WEIGHT;
 pub use self::plan::{InversionArgs, NormalisationArg, VictimWidth};
@@ -46,6 +46,33 @@ pub use self::samples_dir::{
 /// as soon as its attack finishes, and cells already finished with the same plan are read
 /// back, so the report always covers every planned cell.
 pub fn run(args: InversionArgs) -> Result<SuiteOutcome> {
+    if let Some(budgets) = args.convergence.clone() {
+        return convergence::run(&args, &budgets);
+    }
+    let attacked = attack_cells(&args)?;
+    write_report(
+        attacked.dir,
+        &args,
+        attacked.plan,
+        attacked.outcomes,
+        attacked.truths,
+        attacked.room_types,
+    )
+}
+
+/// What [`attack_cells`] gives the reports: the plan, every cell's rows in plan order, the
+/// samples of each setting and their room types.
+pub(crate) struct AttackedCells {
+    dir: std::path::PathBuf,
+    plan: InversionPlan,
+    outcomes: Vec<(AttackCell, Vec<privrl_attacks::InversionRow>)>,
+    truths: Vec<(RoomSetting, Vec<privrl_attacks::Sample>)>,
+    room_types: Vec<String>,
+}
+
+/// Attacks every planned cell not finished yet in `--results-dir` (default
+/// `runs/inversion`), writing each as it finishes, and reads back the others.
+fn attack_cells(args: &InversionArgs) -> Result<AttackedCells> {
     let plan = args.plan();
     let dir = match &args.results_dir {
         Some(dir) => {
@@ -131,7 +158,13 @@ pub fn run(args: InversionArgs) -> Result<SuiteOutcome> {
     finished.extend(attacked.into_iter().map(|(_, outcome)| outcome));
     // The report lists the cells in plan order, however they finished.
     finished.sort_by_key(|(cell, _)| cells.iter().position(|c| c == cell));
-    write_report(dir, &args, plan, finished, truths, room_types)
+    Ok(AttackedCells {
+        dir,
+        plan,
+        outcomes: finished,
+        truths,
+        room_types,
+    })
 }
 
 #[cfg(test)]
@@ -172,6 +205,7 @@ pub(crate) mod tests {
             normalisation: NormalisationArg::Paper,
             threads: 2,
             settings: None,
+            convergence: None,
             results_dir: Some(results.clone()),
         };
         let report = run(args.clone()).unwrap().report;

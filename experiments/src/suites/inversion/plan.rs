@@ -57,6 +57,12 @@ pub struct InversionArgs {
     /// II's ablation runs with S1. Default both.
     #[arg(long, value_enum, value_delimiter = ',')]
     pub settings: Option<Vec<SettingArg>>,
+    /// Convergence study: run the plan once per iteration budget (comma-separated, e.g.
+    /// `1000,4000,20000`), each in `<results-dir>/iterations-<N>/`, and write
+    /// `convergence.md` with the scores against the budget. Choose the budget of a table
+    /// from other samples (`--seed`) than the ones the table judges.
+    #[arg(long, value_delimiter = ',')]
+    pub convergence: Option<Vec<usize>>,
     /// Directory of the attack cells' run directories and the report (e.g.
     /// `results/inversion`). A cell whose directory already holds a finished run of the same
     /// plan is read back, not attacked again, so an interrupted run resumes. Default

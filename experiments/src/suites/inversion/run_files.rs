@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use privrl_attacks::{ImageScores, InversionRow, Sample};
+use privrl_attacks::{AttackConfig, ImageScores, InversionRow, Sample};
 use privrl_envs::room::RoomSetting;
 use privrl_envs::{Image, MultimodalObs};
 use serde::Serialize;
@@ -32,6 +32,8 @@ struct CellConfig<'a> {
     plan: &'a InversionPlan,
     victim: VictimWidth,
     normalisation: NormalisationArg,
+    /// The attack exactly as it ran (matching loss, prior, stages, optimiser).
+    attack: AttackConfig,
     /// The commit the cell ran at (`None` outside a git checkout): criteria must predate it.
     #[serde(skip_serializing_if = "Option::is_none")]
     commit: Option<String>,
@@ -65,6 +67,9 @@ impl AttackCell {
             plan,
             victim: self.width,
             normalisation,
+            attack: self
+                .method
+                .attack_config(plan.iterations, plan.seed, plan.tv_weight),
             commit: None,
         }
     }
