@@ -283,7 +283,7 @@ mod tests {
             image_size: Some(8),
             iterations: None,
             tv_weight: None,
-            seed: 1,
+            seed: 0,
             backend: crate::backend::BackendChoice::default(),
             skip_ablations: true,
             victims: None,
@@ -296,7 +296,7 @@ mod tests {
         let outcome = run(&args, &[3, 2]).unwrap();
         let text = std::fs::read_to_string(&outcome.report).unwrap();
         for n in [2, 3] {
-            let cell = dir.join(format!("convergence/iterations-{n}/qgi-s2-seed1"));
+            let cell = dir.join(format!("convergence/iterations-{n}/qgi-s2-seed0"));
             let config: serde_json::Value =
                 crate::run::read_json(&cell.join("config.json")).unwrap();
             assert_eq!(config["plan"]["iterations"], n);
