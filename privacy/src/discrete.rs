@@ -20,10 +20,40 @@ use rand::Rng;
 
 use crate::PrivacyError;
 
-/// A Bernoulli draw with probability `numerator`/`denominator` (≤ 1), exactly.
+/// A Bernoulli draw with probability `numerator`/`denominator` (clamped to 1), exactly, by
+/// comparing a uniform U ∈ [0, 1) with the fraction bit by bit: the fraction's binary
+/// expansion comes from long division (r ← 2r, a bit 1 where 2r ≥ d), U's bits from the
+/// generator 64 at a time, and the first bit in which they differ decides U < n/d. Two bits
+/// are needed on average, so one 64-bit word almost always, and no 128-bit multiplication
+/// (what a uniform integer below a u128 `denominator` costs by rejection): this is on the
+/// discrete Gaussian's hot path, a few calls per coordinate of every DP-SGD step in secure
+/// mode. U = n/d exactly has probability 0, so a terminating expansion (r = 0) means U ≥ n/d.
 #[inline]
 fn bernoulli_ratio<R: Rng + ?Sized>(rng: &mut R, numerator: u128, denominator: u128) -> bool {
-    rng.random_range(0..denominator) < numerator
+    if numerator >= denominator {
+        return true;
+    }
+    if numerator == 0 {
+        return false;
+    }
+    // Invariant: 0 < r < d, and the bits still to compare are those of r/d.
+    let mut r = numerator;
+    loop {
+        let word = rng.next_u64();
+        for shift in (0..64).rev() {
+            let u_bit = (word >> shift) & 1 == 1;
+            // 2r ≥ d without overflow: r ≥ d − r (d − r > 0).
+            let p_bit = r >= denominator - r;
+            if u_bit != p_bit {
+                // The first difference: U < n/d iff its bit is 0 where the fraction's is 1.
+                return p_bit;
+            }
+            r = if p_bit { r - (denominator - r) } else { r + r };
+            if r == 0 {
+                return false;
+            }
+        }
+    }
 }
 
 /// A Bernoulli draw with probability exp(−γ), γ = `numerator`/`denominator` ≥ 0, exactly
@@ -150,7 +180,7 @@ impl DiscreteLaplace {
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> i64 {
         let t = self.scale as u128;
         loop {
-            let u = rng.random_range(0..t);
+            let u = u128::from(rng.random_range(0..self.scale));
             if !bernoulli_exp_minus(rng, u, t) {
                 continue;
             }

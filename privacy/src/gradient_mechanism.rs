@@ -42,7 +42,7 @@ use crate::error::{all_finite, at_least_one, positive, saturating_f32};
 use crate::laplace::{clip_l1, LaplaceConfig};
 use crate::mechanism::{Mechanism, PrivacyCost};
 use crate::projected_random_sign::{ProjectionMatrix, PrsConfig};
-use crate::{Epsilon, NoiseMode, PrivacyError};
+use crate::{Epsilon, GridGaussianSum, NoiseMode, PrivacyError};
 
 /// The privacy a gradient mechanism gives, in the form in which it can be stated.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -380,8 +380,11 @@ impl GradientMechanismConfig {
     /// the local mechanisms draw exactly, with no floating-point caveat (`discrete` module):
     /// Laplace on a grid of C/(1000d) ([`crate::LaplaceGradient::on_grid`]: at most ε/T per release,
     /// noise within 0.2 % of the continuous one) and PRS with exact flips
-    /// ([`crate::ProjectedRandomSign::exact`]). Seeded runs keep the textbook samplers, so that their
-    /// bytes do not change. DP-SGD's Gaussian has no exact version yet: it is the same in both.
+    /// ([`crate::ProjectedRandomSign::exact`]), and DP-SGD's Gaussian on a grid
+    /// ([`GridGaussianSum`]: the clipped sum rounded to γ = 10⁻³C/√d, exact discrete Gaussian
+    /// noise whose scale meets σ at the rounded sensitivity C/γ + √d, accounted at σ). Seeded
+    /// runs keep the textbook samplers, so that their bytes do not change. Secure mode is not
+    /// reproducible by construction: its noise comes from the operating system.
     pub fn build_for(
         &self,
         dimension: usize,
@@ -419,6 +422,14 @@ impl GradientMechanismConfig {
                 rescaling: Rescaling::L2(positive("clip", clip)?),
                 dimension,
             }),
+            Self::DpSgd {
+                clip,
+                noise_multiplier,
+            } if exact => Box::new(GridGaussian(GridGaussianSum::new(
+                clip,
+                noise_multiplier,
+                dimension,
+            )?)),
             Self::DpSgd {
                 clip,
                 noise_multiplier,
@@ -713,6 +724,83 @@ impl GradientMechanism for GaussianSum {
             Some(normals) => {
                 self.0
                     .noisy_mean_of_clipped_sum_with(sum, expected_batch_size, &normals)
+            }
+            None => self.release_clipped_sum(sum, expected_batch_size, rng),
+        }
+    }
+}
+
+/// DP-SGD's clipped sum released on a grid with exact discrete Gaussian noise (secure mode).
+#[derive(Debug, Clone)]
+struct GridGaussian(GridGaussianSum);
+
+impl fmt::Display for GridGaussian {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "DP-SGD on a grid (exact) C={} σ={} γ={:.3e}",
+            self.0.clip(),
+            self.0.noise_multiplier(),
+            self.0.step()
+        )
+    }
+}
+
+impl GradientMechanism for GridGaussian {
+    fn kind(&self) -> MechanismKind {
+        MechanismKind::DpSgd
+    }
+    fn dimension(&self) -> usize {
+        self.0.dimension()
+    }
+    fn privacy(&self) -> GradientPrivacy {
+        // Accounted at σ, which the grid's noise meets at the rounded sensitivity.
+        GradientPrivacy::SubsampledGaussian {
+            noise_multiplier: self.0.noise_multiplier(),
+        }
+    }
+    fn adds_noise(&self) -> bool {
+        true
+    }
+    fn release(&self, gradient: &[f32], rng: &mut dyn RngCore) -> Result<Vec<f32>, PrivacyError> {
+        check_gradient("gradient", gradient, self.0.dimension())?;
+        let mut clipped = gradient.to_vec();
+        clip_l2(&mut clipped, self.0.clip());
+        self.0.noisy_mean(&clipped, 1.0, &mut RngRef(rng))
+    }
+    fn record_clip(&self) -> Option<f64> {
+        Some(self.0.clip())
+    }
+    fn release_clipped_sum(
+        &self,
+        sum: Vec<f32>,
+        expected_batch_size: f64,
+        rng: &mut dyn RngCore,
+    ) -> Result<Vec<f32>, PrivacyError> {
+        self.0
+            .noisy_mean(&sum, expected_batch_size, &mut RngRef(rng))
+    }
+    fn draw_sum_noise(&self, rng: &mut dyn RngCore) -> Option<Vec<f64>> {
+        // Integers below 2⁵³ in magnitude, exact in f64.
+        Some(
+            self.0
+                .draw_noise(&mut RngRef(rng))
+                .into_iter()
+                .map(|z| z as f64)
+                .collect(),
+        )
+    }
+    fn release_clipped_sum_with(
+        &self,
+        sum: Vec<f32>,
+        expected_batch_size: f64,
+        noise: Option<Vec<f64>>,
+        rng: &mut dyn RngCore,
+    ) -> Result<Vec<f32>, PrivacyError> {
+        match noise {
+            Some(draws) => {
+                let draws: Vec<i64> = draws.into_iter().map(|z| z as i64).collect();
+                self.0.noisy_mean_with(&sum, expected_batch_size, &draws)
             }
             None => self.release_clipped_sum(sum, expected_batch_size, rng),
         }
