@@ -6,7 +6,9 @@
 //! uniform doubles into noise, and in floating point the set of outputs reachable from one
 //! input is not the one reachable from its neighbour: an adversary who sees the exact bits can
 //! tell them apart (Mironov 2012). Here every draw is a uniform *integer* (`Rng::random_range`,
-//! unbiased by rejection) or a comparison between integers, so the probabilities are exactly
+//! unbiased by rejection), a Bernoulli(n/d) decided by comparing uniform bits with the binary
+//! expansion of the integer fraction n/d, or a comparison between integers, so the
+//! probabilities are exactly
 //! the ones the privacy proof assumes and every integer is reachable from every input. A
 //! mechanism built on them works on a grid: it rounds its input to multiples of a grid step
 //! and adds integer noise in grid units.
