@@ -194,10 +194,8 @@ impl GridGaussianSum {
     pub fn draw_noise<R: RngCore + ?Sized>(&self, rng: &mut R) -> Vec<i64> {
         let mut key = [0u8; 32];
         rng.fill_bytes(&mut key);
-        let mut stream = ChaCha12Rng::from_seed(key);
-        (0..self.dimension)
-            .map(|_| self.noise.sample(&mut stream))
-            .collect()
+        self.noise
+            .sample_n(&mut ChaCha12Rng::from_seed(key), self.dimension)
     }
 
     /// γ(round(s/γ) + Z)/L for the clipped sum s, L the expected batch size, and the draws Z
