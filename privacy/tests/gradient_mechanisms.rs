@@ -241,4 +241,25 @@ fn secure_mode_builds_the_exact_local_mechanisms() {
         let units = f64::from(x) * expected_batch / grid.step();
         assert!((units - units.round()).abs() < 1e-3, "{units}");
     }
+    // A long gradient's noise is drawn ahead on a thread: every release still on the grid,
+    // each with noise of its own.
+    let d = 5000;
+    let secure = dp.build_for(d, 1, NoiseMode::Secure).unwrap();
+    let grid = privrl_privacy::GridGaussianSum::new(1.0, 1.0, d).unwrap();
+    let releases: Vec<Vec<f32>> = (0..3)
+        .map(|_| {
+            let noise = secure.draw_sum_noise(&mut rng).unwrap();
+            secure
+                .release_clipped_sum_with(vec![0.0; d], 1.0, Some(noise), &mut rng)
+                .unwrap()
+        })
+        .collect();
+    for release in &releases {
+        for &x in release {
+            let units = f64::from(x) / grid.step();
+            assert!((units - units.round()).abs() < 0.05, "{units}");
+        }
+    }
+    assert_ne!(releases[0], releases[1]);
+    assert_ne!(releases[1], releases[2]);
 }
