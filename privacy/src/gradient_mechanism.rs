@@ -745,7 +745,8 @@ const DRAW_AHEAD_FROM: usize = 1024;
 /// while the learner does everything else between two releases: handing out one release's
 /// noise keys the next one's stream (32 bytes of the caller's generator) and starts its
 /// thread. Every release still gets noise of its own, from a key drawn after the previous
-/// release's; only its timing moves.
+/// release's; only its timing moves. The draws are split over every core but one
+/// ([`GridGaussianSum::draw_noise_in_parts`]).
 #[derive(Debug)]
 struct GridGaussian {
     grid: GridGaussianSum,
@@ -777,10 +778,14 @@ impl GridGaussian {
         let mut key = [0u8; 32];
         rng.fill_bytes(&mut key);
         let grid = self.grid;
+        // On every core but the learner's (one thread on a 2-core machine).
+        let parts = std::thread::available_parallelism()
+            .map_or(1, |cores| cores.get().saturating_sub(1))
+            .max(1);
         // Where no thread can be started the next release draws its own noise.
         *next = std::thread::Builder::new()
             .name("dp-sgd grid noise".into())
-            .spawn(move || grid.draw_noise(&mut ChaCha12Rng::from_seed(key)))
+            .spawn(move || grid.draw_noise_in_parts(&mut ChaCha12Rng::from_seed(key), parts))
             .ok();
         noise
     }
