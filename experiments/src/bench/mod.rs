@@ -587,8 +587,8 @@ fn privacy_section(report: &mut Report, args: &BenchArgs, dp_sgd: &DpSgdTimes, d
              ratio below 1 measures that slowness, not a free DP-SGD (docs/dp-sgd.md). The \
              secure rows are the same DP-SGD step with `--noise-rng secure`: sampling from \
              ChaCha20 keyed by the operating system, the clipped sum rounded to a grid and exact \
-             discrete Gaussian noise added on the integers (drawn while the gradients are \
-             computed), timed in turn with the other two.",
+             discrete Gaussian noise added on the integers (drawn ahead on threads of their \
+             own, every core but the learner's), timed in turn with the other two.",
             dp_sgd.backend, dp_sgd.replay_size, dp_sgd.full_replay_size, args.train_steps
         ))
         .table(&["measurement", "value"], privacy_rows(dp_sgd, delta));
