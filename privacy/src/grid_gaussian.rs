@@ -22,9 +22,9 @@
 //! has L2 sensitivity Δ_γ = C/γ + √d. Bound (1) is deterministic and nearly tight (a = ½ − ε,
 //! b = ½ + ε in every coordinate moves every coordinate by 1). Rounding each record instead
 //! (the per-client rounding of Kairouz, Liu & Steinke 2021, "The Distributed Discrete Gaussian
-//! Mechanism", Section 4) gives C/γ + √d/2 deterministically, or about
-//! √(C²/γ² + d/4) by conditional randomised rounding (their Theorem 13, a bound that holds
-//! after resampling until it does), but it needs every record's gradient in memory, which
+//! Mechanism for Federated Learning with Secure Aggregation") gives C/γ + √d/2
+//! deterministically, or about √(C²/γ² + d/4) by their conditional randomised rounding (a
+//! bound that holds after resampling until it does), but it needs every record's gradient, which
 //! DP-SGD's fast path never forms (the factored clipped sum, `agents::dp`): rounding the sum
 //! keeps one clip → sum → noise path for every per-sample strategy, at the price of √d rather
 //! than √d/2, which the grid makes negligible. The grid is γ = ηC/√d with η = 10⁻³ (coarser
@@ -54,12 +54,15 @@
 //! which k and v depend) cannot raise it (e^{(α−1)D_α} is jointly convex).
 //! Each step is therefore recorded as the subsampled Gaussian at σ itself, and the printed ε
 //! is at or above the grid mechanism's wherever the continuous analysis carries over. What
-//! (2) does not cover, and privrl takes from the continuous Gaussian at σ ≤ s/Δ_γ as Kairouz,
-//! Liu & Steinke 2021 do: the other direction of the divergence (D_α(P₀ ‖ (1 − q)P₀ + qP_v),
-//! which Mironov, Talwar & Zhang bound by the first for the continuous Gaussian), fractional
-//! orders, and the PLD accountant's privacy-loss distribution. The test
+//! (2) does not cover, and privrl takes from the continuous Gaussian at σ ≤ s/Δ_γ without a
+//! proof here: the other direction of the divergence (D_α(P₀ ‖ (1 − q)P₀ + qP_v), which
+//! Mironov, Talwar & Zhang bound by the first for the continuous Gaussian), fractional orders,
+//! and the PLD accountant's privacy-loss distribution. The test
 //! `subsampled_discrete_gaussian_is_within_the_accounted_rdp` checks both directions exactly
-//! in one dimension (sums over ℤ) at integer orders.
+//! in one dimension (sums over ℤ) at integer orders. Under substitution adjacency the rounded
+//! sums move by at most 2C/γ + √d ≤ 2Δ_γ, and the accountant's two substitution bounds carry
+//! over: the Gaussian at sensitivity 2C (by Theorem 4 at every order) and group privacy over
+//! two add/remove steps (with the add/remove caveats above).
 //!
 //! # Cost
 //!
