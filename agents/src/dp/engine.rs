@@ -338,7 +338,9 @@ fn check_sampling(dataset_size: usize, sample_rate: f64) -> Result<(), EngineErr
 
 impl PrivacyEngine {
     /// Validates `config` ([`PrivacyEngineConfig::check`]) and draws sampling and noise from
-    /// `source` (a seed, or the operating system's CSPRNG).
+    /// `source` (a seed, or the operating system's CSPRNG; with the latter the noise is exact
+    /// discrete Gaussian noise on a grid, [`privrl_privacy::GridGaussianSum`], accounted at the
+    /// same σ).
     ///
     /// A seed asks for a repeatable run: on burn-ndarray the first step refuses a build whose
     /// `simd` feature is on ([`EngineError::InexactDivision`], [`check_exact_division`]). The
