@@ -119,7 +119,8 @@ impl GridGaussianSum {
         at_least_one("dimension", dimension)?;
         let root_d = (dimension as f64).sqrt();
         // s² = σ²Δ_γ² with Δ_γ = √d(1 + 1/η) must stay below 2⁴⁰: the finest grid that fits.
-        let widest = (MAX_VARIANCE as f64).sqrt() * (1.0 - 1e-6) / (noise_multiplier * root_d);
+        // (1 − 10⁻⁴): room for the margins below.
+        let widest = (MAX_VARIANCE as f64).sqrt() * (1.0 - 1e-4) / (noise_multiplier * root_d);
         let slack = if widest >= 1.0 + 1.0 / SLACK {
             SLACK
         } else if widest > 1.0 + 1.0 / MAX_SLACK {
@@ -394,6 +395,20 @@ mod tests {
         assert!(coarse.slack() > 1e-3 && coarse.slack() <= 0.25);
         assert!(coarse.effective_noise_multiplier() >= 10.0);
         assert!(GridGaussianSum::new(1.0, 1000.0, 1_000_000).is_err());
+        // Every σ up to the sampler's range builds (the grid coarsening as needed), and only
+        // beyond it (σ√d·(1 + 1/0.25) > 2²⁰) is refused.
+        let mut sigma = 0.5;
+        while sigma < 400.0 {
+            let root_d = 1000.0;
+            match GridGaussianSum::new(1.0, sigma, 1_000_000) {
+                Ok(grid) => {
+                    assert!(grid.slack() <= 0.25 + 1e-12, "σ = {sigma}");
+                    assert!(grid.effective_noise_multiplier() >= sigma, "σ = {sigma}");
+                }
+                Err(_) => assert!(sigma * root_d * 5.0 > 1_048_576.0 * 0.999, "σ = {sigma}"),
+            }
+            sigma *= 1.01;
+        }
         assert!(GridGaussianSum::new(0.0, 1.0, 3).is_err());
         assert!(GridGaussianSum::new(1.0, 0.0, 3).is_err());
     }
