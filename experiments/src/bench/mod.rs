@@ -580,7 +580,7 @@ fn privacy_section(report: &mut Report, args: &BenchArgs, dp_sgd: &DpSgdTimes, d
              n = {}): plain `Dqn::step` (128 transitions sampled with replacement, mean TD \
              loss, backward, Adam) against `DpSgdDqn::step` (a Poisson sample at q = 128/n, \
              per-transition gradients computed analytically in one batched pass, flat clipping \
-             to C = 1, Gaussian noise σ = 1, Adam, the privacy tally). The two alternate, {} of \
+             to C = 1, Gaussian noise σ = 1, Adam, the privacy tally). They alternate, {} of \
              each; the table gives each one's median. Wall time on whatever else the machine \
              runs: compare the ratio, not the milliseconds. The plain step slows as training \
              goes on on subnormal arithmetic that DP-SGD's noise avoids, so a full-buffer \
