@@ -22,8 +22,8 @@ use privrl_agents::{
 };
 use privrl_agents::{Dense, DenseConfig};
 use privrl_privacy::{
-    dp_sgd_epsilon_under, noise_multiplier_for_under, AccountantKind, Adjacency, PldConfig,
-    RandomnessSource, ReleaseSchedule, SubsampledGaussianSteps,
+    dp_sgd_epsilon_under, noise_multiplier_for_under, AccountantKind, Adjacency, GridGaussianSum,
+    PldConfig, RandomnessSource, ReleaseSchedule, SubsampledGaussianSteps,
 };
 use rand::{Rng, SeedableRng};
 
@@ -328,6 +328,60 @@ fn the_noise_has_standard_deviation_sigma_c_over_q_n() {
     );
     assert!(mean.abs() < 0.15 * expected, "mean {mean}");
     assert_eq!(engine.steps(), 20, "an empty batch is a release too");
+}
+
+/// Under the operating system's source the engine releases on a grid with exact discrete
+/// Gaussian noise (`GridGaussianSum`): every released value is a multiple of γ/(qN), the noise
+/// has standard deviation σC(1 + η)/(qN) (η = 10⁻³), and ε is the seeded engine's: both are
+/// accounted at σ.
+#[test]
+fn secure_noise_is_exact_on_a_grid_and_accounted_at_sigma() {
+    let device = Default::default();
+    let net = Mlp::<B>::new(&device);
+    let (x, y) = mlp_data(40);
+    let loss = mlp_loss(&x, &y);
+    let (sigma, clip, q, n) = (2.0, 0.5, 0.1, 40);
+    let mut secure = PrivacyEngine::new(
+        PrivacyEngineConfig::new(n, q, clip, NoiseCalibration::NoiseMultiplier(sigma)),
+        RandomnessSource::Secure,
+    )
+    .unwrap();
+    let mut seeded = engine(n, q, clip, NoiseCalibration::NoiseMultiplier(sigma), 1);
+    let d = autodiff::exclusive(|| ParamLayout::of(&net).num_values());
+    let grid = GridGaussianSum::new(clip, sigma, d).unwrap();
+    let unit = grid.step() / (q * n as f64);
+    let mut values = Vec::new();
+    for step in 0..20 {
+        // Half the releases with records, half pure noise.
+        let batch: Vec<usize> = if step % 2 == 0 { vec![0, 3, 7] } else { vec![] };
+        let released = secure
+            .private_gradient(&net, &batch, &Traced(&loss))
+            .unwrap()
+            .flatten();
+        seeded
+            .private_gradient(&net, &batch, &Traced(&loss))
+            .unwrap();
+        for &v in &released {
+            let units = f64::from(v) / unit;
+            assert!(
+                // f32 keeps ~7 digits: within 0.05 of a grid point up to |k| ~ 10⁵.
+                (units - units.round()).abs() < 0.05,
+                "{v} is not on the grid γ/(qN) = {unit}"
+            );
+        }
+        if batch.is_empty() {
+            values.extend(released);
+        }
+    }
+    let m = values.len() as f64;
+    let std = (values.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>() / m).sqrt();
+    let expected = sigma * clip * (1.0 + grid.slack()) / (q * n as f64);
+    assert!(
+        (std / expected - 1.0).abs() < 0.1,
+        "std {std}, expected {expected}"
+    );
+    assert_eq!(secure.epsilon().unwrap(), seeded.epsilon().unwrap());
+    assert!(secure.state().rng.is_none(), "no key is saved");
 }
 
 #[test]

@@ -6,7 +6,9 @@
 //! uniform doubles into noise, and in floating point the set of outputs reachable from one
 //! input is not the one reachable from its neighbour: an adversary who sees the exact bits can
 //! tell them apart (Mironov 2012). Here every draw is a uniform *integer* (`Rng::random_range`,
-//! unbiased by rejection) or a comparison between integers, so the probabilities are exactly
+//! unbiased by rejection), a Bernoulli(n/d) decided by comparing uniform bits with the binary
+//! expansion of the integer fraction n/d, or a comparison between integers, so the
+//! probabilities are exactly
 //! the ones the privacy proof assumes and every integer is reachable from every input. A
 //! mechanism built on them works on a grid: it rounds its input to multiples of a grid step
 //! and adds integer noise in grid units.
@@ -20,10 +22,78 @@ use rand::Rng;
 
 use crate::PrivacyError;
 
-/// A Bernoulli draw with probability `numerator`/`denominator` (≤ 1), exactly.
+/// Random bits from a generator, one 64-bit word at a time, handed out one by one: the
+/// samplers below consume about two bits per Bernoulli draw, and a word per draw would make
+/// the generator their main cost. Leftover bits are dropped with the value (independent
+/// uniform bits, so nothing depends on which ones are used).
+struct Bits<'a, R: ?Sized> {
+    rng: &'a mut R,
+    word: u64,
+    left: u32,
+}
+
+impl<'a, R: Rng + ?Sized> Bits<'a, R> {
+    fn new(rng: &'a mut R) -> Self {
+        Self {
+            rng,
+            word: 0,
+            left: 0,
+        }
+    }
+
+    #[inline]
+    fn bit(&mut self) -> bool {
+        if self.left == 0 {
+            self.word = self.rng.next_u64();
+            self.left = 64;
+        }
+        self.left -= 1;
+        let bit = self.word & 1 == 1;
+        self.word >>= 1;
+        bit
+    }
+
+    /// A uniform integer in [0, n), from the generator (unbiased, by rejection).
+    #[inline]
+    fn below(&mut self, n: u64) -> u64 {
+        self.rng.random_range(0..n)
+    }
+}
+
+/// A Bernoulli draw with probability `numerator`/`denominator` (clamped to 1), exactly, by
+/// comparing a uniform U ∈ [0, 1) with the fraction bit by bit: the fraction's binary
+/// expansion comes from long division (r ← 2r, a bit 1 where 2r ≥ d), U's bits from the
+/// generator, and the first bit in which they differ decides U < n/d. Two bits are needed on
+/// average, and no 128-bit multiplication or division (what a uniform integer below a u128
+/// `denominator` costs by rejection): this is on the discrete Gaussian's hot path, a few calls
+/// per coordinate of every DP-SGD step in secure mode. U = n/d exactly has probability 0, so a
+/// terminating expansion (r = 0) means U ≥ n/d.
 #[inline]
-fn bernoulli_ratio<R: Rng + ?Sized>(rng: &mut R, numerator: u128, denominator: u128) -> bool {
-    rng.random_range(0..denominator) < numerator
+fn bernoulli_ratio<R: Rng + ?Sized>(
+    bits: &mut Bits<'_, R>,
+    numerator: u128,
+    denominator: u128,
+) -> bool {
+    if numerator >= denominator {
+        return true;
+    }
+    if numerator == 0 {
+        return false;
+    }
+    // Invariant: 0 < r < d, and the bits still to compare are those of r/d.
+    let mut r = numerator;
+    loop {
+        // 2r ≥ d without overflow: r ≥ d − r (d − r > 0).
+        let p_bit = r >= denominator - r;
+        if bits.bit() != p_bit {
+            // The first difference: U < n/d iff its bit is 0 where the fraction's is 1.
+            return p_bit;
+        }
+        r = if p_bit { r - (denominator - r) } else { r + r };
+        if r == 0 {
+            return false;
+        }
+    }
 }
 
 /// A Bernoulli draw with probability exp(−γ), γ = `numerator`/`denominator` ≥ 0, exactly
@@ -40,22 +110,32 @@ pub fn bernoulli_exp_minus<R: Rng + ?Sized>(
     denominator: u128,
 ) -> bool {
     assert!(denominator > 0, "bernoulli_exp_minus: zero denominator");
+    exp_minus(&mut Bits::new(rng), numerator, denominator)
+}
+
+/// [`bernoulli_exp_minus`] on a bit source (no division where γ < 1, the common case).
+#[inline]
+fn exp_minus<R: Rng + ?Sized>(bits: &mut Bits<'_, R>, numerator: u128, denominator: u128) -> bool {
+    if numerator < denominator {
+        return exp_minus_unit(bits, numerator, denominator);
+    }
     let whole = numerator / denominator;
     for _ in 0..whole {
-        if !bernoulli_exp_minus_unit(rng, 1, 1) {
+        if !exp_minus_unit(bits, 1, 1) {
             return false;
         }
     }
-    bernoulli_exp_minus_unit(rng, numerator % denominator, denominator)
+    exp_minus_unit(bits, numerator % denominator, denominator)
 }
 
 /// Algorithm 1 for γ = n/d ∈ [0, 1].
-fn bernoulli_exp_minus_unit<R: Rng + ?Sized>(rng: &mut R, n: u128, d: u128) -> bool {
+#[inline]
+fn exp_minus_unit<R: Rng + ?Sized>(bits: &mut Bits<'_, R>, n: u128, d: u128) -> bool {
     let mut k: u128 = 1;
     loop {
         // Bernoulli(γ/k) = Bernoulli(n/(d·k)); d·k cannot overflow in any run that ends (the
         // loop stops with probability 1 − γ/k at every k).
-        if !bernoulli_ratio(rng, n, d.saturating_mul(k)) {
+        if !bernoulli_ratio(bits, n, d.saturating_mul(k)) {
             return k % 2 == 1;
         }
         k += 1;
@@ -107,11 +187,16 @@ pub fn flip_with_odds_exp_minus<R: Rng + ?Sized>(
     numerator: u128,
     denominator: u128,
 ) -> bool {
+    assert!(
+        denominator > 0,
+        "flip_with_odds_exp_minus: zero denominator"
+    );
+    let mut bits = Bits::new(rng);
     loop {
-        if !rng.random::<bool>() {
+        if !bits.bit() {
             return false;
         }
-        if bernoulli_exp_minus(rng, numerator, denominator) {
+        if exp_minus(&mut bits, numerator, denominator) {
             return true;
         }
     }
@@ -148,18 +233,22 @@ impl DiscreteLaplace {
     /// count V of successive Bernoulli(e^{−1}) successes, |X| = U + t·V, and a fair sign, with
     /// −0 rejected so that 0 is not counted twice.
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> i64 {
+        self.sample_bits(&mut Bits::new(rng))
+    }
+
+    fn sample_bits<R: Rng + ?Sized>(&self, bits: &mut Bits<'_, R>) -> i64 {
         let t = self.scale as u128;
         loop {
-            let u = rng.random_range(0..t);
-            if !bernoulli_exp_minus(rng, u, t) {
+            let u = u128::from(bits.below(self.scale));
+            if !exp_minus(bits, u, t) {
                 continue;
             }
             let mut v: u128 = 0;
-            while bernoulli_exp_minus_unit(rng, 1, 1) {
+            while exp_minus_unit(bits, 1, 1) {
                 v += 1;
             }
             let magnitude = u + t * v;
-            let negative = rng.random::<bool>();
+            let negative = bits.bit();
             if negative && magnitude == 0 {
                 continue;
             }
@@ -222,22 +311,34 @@ impl DiscreteGaussian {
     /// One draw (Canonne, Kamath & Steinke 2020, Algorithm 3): a discrete Laplace proposal Y
     /// of scale t = ⌊σ⌋ + 1, accepted with probability exp(−(|Y| − σ²/t)²/(2σ²)).
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> i64 {
+        self.sample_bits(&mut Bits::new(rng))
+    }
+
+    /// `n` draws, [`DiscreteGaussian::sample`] one after the other on one bit source (no bits
+    /// dropped between draws).
+    pub fn sample_n<R: Rng + ?Sized>(&self, rng: &mut R, n: usize) -> Vec<i64> {
+        let mut bits = Bits::new(rng);
+        (0..n).map(|_| self.sample_bits(&mut bits)).collect()
+    }
+
+    fn sample_bits<R: Rng + ?Sized>(&self, bits: &mut Bits<'_, R>) -> i64 {
         let t = self.proposal.scale() as u128;
         let s2 = self.variance as u128;
         // γ = (|Y|·t − σ²)² / (2σ²t²).
         let denominator = 2 * s2 * t * t;
+        let cutoff = denominator.saturating_mul(1 << 45);
         loop {
-            let y = self.proposal.sample(rng);
+            let y = self.proposal.sample_bits(bits);
             let gap = (y.unsigned_abs() as u128)
                 .checked_mul(t)
                 .map(|yt| yt.abs_diff(s2));
             let Some(numerator) = gap.and_then(|g| g.checked_mul(g)) else {
                 continue; // γ > 2⁴⁵ (module docs)
             };
-            if numerator / denominator > 1 << 45 {
+            if numerator > cutoff {
                 continue;
             }
-            if bernoulli_exp_minus(rng, numerator, denominator) {
+            if exp_minus(bits, numerator, denominator) {
                 return y;
             }
         }
@@ -361,6 +462,32 @@ mod tests {
                 hits / n as f64
             );
         }
+    }
+
+    /// Bernoulli(n/d) by bits, by hand: 1/3 = 0.0101…₂, and U's bits are taken lowest first
+    /// from each word: U = 0.0100…₂ = 0.25 < 1/3, U = 0.0110…₂ = 0.375 > 1/3.
+    #[test]
+    fn bernoulli_ratio_compares_bits_with_the_fraction() {
+        struct Word(u64);
+        impl rand::RngCore for Word {
+            fn next_u32(&mut self) -> u32 {
+                self.0 as u32
+            }
+            fn next_u64(&mut self) -> u64 {
+                self.0
+            }
+            fn fill_bytes(&mut self, _: &mut [u8]) {}
+        }
+        let draw =
+            |word: u64, n: u128, d: u128| bernoulli_ratio(&mut Bits::new(&mut Word(word)), n, d);
+        assert!(draw(0b10, 1, 3));
+        assert!(!draw(0b110, 1, 3));
+        assert!(draw(0, 1, 3));
+        // 1/2 = 0.1₂ terminates: U < ½ iff U's first bit is 0.
+        assert!(draw(0b0, 1, 2) && !draw(0b1, 1, 2));
+        assert!(draw(u64::MAX, 5, 5) && !draw(0, 0, 5));
+        // A denominator near u128::MAX does not overflow: (2¹²⁷ + 1)/(2¹²⁸ − 1) ≈ ½ + 2⁻¹²⁸.
+        assert!(draw(0, (1 << 127) + 1, u128::MAX) && !draw(0b1, (1 << 127) + 1, u128::MAX));
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! | `projected_random_sign`: [`ProjectedRandomSign`] | projected random sign, bit flip | paper 003, Algorithm 3, eq. 4, 5, 23, 24 |
 //! | `gaussian`: [`GaussianMechanism`] | Gaussian mechanism, classic and analytic calibration | Dwork & Roth; Balle & Wang 2018 |
 //! | `gradient_mechanism`: [`GradientMechanism`] | one object-safe trait for every gradient mechanism (none, clip, DP-SGD, Laplace, PRS), their names and configs | papers 003, 004 |
+//! | `grid_gaussian`: [`GridGaussianSum`] | DP-SGD's Gaussian on a grid (secure mode): the clipped sum rounded, exact discrete Gaussian noise, the rounded sensitivity C/γ + √d, accounted at σ ≤ s/Δ_γ | Canonne, Kamath & Steinke 2020; Kairouz, Liu & Steinke 2021 |
 //! | `dpsgd`: [`DpSgd`] | DP-SGD clipping (flat, per layer), noise, averaging, Poisson sampling | paper 004, Figure 7 |
 //! | `rdp`: [`dp_sgd_epsilon`] | RDP accountant of the subsampled Gaussian, (ε, δ) conversion, σ for a target ε (the per-step RDP in the private `rdp_step`) | Mironov et al. 2019; Balle et al. 2020; Opacus |
 //! | `pld`: [`PrivacyLossDistribution`] | PLD accountant of the subsampled Gaussian (tighter ε, an upper bound), heterogeneous schedules, both adjacencies; [`AccountantKind`], the choice between RDP and PLD | Koskela et al. 2020; Doroshenko et al. 2022; dp-accounting |
@@ -69,6 +70,7 @@ mod epsilon;
 mod error;
 mod gaussian;
 mod gradient_mechanism;
+mod grid_gaussian;
 mod laplace;
 mod ledger;
 mod lipschitz;
@@ -114,6 +116,7 @@ pub use gaussian::{
 pub use gradient_mechanism::{
     GradientMechanism, GradientMechanismConfig, GradientPrivacy, MechanismKind,
 };
+pub use grid_gaussian::GridGaussianSum;
 pub use laplace::{clip_l1, GridLaplaceGradient, LaplaceConfig, LaplaceGradient};
 pub use ledger::{Budget, Ledger, LedgerEntry, LedgerRun};
 pub use lipschitz::{

@@ -3,7 +3,7 @@
 //!
 //! Every mechanism takes `&mut impl Rng`, so tests and reproducible runs pass a seeded
 //! [`ChaCha20Rng`] and a deployment that must resist an adversary who knows the seed passes
-//! [`SecureRng`] (the operating system's CSPRNG, read on every draw) or
+//! [`SecureRng`] (ChaCha20 keyed once from the operating system's CSPRNG) or
 //! [`MechanismRng::new`]`(`[`RandomnessSource::Secure`]`)`.
 //!
 //! # Floating-point caveat (Mironov 2012)
@@ -28,8 +28,9 @@
 //! real-valued mechanisms, the standard of the RL-privacy literature privrl reproduces (and of
 //! Opacus). Where an adversary sees the raw output bits of a single release, use the exact
 //! ones: [`crate::GradientMechanismConfig::build_for`] does under [`NoiseMode::Secure`], which
-//! is what PGC's `--noise-rng secure` runs use. (Not yet: DP-SGD's Gaussian has no grid
-//! version; [`crate::DiscreteGaussian`] is its building block.)
+//! is what PGC's `--noise-rng secure` runs use, and DP-SGD's Gaussian on a grid
+//! ([`crate::GridGaussianSum`]), what the DP-SGD engine releases under the OS source. Secure
+//! mode is not reproducible by construction: the same seed gives different noise.
 
 use rand::{CryptoRng, Rng, RngCore, SeedableRng, TryRngCore};
 use rand_chacha::ChaCha20Rng;
@@ -37,42 +38,53 @@ use rand_distr::{Distribution, StandardNormal};
 
 use crate::PrivacyError;
 
-/// The operating system's CSPRNG (`getrandom`), read on every draw.
+/// The operating system's CSPRNG (`getrandom`) keying a ChaCha20 stream, once, at
+/// construction: 32 bytes from the OS, then every draw from the stream, as rand's own
+/// `ThreadRng` does (ChaCha with a key from the OS). Reading the OS on every draw cost a
+/// system call per 64 bits, which made secure DP-SGD's Poisson sampling (one uniform per
+/// stored record) and its exact noise (a few draws per coordinate) slow; ChaCha20 is a
+/// cryptographically secure generator, so nothing predicts the stream without the key, and
+/// the key lives only in this value's memory: it is never saved
+/// ([`MechanismRng::state`] is `None`) nor printed (`Debug` shows no state).
 ///
-/// Construct with [`SecureRng::new`], which checks once that the OS source works.
-///
-/// # Panics
-///
-/// If the OS source fails *after* construction, a draw panics: the mechanism fails closed rather
-/// than release a value with predictable noise.
-#[derive(Debug, Clone, Copy)]
-pub struct SecureRng(rand::rngs::OsRng);
+/// Construct with [`SecureRng::new`], which fails by name if the OS source cannot be read. A
+/// clone is keyed afresh from the OS (it must not repeat the original's noise: noise repeated
+/// across two releases cancels in their difference); a clone whose OS read fails panics,
+/// failing closed rather than releasing predictable noise.
+pub struct SecureRng(Box<ChaCha20Rng>);
 
 impl SecureRng {
-    /// Checks that the operating system's random source can be read.
+    /// Keys a stream from the operating system's random source.
     pub fn new() -> Result<Self, PrivacyError> {
-        let mut os = rand::rngs::OsRng;
-        os.try_next_u64()
+        let mut key = [0u8; 32];
+        rand::rngs::OsRng
+            .try_fill_bytes(&mut key)
             .map_err(|e| PrivacyError::Randomness(e.to_string()))?;
-        Ok(Self(os))
+        Ok(Self(Box::new(ChaCha20Rng::from_seed(key))))
+    }
+}
+
+impl Clone for SecureRng {
+    fn clone(&self) -> Self {
+        Self::new().expect("operating-system randomness failed")
+    }
+}
+
+impl std::fmt::Debug for SecureRng {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SecureRng(ChaCha20 keyed from the OS)")
     }
 }
 
 impl RngCore for SecureRng {
     fn next_u32(&mut self) -> u32 {
-        self.0
-            .try_next_u32()
-            .expect("operating-system randomness failed")
+        self.0.next_u32()
     }
     fn next_u64(&mut self) -> u64 {
-        self.0
-            .try_next_u64()
-            .expect("operating-system randomness failed")
+        self.0.next_u64()
     }
     fn fill_bytes(&mut self, dst: &mut [u8]) {
-        self.0
-            .try_fill_bytes(dst)
-            .expect("operating-system randomness failed")
+        self.0.fill_bytes(dst)
     }
 }
 
@@ -138,7 +150,7 @@ impl NoiseMode {
 pub enum MechanismRng {
     /// Reproducible ChaCha20 stream (boxed: it is 320 bytes).
     Seeded(Box<ChaCha20Rng>),
-    /// Operating-system CSPRNG.
+    /// ChaCha20 keyed from the operating system's CSPRNG ([`SecureRng`]).
     Secure(SecureRng),
 }
 
@@ -461,6 +473,11 @@ mod tests {
             NoiseMode::Seeded.rng(5).unwrap().next_u64(),
             NoiseMode::Seeded.rng(5).unwrap().next_u64()
         );
+        // A clone of a secure generator is keyed afresh: it does not repeat the original.
+        let mut original = SecureRng::new().unwrap();
+        let mut copy = original.clone();
+        assert_ne!(original.next_u64(), copy.next_u64());
+        assert!(!format!("{original:?}").contains('['));
         let mut s1 = MechanismRng::new(RandomnessSource::Seeded(5)).unwrap();
         let mut s2 = MechanismRng::new(RandomnessSource::Seeded(5)).unwrap();
         assert_eq!(s1.next_u64(), s2.next_u64());

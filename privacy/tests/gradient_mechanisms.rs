@@ -183,7 +183,7 @@ fn dp_sgd_batch_release_is_figure_7_bit_for_bit() {
 
 /// Under `NoiseMode::Secure` the local mechanisms draw exactly (Laplace on a grid, PRS with
 /// exact flips) at no more than the configured ε per release; seeded runs keep the textbook
-/// samplers (and their bytes), and DP-SGD is the same in both.
+/// samplers (and their bytes); DP-SGD's Gaussian is drawn on a grid.
 #[test]
 fn secure_mode_builds_the_exact_local_mechanisms() {
     use rand::SeedableRng;
@@ -215,12 +215,51 @@ fn secure_mode_builds_the_exact_local_mechanisms() {
         assert_eq!(out.len(), d);
         assert!(out.iter().all(|x| x.is_finite()));
     }
+    // DP-SGD: seeded keeps the textbook Gaussian; secure releases on a grid, accounted at the
+    // same σ, its values on the grid γ/L.
     let dp = GradientMechanismConfig::DpSgd {
         clip: 1.0,
         noise_multiplier: 1.0,
     };
     assert_eq!(
-        dp.build_for(d, 1, NoiseMode::Secure).unwrap().to_string(),
+        dp.build_for(d, 1, NoiseMode::Seeded).unwrap().to_string(),
         dp.build(d, 1).unwrap().to_string()
     );
+    let secure = dp.build_for(d, 1, NoiseMode::Secure).unwrap();
+    assert!(secure.to_string().contains("grid"), "{secure}");
+    assert_eq!(secure.privacy(), dp.build(d, 1).unwrap().privacy());
+    assert_eq!(secure.record_clip(), Some(1.0));
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
+    let grid = privrl_privacy::GridGaussianSum::new(1.0, 1.0, d).unwrap();
+    let (sum, expected_batch) = (vec![0.25f32; d], 8.0);
+    let noise = secure.draw_sum_noise(&mut rng).unwrap();
+    assert!(noise.iter().all(|z| z.fract() == 0.0));
+    let out = secure
+        .release_clipped_sum_with(sum, expected_batch, Some(noise), &mut rng)
+        .unwrap();
+    for x in out {
+        let units = f64::from(x) * expected_batch / grid.step();
+        assert!((units - units.round()).abs() < 1e-3, "{units}");
+    }
+    // A long gradient's noise is drawn ahead on a thread: every release still on the grid,
+    // each with noise of its own.
+    let d = 5000;
+    let secure = dp.build_for(d, 1, NoiseMode::Secure).unwrap();
+    let grid = privrl_privacy::GridGaussianSum::new(1.0, 1.0, d).unwrap();
+    let releases: Vec<Vec<f32>> = (0..3)
+        .map(|_| {
+            let noise = secure.draw_sum_noise(&mut rng).unwrap();
+            secure
+                .release_clipped_sum_with(vec![0.0; d], 1.0, Some(noise), &mut rng)
+                .unwrap()
+        })
+        .collect();
+    for release in &releases {
+        for &x in release {
+            let units = f64::from(x) / grid.step();
+            assert!((units - units.round()).abs() < 0.05, "{units}");
+        }
+    }
+    assert_ne!(releases[0], releases[1]);
+    assert_ne!(releases[1], releases[2]);
 }

@@ -7,8 +7,8 @@ use burn::optim::Optimizer;
 use burn::tensor::backend::AutodiffBackend;
 use privrl_privacy::{
     noise_multiplier_for_under, poisson_sample, AccountantKind, Adjacency, GradientMechanism,
-    GradientMechanismConfig, MechanismRng, MechanismRngState, PrivacyError, RandomnessSource,
-    RdpAccountant, ReleaseSchedule,
+    GradientMechanismConfig, MechanismRng, MechanismRngState, NoiseMode, PrivacyError,
+    RandomnessSource, RdpAccountant, ReleaseSchedule,
 };
 use serde::{Deserialize, Serialize};
 
@@ -309,6 +309,16 @@ impl PrivateGradient {
     }
 }
 
+/// How the mechanisms of an engine drawing from `source` sample: a seeded source keeps the
+/// textbook Gaussian (and its bytes); the operating system's draws DP-SGD's noise on a grid,
+/// exactly ([`privrl_privacy::GridGaussianSum`]).
+fn noise_mode(source: RandomnessSource) -> NoiseMode {
+    match source {
+        RandomnessSource::Seeded(_) => NoiseMode::Seeded,
+        RandomnessSource::Secure => NoiseMode::Secure,
+    }
+}
+
 fn check_sampling(dataset_size: usize, sample_rate: f64) -> Result<(), EngineError> {
     if dataset_size == 0 {
         return Err(PrivacyError::Empty {
@@ -328,7 +338,9 @@ fn check_sampling(dataset_size: usize, sample_rate: f64) -> Result<(), EngineErr
 
 impl PrivacyEngine {
     /// Validates `config` ([`PrivacyEngineConfig::check`]) and draws sampling and noise from
-    /// `source` (a seed, or the operating system's CSPRNG).
+    /// `source` (a seed, or the operating system's CSPRNG; with the latter the noise is exact
+    /// discrete Gaussian noise on a grid, [`privrl_privacy::GridGaussianSum`], accounted at the
+    /// same σ).
     ///
     /// A seed asks for a repeatable run: on burn-ndarray the first step refuses a build whose
     /// `simd` feature is on ([`EngineError::InexactDivision`], [`check_exact_division`]). The
@@ -350,20 +362,21 @@ impl PrivacyEngine {
         } = valid;
         // Σ_i (b_i − ½) has sensitivity ½: the Gaussian with noise multiplier 2σ_b on it adds
         // N(0, σ_b²) (σ = 0: no noise on the count either).
-        let count_release = match &config.adaptive_clipping {
-            Some(adaptive) => {
-                let count_noise = if noise_multiplier > 0.0 {
-                    adaptive.count_noise
-                } else {
-                    0.0
-                };
-                Some(
-                    GradientMechanismConfig::clipped_gaussian(0.5, 2.0 * count_noise)
-                        .build(1, 1)?,
-                )
-            }
-            None => None,
-        };
+        let count_release =
+            match &config.adaptive_clipping {
+                Some(adaptive) => {
+                    let count_noise = if noise_multiplier > 0.0 {
+                        adaptive.count_noise
+                    } else {
+                        0.0
+                    };
+                    Some(
+                        GradientMechanismConfig::clipped_gaussian(0.5, 2.0 * count_noise)
+                            .build_for(1, 1, noise_mode(source))?,
+                    )
+                }
+                None => None,
+            };
         Ok(Self {
             schedule: ReleaseSchedule::new(config.adjacency, config.delta)
                 .with_accountant(config.accountant),
@@ -506,9 +519,13 @@ impl PrivacyEngine {
                 autodiff::exclusive(|| ParamLayout::of(module).num_values())
             }
         };
+        let mode = match self.rng {
+            MechanismRng::Seeded(_) => NoiseMode::Seeded,
+            MechanismRng::Secure(_) => NoiseMode::Secure,
+        };
         self.release = Some(
             GradientMechanismConfig::clipped_gaussian(clip, self.gradient_noise)
-                .build(dimension, 1)?,
+                .build_for(dimension, 1, mode)?,
         );
         Ok(())
     }

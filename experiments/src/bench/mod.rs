@@ -18,7 +18,7 @@ use privrl_envs::room::RoomSetting;
 use privrl_envs::throughput::{
     env_steps_per_second, env_steps_per_second_allocating, vec_env_steps_per_second,
 };
-use privrl_privacy::DirichletConfig;
+use privrl_privacy::{DirichletConfig, NoiseMode};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -251,7 +251,9 @@ pub fn env_throughput_table(report: &mut Report, rows: &[EnvThroughput], num_env
 /// gradient step at every environment step: the plain [`Dqn::step`] (|B| = 128 sampled with
 /// replacement, the mean TD loss, backward, Adam) against the real [`DpSgdDqn::step`] (its
 /// PrivacyEngine's Poisson sample at q = 128/n, the traced per-transition gradients in
-/// factored form, flat clipping, Gaussian noise, Adam, and the release schedule).
+/// factored form, flat clipping, Gaussian noise, Adam, and the release schedule), and the same
+/// DP-SGD step in secure mode (`--noise-rng secure`: sampling from ChaCha20 keyed by the
+/// operating system, the noise exact on a grid, [`privrl_privacy::GridGaussianSum`]).
 #[derive(Debug, Serialize)]
 pub struct DpSgdTimes {
     /// Backend name.
@@ -260,6 +262,8 @@ pub struct DpSgdTimes {
     pub plain_step_ms: f64,
     /// [`DpSgdDqn::step`], ms.
     pub dp_sgd_step_ms: f64,
+    /// [`DpSgdDqn::step`] in secure mode (exact noise on a grid), ms.
+    pub dp_sgd_secure_step_ms: f64,
     /// Transitions in the replay buffer when the timing started (q = 128/n).
     pub replay_size: usize,
     /// [`Dqn::step`] with the replay buffer full, ms.
@@ -267,6 +271,8 @@ pub struct DpSgdTimes {
     /// [`DpSgdDqn::step`] with the replay buffer full (the Poisson sampler draws one uniform
     /// per stored transition, so its cost grows with n), ms.
     pub dp_sgd_step_full_ms: f64,
+    /// The secure-mode step with the replay buffer full, ms.
+    pub dp_sgd_secure_step_full_ms: f64,
     /// The buffer's capacity, the n of the second timing.
     pub full_replay_size: usize,
     /// Total wall time of the plain steps between the two timings (the buffer filling from
@@ -282,6 +288,10 @@ pub struct DpSgdTimes {
 /// The wall time a DP-SGD DQN step may take against a plain one: at most 1.5× (issue 22), so
 /// that privacy costs a DQN run less than half its time again.
 pub const DP_SGD_RATIO_GOAL: f64 = 1.5;
+
+/// The wall time a secure-mode DP-SGD DQN step (exact noise on a grid) may take against the
+/// seeded one: at most 5 % more (issue 47).
+pub const SECURE_RATIO_GOAL: f64 = 1.05;
 
 /// Times [`DpSgdTimes`] on the chosen backend.
 pub struct DpSgdBench {
@@ -303,27 +313,41 @@ impl BackendTask for DpSgdBench {
             &DpSgdTrainingConfig::new(),
             1,
         )?;
+        let mut secure = DpSgdDqn::new(
+            Dqn::<AB<B>>::new(config.clone(), cartpole()?, &device, 0)?,
+            &DpSgdTrainingConfig::new().with_noise_rng(NoiseMode::Secure),
+            1,
+        )?;
         // Fill the buffers to the first gradient step, then warm up 3 steps of each.
         for _ in 0..config.learning_starts + 2 {
             plain.step()?;
             private.step()?;
+            secure.step()?;
         }
         let replay_size = private.agent().replay().len();
-        // The two kinds of step alternate and each reports its median, so that a load that comes
-        // and goes on a shared machine hits both alike.
-        let time = |plain: &mut Dqn<AB<B>>, private: &mut DpSgdDqn<AB<B>>| -> Result<_> {
-            let (mut plain_ms, mut private_ms) = (Vec::new(), Vec::new());
+        // The kinds of step alternate and each reports its median, so that a load that comes
+        // and goes on a shared machine hits them alike.
+        let time = |plain: &mut Dqn<AB<B>>,
+                    private: &mut DpSgdDqn<AB<B>>,
+                    secure: &mut DpSgdDqn<AB<B>>|
+         -> Result<_> {
+            let (mut plain_ms, mut private_ms, mut secure_ms) =
+                (Vec::new(), Vec::new(), Vec::new());
             for _ in 0..self.steps {
                 let start = Instant::now();
                 plain.step()?;
                 let middle = Instant::now();
                 private.step()?;
+                let last = Instant::now();
+                secure.step()?;
                 plain_ms.push((middle - start).as_secs_f64() * 1e3);
-                private_ms.push(middle.elapsed().as_secs_f64() * 1e3);
+                private_ms.push((last - middle).as_secs_f64() * 1e3);
+                secure_ms.push(last.elapsed().as_secs_f64() * 1e3);
             }
-            Ok((median(&plain_ms), median(&private_ms)))
+            Ok((median(&plain_ms), median(&private_ms), median(&secure_ms)))
         };
-        let (plain_step_ms, dp_sgd_step_ms) = time(&mut plain, &mut private)?;
+        let (plain_step_ms, dp_sgd_step_ms, dp_sgd_secure_step_ms) =
+            time(&mut plain, &mut private, &mut secure)?;
         // Again with the replay buffer full, where most of a DQN run's steps are taken.
         let (mut plain_fill, mut dp_sgd_fill) = (Duration::ZERO, Duration::ZERO);
         let mut fill_steps = 0;
@@ -335,15 +359,19 @@ impl BackendTask for DpSgdBench {
             private.step()?;
             plain_fill += middle - start;
             dp_sgd_fill += middle.elapsed();
+            secure.step()?;
         }
-        let (plain_step_full_ms, dp_sgd_step_full_ms) = time(&mut plain, &mut private)?;
+        let (plain_step_full_ms, dp_sgd_step_full_ms, dp_sgd_secure_step_full_ms) =
+            time(&mut plain, &mut private, &mut secure)?;
         Ok(DpSgdTimes {
             backend: B::name(&device),
             plain_step_ms,
             dp_sgd_step_ms,
+            dp_sgd_secure_step_ms,
             replay_size,
             plain_step_full_ms,
             dp_sgd_step_full_ms,
+            dp_sgd_secure_step_full_ms,
             full_replay_size: config.buffer_capacity,
             plain_fill_ms: plain_fill.as_secs_f64() * 1e3,
             dp_sgd_fill_ms: dp_sgd_fill.as_secs_f64() * 1e3,
@@ -554,11 +582,15 @@ fn privacy_section(report: &mut Report, args: &BenchArgs, dp_sgd: &DpSgdTimes, d
              n = {}): plain `Dqn::step` (128 transitions sampled with replacement, mean TD \
              loss, backward, Adam) against `DpSgdDqn::step` (a Poisson sample at q = 128/n, \
              per-transition gradients computed analytically in one batched pass, flat clipping \
-             to C = 1, Gaussian noise σ = 1, Adam, the privacy tally). The two alternate, {} of \
+             to C = 1, Gaussian noise σ = 1, Adam, the privacy tally). They alternate, {} of \
              each; the table gives each one's median. Wall time on whatever else the machine \
              runs: compare the ratio, not the milliseconds. The plain step slows as training \
              goes on on subnormal arithmetic that DP-SGD's noise avoids, so a full-buffer \
-             ratio below 1 measures that slowness, not a free DP-SGD (docs/dp-sgd.md).",
+             ratio below 1 measures that slowness, not a free DP-SGD (docs/dp-sgd.md). The \
+             secure rows are the same DP-SGD step with `--noise-rng secure`: sampling from \
+             ChaCha20 keyed by the operating system, the clipped sum rounded to a grid and exact \
+             discrete Gaussian noise added on the integers (drawn ahead on threads of their \
+             own, every core but the learner's), timed in turn with the other two.",
             dp_sgd.backend, dp_sgd.replay_size, dp_sgd.full_replay_size, args.train_steps
         ))
         .table(&["measurement", "value"], privacy_rows(dp_sgd, delta));
@@ -580,6 +612,14 @@ fn privacy_rows(dp_sgd: &DpSgdTimes, delta: &DeltaTime) -> Vec<Vec<Cell>> {
             Cell::from(dp_sgd.dp_sgd_step_ms / dp_sgd.plain_step_ms),
         ],
         vec![
+            Cell::from("DP-SGD DQN step, secure noise (ms)"),
+            Cell::from(dp_sgd.dp_sgd_secure_step_ms),
+        ],
+        vec![
+            Cell::from("secure / DP-SGD"),
+            Cell::from(dp_sgd.dp_sgd_secure_step_ms / dp_sgd.dp_sgd_step_ms),
+        ],
+        vec![
             Cell::from("plain DQN step, replay full (ms)"),
             Cell::from(dp_sgd.plain_step_full_ms),
         ],
@@ -590,6 +630,14 @@ fn privacy_rows(dp_sgd: &DpSgdTimes, delta: &DeltaTime) -> Vec<Vec<Cell>> {
         vec![
             Cell::from("DP-SGD / plain, replay full"),
             Cell::from(dp_sgd.dp_sgd_step_full_ms / dp_sgd.plain_step_full_ms),
+        ],
+        vec![
+            Cell::from("DP-SGD DQN step, secure noise, replay full (ms)"),
+            Cell::from(dp_sgd.dp_sgd_secure_step_full_ms),
+        ],
+        vec![
+            Cell::from("secure / DP-SGD, replay full"),
+            Cell::from(dp_sgd.dp_sgd_secure_step_full_ms / dp_sgd.dp_sgd_step_full_ms),
         ],
         vec![
             Cell::from(format!(
@@ -605,6 +653,21 @@ fn privacy_rows(dp_sgd: &DpSgdTimes, delta: &DeltaTime) -> Vec<Vec<Cell>> {
             Cell::from(
                 if dp_sgd.dp_sgd_step_ms <= DP_SGD_RATIO_GOAL * dp_sgd.plain_step_ms
                     && dp_sgd.dp_sgd_step_full_ms <= DP_SGD_RATIO_GOAL * dp_sgd.plain_step_full_ms
+                {
+                    "met"
+                } else {
+                    "not met"
+                },
+            ),
+        ],
+        vec![
+            Cell::from(format!(
+                "goal secure / DP-SGD ≤ {SECURE_RATIO_GOAL} at both fills (issue 47)"
+            )),
+            Cell::from(
+                if dp_sgd.dp_sgd_secure_step_ms <= SECURE_RATIO_GOAL * dp_sgd.dp_sgd_step_ms
+                    && dp_sgd.dp_sgd_secure_step_full_ms
+                        <= SECURE_RATIO_GOAL * dp_sgd.dp_sgd_step_full_ms
                 {
                     "met"
                 } else {
