@@ -555,13 +555,13 @@ fn standard_error(values: &[f64]) -> f64 {
 pub(super) fn falls_verdict(points: &[(f64, Vec<f64>)]) -> (Verdict, String) {
     let measured = points
         .iter()
-        .map(|(s, v)| {
-            format!(
-                "σ = {s}: {} ± {} ({} seeds)",
+        .map(|(s, v)| match v.len() {
+            0 => format!("σ = {s}: – (0 seeds)"),
+            n => format!(
+                "σ = {s}: {} ± {} ({n} seeds)",
                 format_number(mean(v)),
                 format_number(standard_error(v)),
-                v.len()
-            )
+            ),
         })
         .collect::<Vec<_>>()
         .join("; ");
@@ -599,8 +599,8 @@ pub(super) fn trade_off_verdict(
     (
         verdict,
         format!(
-            "primary, final reward (mean of last {FINAL_WINDOW}): {pm} → {}; secondary, mean \
-             training return: {sm} → {}",
+            "mean ± standard error over seeds; primary, final reward (mean of last \
+             {FINAL_WINDOW}): {pm} → {}; secondary, mean training return: {sm} → {}",
             p.name(),
             s.name()
         ),

@@ -31,11 +31,13 @@ pub struct DpsgdArgs {
     #[arg(long, value_delimiter = ',')]
     pub ldp_noise: Option<Vec<f64>>,
     /// Episodes per run (every run trains this many, so rewards average over equal spans).
-    /// Default 2000, quick 150.
+    /// Default 2000, quick 150; with `--reinforce-controls` and `--ldp-controls`, the
+    /// REINFORCE budget (default 2000).
     #[arg(long)]
     pub episodes: Option<usize>,
     /// Also stop a DQN run after this many environment steps (DQN takes a gradient step per
-    /// environment step, so its cost grows with the return). Default 20000, quick 8000.
+    /// environment step, so its cost grows with the return). Default 20000, quick 8000; with
+    /// `--ldp-controls`, the LDP DQN budget (default 150000).
     #[arg(long)]
     pub dqn_steps: Option<u64>,
     /// DP-SGD clipping bound C on each record's gradient (an episode's for REINFORCE, a
