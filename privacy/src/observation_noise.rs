@@ -117,7 +117,14 @@ impl BoundedObservationNoiseConfig {
     pub fn build(&self) -> Result<ObservationNoise, PrivacyError> {
         self.check()?;
         let scale = self.noise_multiplier * self.sensitivity();
-        let std = self.bounds.iter().map(|&b| scale * b).collect();
+        let std: Vec<f64> = self.bounds.iter().map(|&b| scale * b).collect();
+        if let Some(&s) = std.iter().find(|s| !s.is_finite()) {
+            return Err(PrivacyError::OutOfRange {
+                name: "noise_multiplier * sensitivity * bound",
+                value: s,
+                expected: "finite",
+            });
+        }
         Ok(ObservationNoise {
             iqr: Vec::new(),
             std,
@@ -295,9 +302,16 @@ mod tests {
                 noise_multiplier: 1.0,
             },
             cartpole_box(0.0),
+            BoundedObservationNoiseConfig {
+                bounds: vec![1e300],
+                noise_multiplier: 1e300,
+            },
         ] {
-            assert!(bad.build().is_err() && bad.epsilon(1, 1e-5, AccountantKind::Rdp).is_err());
+            assert!(bad.build().is_err());
         }
         assert!(config.epsilon(0, 1e-5, AccountantKind::Rdp).is_err());
+        assert!(cartpole_box(0.0)
+            .epsilon(1, 1e-5, AccountantKind::Rdp)
+            .is_err());
     }
 }
