@@ -13,6 +13,7 @@
 //! |---|---|---|
 //! | `dpsgd --dqn-controls` | `controls::UnitSummary` | `<dir>/units/<slug>-seed<k>/summary.json` |
 //! | `dpsgd --reinforce-controls` | `ReinforceUnit` | `<dir>/reinforce/units/<slug>-seed<k>/summary.json` |
+//! | `dpsgd --ldp-controls` | `LdpUnit` | `<dir>/ldp/units/<slug>-seed<k>/summary.json` |
 //! | `pgc --ablation`, `--tables` | `pgc::units::Unit` | `<results>/<kind>/<setting>/seed<k>.json` |
 //! | `kickstart` | `StudentSummary` | `<out>/kickstart[-<env>]/<setting>-seed<k>/summary.json` |
 //!

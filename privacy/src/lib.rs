@@ -123,7 +123,9 @@ pub use lipschitz::{
     mlp_lipschitz_bound, spectral_norm, Activation, LipschitzBound, Matrix, OutputMap, SpectralNorm,
 };
 pub use mechanism::{Mechanism, PrivacyCost};
-pub use observation_noise::{interquartile_range, ObservationNoise, ObservationNoiseConfig};
+pub use observation_noise::{
+    interquartile_range, BoundedObservationNoiseConfig, ObservationNoise, ObservationNoiseConfig,
+};
 pub use pld::{
     dp_sgd_epsilon_pld, schedule_delta, schedule_epsilon, AccountantKind, PldConfig,
     PrivacyLossDistribution,

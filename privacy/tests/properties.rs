@@ -230,6 +230,25 @@ fn constructors_never_panic_and_outputs_are_finite() {
             ));
         }
 
+        // Bounded observation noise: clipped, then noised; finite whatever the input.
+        let bounded = BoundedObservationNoiseConfig {
+            bounds: (0..rng.random_range(0..3))
+                .map(|_| wild(&mut rng))
+                .collect(),
+            noise_multiplier: wild(&mut rng),
+        };
+        if let Ok(noise) = bounded.build() {
+            let d = bounded.bounds.len();
+            assert!(finite32(
+                &noise
+                    .perturb(&random_gradient(&mut rng, d), &mut rng)
+                    .unwrap()
+            ));
+            let _ = bounded
+                .epsilon(rng.random_range(0..3), wild(&mut rng), AccountantKind::Rdp)
+                .map(|e| assert!(!e.is_nan()));
+        }
+
         // Lipschitz bounds on wild matrices.
         if let Ok(w) = Matrix::new(2, 3, (0..6).map(|_| wild(&mut rng)).collect()) {
             let s = spectral_norm(&w);

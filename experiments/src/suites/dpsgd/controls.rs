@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use super::plan::{dqn_config, DpsgdArgs};
 use super::protocol::{
-    claims_section, epsilon_by_accountant, finish, judge_claims, run_missing_units, store,
+    claims_section, epsilon_by_accountant, finish, judge_claims, run_missing_units, seeds, store,
     unit_path, unit_text, write_unit, Claim, UnitOutcome, UnitSetting, UnitTask,
 };
 use super::{dqn_budget_epsilon, mean, ENV, SOLVED_RETURN, SOLVED_WINDOW};
@@ -197,7 +197,7 @@ pub fn run(args: &DpsgdArgs) -> Result<SuiteOutcome> {
         anyhow::ensure!(v.is_finite() && v >= 0.0, "σ values must be >= 0, got {v}");
     }
     let dir = args.controls_dir.clone();
-    run_missing_units(&dir, args, &settings(args))?;
+    run_missing_units(&dir, args, &settings(args), &seeds(args)?)?;
     write_report(&dir, args)
 }
 
@@ -485,6 +485,7 @@ pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
     );
     claims_section(
         &mut report,
+        "Against the slides",
         "The slides' DQN figures are images without numbers; their claims are judged by the \
          criteria below, fixed in the code before any run. The controls (clip only, C sweep, \
          adaptive clipping, Huber) have no counterpart in the slides: they are reported above, \

@@ -8,6 +8,7 @@
 
 mod controls;
 mod headline;
+mod ldp_controls;
 mod plan;
 mod point;
 mod protocol;
@@ -49,13 +50,17 @@ fn mean(values: &[f64]) -> f64 {
 
 /// Runs the suite and writes `runs/dpsgd/report.md` (with `--dqn-controls`, the DQN controls
 /// protocol into `results/dpsgd/`; with `--reinforce-controls`, the REINFORCE one into
-/// `results/dpsgd/reinforce/`); returns the report's path.
+/// `results/dpsgd/reinforce/`; with `--ldp-controls`, the local-DP one into
+/// `results/dpsgd/ldp/`); returns the report's path.
 pub fn run(args: DpsgdArgs) -> Result<SuiteOutcome> {
     if args.dqn_controls {
         return controls::run(&args);
     }
     if args.reinforce_controls {
         return reinforce_controls::run(&args);
+    }
+    if args.ldp_controls {
+        return ldp_controls::run(&args);
     }
     suite_dir("dpsgd")?;
     run_in(&runs_root(), args)

@@ -31,11 +31,13 @@ pub struct DpsgdArgs {
     #[arg(long, value_delimiter = ',')]
     pub ldp_noise: Option<Vec<f64>>,
     /// Episodes per run (every run trains this many, so rewards average over equal spans).
-    /// Default 2000, quick 150.
+    /// Default 2000, quick 150; with `--reinforce-controls` and `--ldp-controls`, the
+    /// REINFORCE budget (default 2000).
     #[arg(long)]
     pub episodes: Option<usize>,
     /// Also stop a DQN run after this many environment steps (DQN takes a gradient step per
-    /// environment step, so its cost grows with the return). Default 20000, quick 8000.
+    /// environment step, so its cost grows with the return). Default 20000, quick 8000; with
+    /// `--ldp-controls`, the LDP DQN budget (default 150000).
     #[arg(long)]
     pub dqn_steps: Option<u64>,
     /// DP-SGD clipping bound C on each record's gradient (an episode's for REINFORCE, a
@@ -83,7 +85,7 @@ pub struct DpsgdArgs {
     /// sweep, a σ sweep, adaptive clipping and the Huber TD loss; one resumable unit per
     /// setting × seed under `--controls-dir` (default seeds 0,1,2), the report regenerated
     /// from whichever units exist.
-    #[arg(long, conflicts_with = "reinforce_controls")]
+    #[arg(long, conflicts_with_all = ["reinforce_controls", "ldp_controls"])]
     pub dqn_controls: bool,
     /// Run the REINFORCE controls protocol instead of the σ sweep: DP-SGD REINFORCE (one
     /// DP-SGD step per L episodes, each episode's gradient clipped to C, ε per episode)
@@ -92,8 +94,24 @@ pub struct DpsgdArgs {
     /// gradient), and `--reinforce-batch-sweep` at `--control-sigma` (with plain REINFORCE at
     /// the same L); one resumable unit per setting × seed under `<--controls-dir>/reinforce`
     /// (default seeds 0,1,2), the report regenerated from whichever units exist.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "ldp_controls")]
     pub reinforce_controls: bool,
+    /// Run the local-DP protocol instead of the σ sweep (the slides' Figs. 12–14): plain
+    /// REINFORCE (`--episodes`, default 2000) and plain DQN (`--dqn-steps`, default 150000
+    /// environment steps) on CartPole-v1 behind observation noise, at every σ of `--ldp-noise`
+    /// (N(0, (σ·IQR)²), the slides' noise, no (ε, δ); must include 0) and every z of
+    /// `--ldp-bounded-noise` (observations clipped to a public range, Gaussian noise at noise
+    /// multiplier z of its diameter: an (ε, δ) per observation and per episode); `--methods
+    /// ldp-reinforce` or `ldp-dqn` runs one agent (default both). One resumable unit per
+    /// setting × seed under `<--controls-dir>/ldp` (default seeds 10..15, none of those the
+    /// budgets were fixed from), the report regenerated from whichever units exist.
+    #[arg(long)]
+    pub ldp_controls: bool,
+    /// LDP protocol: noise multipliers z of the bounded observation noise, comma-separated
+    /// (the noise std over the L2 diameter of the clipped box; ε per observation is that of
+    /// one Gaussian release at noise multiplier z).
+    #[arg(long, value_delimiter = ',', default_values_t = [0.01, 0.1, 1.0])]
+    pub ldp_bounded_noise: Vec<f64>,
     /// REINFORCE controls: episodes per DP-SGD step L of the batch sweep, comma-separated (the
     /// ε per episode does not depend on L; the noise on the mean gradient is σC/L).
     #[arg(long, value_delimiter = ',', default_values_t = [10])]
@@ -236,6 +254,8 @@ impl DpsgdArgs {
             noise_rng: NoiseRng::Seeded,
             dqn_controls: false,
             reinforce_controls: false,
+            ldp_controls: false,
+            ldp_bounded_noise: vec![0.01, 0.1, 1.0],
             reinforce_batch_sweep: vec![10],
             controls_dir: "results/dpsgd".into(),
             budget: CONTROL_BUDGET,

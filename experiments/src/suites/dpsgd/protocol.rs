@@ -81,15 +81,20 @@ pub(super) fn store<U: Unit>(dir: &Path) -> UnitStore<U> {
     UnitStore::new(dir.join("units"))
 }
 
-/// Runs every unit of `settings` × the seeds that has no `summary.json` under `dir` yet,
+/// Runs every unit of `settings` × `seeds` that has no `summary.json` under `dir` yet,
 /// seed-major (every setting of the first seed first, so a run cut short still has each
 /// setting), `args.threads` at a time.
-pub(super) fn run_missing_units<S>(dir: &Path, args: &DpsgdArgs, settings: &[S]) -> Result<()>
+pub(super) fn run_missing_units<S>(
+    dir: &Path,
+    args: &DpsgdArgs,
+    settings: &[S],
+    seeds: &[u64],
+) -> Result<()>
 where
     S: UnitSetting,
     for<'a> UnitTask<'a, S>: BackendTask<Output = ()>,
 {
-    let plan = seed_major(settings, seeds(args)?);
+    let plan = seed_major(settings, seeds.iter().copied());
     let jobs = store::<S::Unit>(dir)
         .missing(&plan)
         .into_iter()
@@ -153,6 +158,7 @@ pub(super) fn epsilon_by_accountant(
 }
 
 /// A slide's claim and the rule that judges it (fixed before any run).
+#[derive(Debug, Clone, Copy)]
 pub(super) struct Claim {
     pub figure: &'static str,
     pub claim: &'static str,
@@ -266,13 +272,14 @@ pub(super) fn judge_claims<'u, U: UnitOutcome + 'u>(
     ]
 }
 
-/// The "Against the slides" section: `intro`, then one row per claim with its criterion, what
-/// was measured and the verdict.
+/// The "Against the slides" section (headed `title`): `intro`, then one row per claim with its
+/// criterion, what was measured and the verdict.
 pub(super) fn claims_section(
     report: &mut Report,
+    title: &str,
     intro: &str,
-    claims: &[Claim; 3],
-    verdicts: &[(Verdict, String); 3],
+    claims: &[Claim],
+    verdicts: &[(Verdict, String)],
 ) {
     let rows = claims
         .iter()
@@ -287,7 +294,7 @@ pub(super) fn claims_section(
             ]
         })
         .collect();
-    report.heading("Against the slides");
+    report.heading(title);
     report.paragraph(intro);
     report.table(
         &["slides", "claim", "criterion", "measured", "verdict"],
@@ -295,12 +302,12 @@ pub(super) fn claims_section(
     );
 }
 
-/// Writes `report` and makes the protocol's headline of claim 2 (DP-SGD converges at a
-/// reasonable noise level), visible when it agrees.
+/// Writes `report` and makes the protocol's headline of its second claim (the private agent
+/// converges at a reasonable noise level), visible when it agrees.
 pub(super) fn finish(
     report: Report,
-    claims: &[Claim; 3],
-    verdicts: &[(Verdict, String); 3],
+    claims: &[Claim],
+    verdicts: &[(Verdict, String)],
 ) -> Result<SuiteOutcome> {
     let path = report.write()?;
     let (v, m) = &verdicts[1];

@@ -184,7 +184,7 @@ pub fn run(args: &DpsgdArgs) -> Result<SuiteOutcome> {
             "--reinforce-batch-sweep values must be >= 1, got {l}"
         );
     }
-    run_missing_units(&protocol_dir(args), args, &settings(args))?;
+    run_missing_units(&protocol_dir(args), args, &settings(args), &seeds(args)?)?;
     write_report(args)
 }
 
@@ -359,6 +359,7 @@ pub fn write_report(args: &DpsgdArgs) -> Result<SuiteOutcome> {
     );
     claims_section(
         &mut report,
+        "Against the slides",
         "The slides' REINFORCE figures are images without numbers; their claims are judged by \
          the criteria below, fixed in the code before any run. The clip-only and batch (L) \
          controls have no counterpart in the slides: they are reported above, not judged. The \

@@ -126,7 +126,7 @@ impl<B: burn::tensor::backend::AutodiffBackend> PrivateAgent<B> {
 }
 
 /// States of a uniformly random policy on CartPole-v1, the warm-up rollout of the LDP noise.
-fn warmup_states(seed: u64) -> Result<Vec<Vec<f32>>> {
+pub(super) fn warmup_states(seed: u64) -> Result<Vec<Vec<f32>>> {
     let mut env = privrl_envs::make(ENV)?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x1d9);
     let mut states = vec![env.reset(Some(rng.random())).to_flat()];
