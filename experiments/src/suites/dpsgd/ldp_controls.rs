@@ -906,16 +906,9 @@ fn figures(
 ) -> Result<()> {
     // One curve per seed: (σ, value) over the IQR levels that seed has.
     let curves = |agent: LdpAgent, f: &dyn Fn(&LdpUnit) -> f64| -> Vec<Vec<(f64, f64)>> {
-        let mut seeds: Vec<u64> = units
-            .iter()
-            .filter(|u| u.setting.agent == agent)
-            .map(|u| u.seed)
-            .collect();
-        seeds.sort_unstable();
-        seeds.dedup();
-        seeds
-            .iter()
-            .map(|&seed| {
+        seeds_of(units, agent)
+            .into_iter()
+            .map(|seed| {
                 levels
                     .iter()
                     .filter_map(|&sigma| {
@@ -1008,19 +1001,25 @@ fn figures(
     Ok(())
 }
 
+/// The seeds that `agent`'s units have, in increasing order.
+fn seeds_of(units: &[&LdpUnit], agent: LdpAgent) -> Vec<u64> {
+    let mut seeds: Vec<u64> = units
+        .iter()
+        .filter(|u| u.setting.agent == agent)
+        .map(|u| u.seed)
+        .collect();
+    seeds.sort_unstable();
+    seeds.dedup();
+    seeds
+}
+
 /// The commands that reproduce the report: REINFORCE, then DQN, each with the seeds its units
 /// present have (those asked for now where it has none).
 fn reproduce_commands(args: &DpsgdArgs, units: &[&LdpUnit]) -> Result<Vec<String>> {
     let join = |v: &[f64]| v.iter().map(f64::to_string).collect::<Vec<_>>().join(",");
     let asked = seeds(args)?;
     let seeds_of = |agent: LdpAgent| {
-        let mut seeds: Vec<u64> = units
-            .iter()
-            .filter(|u| u.setting.agent == agent)
-            .map(|u| u.seed)
-            .collect();
-        seeds.sort_unstable();
-        seeds.dedup();
+        let mut seeds = seeds_of(units, agent);
         if seeds.is_empty() {
             seeds = asked.clone();
         }
