@@ -161,7 +161,9 @@ fn bad_sample_directories_are_named_errors() {
 fn a_gradient_file_attacks_to_the_in_memory_reconstruction() {
     use burn::backend::NdArray;
     use privrl_agents::{Activation, MlpConfig};
-    use privrl_attacks::{attack, AttackConfig, ImagePrior, Outer, Sample, Victim, VictimKind};
+    use privrl_attacks::{
+        attack, AttackConfig, GradientMatchingLoss, ImagePrior, Outer, Sample, Victim, VictimKind,
+    };
     use rand::SeedableRng;
 
     type B = NdArray;
@@ -188,11 +190,13 @@ fn a_gradient_file_attacks_to_the_in_memory_reconstruction() {
     );
     victim.save_weights(&weights, &metadata).unwrap();
     victim.save_gradient(&shared, &gradients).unwrap();
-    // `--method qgi --iters 500 --seed 0 --tv-weight 0.1` as the library spells it.
+    // `--method qgi --iters 500 --seed 0 --tv-weight 0.1` as the library spells it: the
+    // paper's QGI, cosine matching (eq. 5) without privrl's magnitude term.
     let in_memory = attack(
         &victim,
         &shared,
         &AttackConfig::qgi()
+            .with_matching(GradientMatchingLoss::Cosine)
             .with_iterations_per_stage(500)
             .with_seed(0)
             .with_prior(Some(ImagePrior::TotalVariation { weight: 0.1 })),
