@@ -540,6 +540,17 @@ fn converges_verdict(units: &[&LdpUnit]) -> (Verdict, String) {
     (verdict, measured)
 }
 
+/// Inconclusive, with `measured`, when fewer than two noise levels or fewer than
+/// [`MIN_SEEDS`] seeds at some level are there to judge.
+fn too_few_seeds<T>(points: &[(f64, Vec<T>)], measured: &str) -> Option<(Verdict, String)> {
+    (points.len() < 2 || points.iter().any(|(_, v)| v.len() < MIN_SEEDS)).then(|| {
+        (
+            Verdict::Inconclusive,
+            format!("{measured}; fewer than {MIN_SEEDS} seeds"),
+        )
+    })
+}
+
 /// The standard error of the mean of `values` (0 for fewer than 2).
 fn standard_error(values: &[f64]) -> f64 {
     let n = values.len();
@@ -565,11 +576,8 @@ pub(super) fn falls_verdict(points: &[(f64, Vec<f64>)]) -> (Verdict, String) {
         })
         .collect::<Vec<_>>()
         .join("; ");
-    if points.len() < 2 || points.iter().any(|(_, v)| v.len() < MIN_SEEDS) {
-        return (
-            Verdict::Inconclusive,
-            format!("{measured}; fewer than {MIN_SEEDS} seeds"),
-        );
+    if let Some(inconclusive) = too_few_seeds(points, &measured) {
+        return inconclusive;
     }
     let gap =
         |a: &[f64], b: &[f64]| 2.0 * (standard_error(a).powi(2) + standard_error(b).powi(2)).sqrt();
@@ -633,11 +641,8 @@ pub(super) fn slower_verdict(points: &[(f64, Vec<Option<f64>>)]) -> (Verdict, St
         })
         .collect::<Vec<_>>()
         .join("; ");
-    if points.len() < 2 || points.iter().any(|(_, v)| v.len() < MIN_SEEDS) {
-        return (
-            Verdict::Inconclusive,
-            format!("{measured}; fewer than {MIN_SEEDS} seeds"),
-        );
+    if let Some(inconclusive) = too_few_seeds(points, &measured) {
+        return inconclusive;
     }
     let (first, last) = (med(&points[0].1), med(&points[points.len() - 1].1));
     let verdict = if last > first {
