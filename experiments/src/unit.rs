@@ -18,8 +18,9 @@
 //! | `kickstart` | `StudentSummary` | `<out>/kickstart[-<env>]/<setting>-seed<k>/summary.json` |
 //!
 //! Where a unit is a whole run directory (`config.json`, `metrics.csv`, `summary.json`: the
-//! kickstart suite's students and teacher, the DP-SGD σ sweep), the run is reused only if it
-//! ran the same configuration: [`crate::run::RunDir::completed_with`].
+//! kickstart suite's students and teacher, the DP-SGD σ sweep, the inversion suite's attack
+//! cells), the run is reused only if it ran the same configuration:
+//! [`crate::run::RunDir::completed_with`].
 
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
