@@ -487,14 +487,18 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(9);
         let noise = grid.draw_noise(&mut rng);
         let s2 = grid.grid_variance() as f64;
-        let mean = noise.iter().map(|&z| z as f64).sum::<f64>() / d as f64;
-        let variance = noise.iter().map(|&z| (z as f64).powi(2)).sum::<f64>() / d as f64;
-        assert!(mean.abs() < 5.0 * (s2 / d as f64).sqrt(), "{mean}");
-        // Var(Z²) = 2s⁴ for the continuous Gaussian; the discrete one's is within 1e-6 of it.
-        assert!(
-            (variance - s2).abs() < 5.0 * s2 * (2.0 / d as f64).sqrt(),
-            "{variance} vs {s2}"
-        );
+        let assert_moments = |draws: &[i64]| {
+            let mean = draws.iter().map(|&z| z as f64).sum::<f64>() / d as f64;
+            let variance = draws.iter().map(|&z| (z as f64).powi(2)).sum::<f64>() / d as f64;
+            assert!(mean.abs() < 5.0 * (s2 / d as f64).sqrt(), "{mean}");
+            // Var(Z²) = 2s⁴ for the continuous Gaussian; the discrete one's is within 1e-6 of
+            // it.
+            assert!(
+                (variance - s2).abs() < 5.0 * s2 * (2.0 / d as f64).sqrt(),
+                "{variance} vs {s2}"
+            );
+        };
+        assert_moments(&noise);
         // Keyed once per release: two releases draw different noise.
         assert_ne!(noise[..8], grid.draw_noise(&mut rng)[..8]);
         // Split over 3 threads: the same distribution, and the parts' streams differ.
@@ -502,13 +506,7 @@ mod tests {
         assert_eq!(parts.len(), d);
         let third = d / 3;
         assert_ne!(parts[..8], parts[third + 1..third + 9]);
-        let mean = parts.iter().map(|&z| z as f64).sum::<f64>() / d as f64;
-        let variance = parts.iter().map(|&z| (z as f64).powi(2)).sum::<f64>() / d as f64;
-        assert!(mean.abs() < 5.0 * (s2 / d as f64).sqrt(), "{mean}");
-        assert!(
-            (variance - s2).abs() < 5.0 * s2 * (2.0 / d as f64).sqrt(),
-            "{variance} vs {s2}"
-        );
+        assert_moments(&parts);
         let small = GridGaussianSum::new(1.0, 1.0, 3).unwrap();
         let sum = [0.5f32, -0.25, 2.0];
         let z = [3i64, -7, 0];
