@@ -89,7 +89,8 @@ pub use error::AttackError;
 pub use io::read_metadata;
 pub use metrics::{
     absolute_error, action_accuracy, bbox_iou, gaussian_window, luma_bt601, percentage_error, psnr,
-    score_rgb, ssim, ImageNormalisation, ImageScores, SSIM_SIGMA, SSIM_WINDOW,
+    score_rgb, score_single_channel, ssim, ImageNormalisation, ImageScores, SSIM_SIGMA,
+    SSIM_WINDOW,
 };
 pub use model::{InvertibleModel, LinearSplit, ObservationParts};
 pub use parts::{

@@ -190,7 +190,7 @@ pub fn score_rgb(
 
 /// Scores a reconstructed single-channel image (already normalised) against the truth; both
 /// `size × size`.
-pub(crate) fn score_single_channel(
+pub fn score_single_channel(
     truth: &[f32],
     reconstruction: &[f32],
     size: usize,

@@ -20,7 +20,7 @@ pub use self::learning_curves::{LearningCurves, SeedCurves};
 pub use self::lines::{DualAxisChart, Line, LineChart};
 pub(crate) use self::output::register_fonts;
 pub use self::output::PlotFiles;
-pub use self::stats::{aggregate_seeds, interpolate, median, percentile, BandPoint};
+pub use self::stats::{aggregate_seeds, interpolate, mean, median, percentile, BandPoint};
 pub use plotters::chart::SeriesLabelPosition;
 
 /// Checks on the files the charts write, shared by the chart modules' tests.

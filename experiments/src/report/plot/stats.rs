@@ -29,6 +29,14 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[below] + (sorted[above] - sorted[below]) * fraction
 }
 
+/// Arithmetic mean of `values` (NaN if empty).
+pub fn mean(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    values.iter().sum::<f64>() / values.len() as f64
+}
+
 /// Median of `values` without NaNs (NaN if nothing is left). Infinities count, so that a run
 /// that never succeeded can take part as ∞.
 pub fn median(values: &[f64]) -> f64 {

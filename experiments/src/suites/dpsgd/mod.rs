@@ -24,6 +24,7 @@ use self::point::Point;
 use self::report::write_report;
 use self::runs::{RunOutcome, RunTask};
 use crate::backend::dispatch;
+use crate::report::plot::mean;
 use crate::run::{runs_root, suite_dir};
 use crate::summary::SuiteOutcome;
 use crate::sweep::{run_parallel, Job};
@@ -40,13 +41,6 @@ const SOLVED_WINDOW: usize = 25;
 const SOLVED_RETURN: f64 = 475.0;
 /// Environment steps of the random warm-up rollout whose states give the IQR of the LDP noise.
 const WARMUP_STEPS: usize = 5_000;
-
-fn mean(values: &[f64]) -> f64 {
-    if values.is_empty() {
-        return f64::NAN;
-    }
-    values.iter().sum::<f64>() / values.len() as f64
-}
 
 /// Runs the suite and writes `runs/dpsgd/report.md` (with `--dqn-controls`, the DQN controls
 /// protocol into `results/dpsgd/`; with `--reinforce-controls`, the REINFORCE one into

@@ -12,7 +12,7 @@
 
 use anyhow::Result;
 use privrl_attacks::{
-    gaussian_noise, psnr, score_rgb, ssim, AttackConfig, ImageNormalisation, ImageScores,
+    gaussian_noise, score_rgb, score_single_channel, AttackConfig, ImageNormalisation, ImageScores,
     InversionRow, Sample,
 };
 use rand::SeedableRng;
@@ -22,14 +22,6 @@ use super::verdict::RECOVERY_MARGIN_DB;
 
 /// The scores of one baseline on one sample: (RGB, depth).
 pub(crate) type BaselineScores = (Option<ImageScores>, Option<ImageScores>);
-
-/// Scores of a single-channel image `size × size` against the truth, data range 1.
-fn score_plane(truth: &[f32], image: &[f32], size: usize) -> Result<ImageScores> {
-    Ok(ImageScores {
-        psnr: psnr(truth, image, 1.0)?,
-        ssim: ssim(truth, image, size, size, 1.0)?,
-    })
-}
 
 /// Each channel of `image` (`channels × plane`) replaced by its mean.
 fn flat(image: &[f32], channels: usize) -> Vec<f32> {
@@ -53,7 +45,7 @@ pub(crate) fn flat_scores(sample: &Sample, size: usize) -> Result<BaselineScores
     let depth = sample
         .depth
         .as_ref()
-        .map(|truth| score_plane(truth, &flat(truth, 1), size))
+        .map(|truth| score_single_channel(truth, &flat(truth, 1), size))
         .transpose()?;
     Ok((rgb, depth))
 }
@@ -81,7 +73,7 @@ pub(crate) fn initialisation_scores(
         _ => None,
     };
     let depth = match (&sample.depth, depth) {
-        (Some(truth), Some(image)) => Some(score_plane(truth, &image, size)?),
+        (Some(truth), Some(image)) => Some(score_single_channel(truth, &image, size)?),
         _ => None,
     };
     Ok((rgb, depth))

@@ -19,7 +19,7 @@ use super::plan::InversionArgs;
 use super::report::summary;
 use super::run_files::AttackCell;
 use super::{attack_cells, write_report};
-use crate::report::plot::{median, Line, LineChart};
+use crate::report::plot::{mean, median, Line, LineChart};
 use crate::report::{format_number, Cell, Report};
 use crate::summary::{Headline, SuiteOutcome};
 
@@ -35,10 +35,6 @@ struct Budget {
     /// The flat oracle's scores per setting and sample.
     flat: Vec<(RoomSetting, Vec<BaselineScores>)>,
     image_size: usize,
-}
-
-fn mean(values: &[f64]) -> f64 {
-    values.iter().sum::<f64>() / values.len().max(1) as f64
 }
 
 fn flat_depth_psnr(scores: &[BaselineScores]) -> Vec<f64> {

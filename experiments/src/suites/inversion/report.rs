@@ -386,8 +386,9 @@ fn table_one_row(
         Some((psnr, ssim)) => {
             let psnr_verdict = judged(Column::Score, rows, |r| scores(r).map(|s| s.psnr), psnr);
             let ssim_verdict = judged(Column::Score, rows, |r| scores(r).map(|s| s.ssim), ssim);
+            let no_recovery = recovery.is_some_and(|(k, n)| !shows_recovery(k, n));
             let recovery_note = match recovery {
-                Some((k, n)) if !shows_recovery(k, n) => {
+                Some((k, n)) if no_recovery => {
                     format!("; **no recovery** ({k}/{n} images recovered)")
                 }
                 Some((k, n)) => format!("; {k}/{n} images recovered"),
@@ -400,10 +401,7 @@ fn table_one_row(
             )));
             cells.push(Cell::from(format!(
                 "{psnr_verdict} / {ssim_verdict}{}",
-                match recovery {
-                    Some((k, n)) if !shows_recovery(k, n) => "; no recovery",
-                    _ => "",
-                }
+                if no_recovery { "; no recovery" } else { "" }
             )));
             verdict_line = Some(format!(
                 "Table I, {name} {setting:?} {modality}, {victim}: PSNR {psnr_verdict}, SSIM \
