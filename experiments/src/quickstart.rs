@@ -275,6 +275,7 @@ fn inversion_section(
         settings: None,
         convergence: None,
         results_dir: None,
+        rooms: crate::suites::inversion::RoomSelection::Balanced,
     })?;
     report.heading("Gradient inversion").paragraph(&format!(
         "QGI and RGI on the active-perception rooms in quick mode (16×16 images, 4 samples, \

@@ -415,7 +415,13 @@ impl BackendTask for QgiBench {
     type Output = QgiTimes;
 
     fn run<B: Backend>(self, device: B::Device) -> Result<QgiTimes> {
-        let (samples, _) = room_samples(RoomSetting::S1, self.image_size, 1, 0)?;
+        let (samples, _) = room_samples(
+            RoomSetting::S1,
+            self.image_size,
+            1,
+            0,
+            crate::suites::inversion::RoomSelection::First,
+        )?;
         let victim = Victim::<B>::from_seed(
             &victim_config(RoomSetting::S1, self.image_size, VictimWidth::Wide),
             Method::Qgi.victim_kind(ENTROPY_WEIGHT),

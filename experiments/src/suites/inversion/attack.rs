@@ -112,6 +112,7 @@ pub fn run_attack(args: AttackArgs) -> Result<std::path::PathBuf> {
         seed: args.seed,
         backend: args.backend,
         entropy_weight: 0.01,
+        rooms: super::plan::RoomSelection::First,
     };
     let setting = RoomSetting::from(args.setting);
     if let (Some(gradients), Some(weights)) = (&args.gradients, &args.weights) {
@@ -231,7 +232,13 @@ fn attacked_samples(
             (samples, "samples".to_string())
         }
         None => {
-            let (truth, _) = room_samples(setting, plan.image_size, plan.samples, plan.seed)?;
+            let (truth, _) = room_samples(
+                setting,
+                plan.image_size,
+                plan.samples,
+                plan.seed,
+                plan.rooms,
+            )?;
             (
                 room_user_samples(truth, plan.image_size),
                 format!("{setting:?}"),
@@ -344,7 +351,13 @@ fn attack_rooms(
     plan: InversionPlan,
     setting: RoomSetting,
 ) -> Result<std::path::PathBuf> {
-    let (truth, _) = room_samples(setting, plan.image_size, plan.samples, plan.seed)?;
+    let (truth, _) = room_samples(
+        setting,
+        plan.image_size,
+        plan.samples,
+        plan.seed,
+        plan.rooms,
+    )?;
     let rows = dispatch(
         plan.backend,
         InversionJob {

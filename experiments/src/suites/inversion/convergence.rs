@@ -16,7 +16,7 @@ use privrl_envs::room::RoomSetting;
 
 use super::baseline::{flat_scores, recovered, BaselineScores};
 use super::plan::InversionArgs;
-use super::report::summary;
+use super::report::{reproduce_command, summary};
 use super::run_files::AttackCell;
 use super::{attack_cells, write_report};
 use crate::report::plot::{mean, median, Line, LineChart};
@@ -237,6 +237,12 @@ fn write_convergence_report(
         )
         .save(&root.join("convergence"))?;
     report.plot("Mean depth PSNR against iterations per stage", &files);
+    let budgets: Vec<String> = budgets.iter().map(|b| b.iterations.to_string()).collect();
+    report.reproduce([format!(
+        "{} --convergence {}",
+        reproduce_command(args, &args.plan()),
+        budgets.join(",")
+    )]);
     let path = report.write()?;
     println!("wrote {}", path.display());
     Ok(SuiteOutcome {
@@ -288,6 +294,7 @@ mod tests {
             settings: Some(vec![super::super::SettingArg::S2]),
             convergence: Some(vec![3, 2]),
             results_dir: Some(dir.join("convergence")),
+            rooms: super::super::RoomSelection::Balanced,
         };
         let outcome = run(&args, &[3, 2]).unwrap();
         let text = std::fs::read_to_string(&outcome.report).unwrap();
@@ -306,6 +313,7 @@ mod tests {
         assert!(first < second);
         assert!(text.contains("| RGI S2, paper width | 2 |"), "{text}");
         assert!(dir.join("convergence/convergence.png").is_file());
+        assert!(text.contains("--convergence 2,3"), "{text}");
         // A budget named twice or a zero budget is refused by name.
         assert!(run(&args, &[2, 2]).is_err());
         assert!(run(&args, &[0]).is_err());

@@ -7,38 +7,59 @@ use privrl_agents::{ConvEncoderConfig, MultimodalNetConfig};
 use privrl_attacks::{
     evaluate_defended_batch_inversion, ImageNormalisation, InversionRow, Sample, Victim,
 };
-use privrl_envs::room::{sample_observations, RoomConfig, RoomSetting};
+use privrl_envs::room::{sample_observations, RoomConfig, RoomSetting, RoomType};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::method::Method;
-use super::plan::{InversionPlan, VictimWidth};
+use super::plan::{InversionPlan, RoomSelection, VictimWidth};
 use crate::backend::BackendTask;
 
 /// The samples of one setting: room observations in which the target is visible (the paper's
-/// bounding box comes from an upstream detector, so its samples contain the target), with a
-/// seeded action and the detection reward as supervision signal. For DQN the signal stands for
-/// the target Q-value of a one-step target (γ = 0); the paper's pre-collected transitions are
-/// not available.
+/// bounding box comes from an upstream detector, so its samples contain the target), chosen
+/// among `8 · count` sampled views by `rooms` (balanced: up to `64 · count` views when a room
+/// type runs short), with a seeded action and the detection reward as
+/// supervision signal. For DQN the signal stands for the target Q-value of a one-step target
+/// (γ = 0); the paper's pre-collected transitions are not available. Returns the samples and
+/// their room types.
 pub(crate) fn room_samples(
     setting: RoomSetting,
     image_size: usize,
     count: usize,
     seed: u64,
+    rooms: RoomSelection,
 ) -> Result<(Vec<Sample>, Vec<String>)> {
     let config = RoomConfig::s1()
         .with_setting(setting)
         .with_image_size(image_size);
-    let rooms: Vec<_> = sample_observations(&config, 8 * count, seed)?
-        .into_iter()
-        .filter(|r| r.reward > 0.0 && r.obs.vector.iter().any(|&v| v != 0.0))
-        .take(count)
-        .collect();
+    // Views are drawn in sequence from one seeded generator, so a larger pool begins with the
+    // smaller one: growing it when a room type runs short changes no view already chosen.
+    let mut pool = 8 * count;
+    let chosen: Vec<_> = loop {
+        let showing_target = sample_observations(&config, pool, seed)?
+            .into_iter()
+            .filter(|r| r.reward > 0.0 && r.obs.vector.iter().any(|&v| v != 0.0));
+        let chosen: Vec<_> = match rooms {
+            RoomSelection::First => showing_target.take(count).collect(),
+            RoomSelection::Balanced => {
+                round_robin_by_type(showing_target.collect(), count, |r| r.room_type)
+            }
+        };
+        if chosen.len() == count || rooms == RoomSelection::First || pool >= 64 * count {
+            break chosen;
+        }
+        pool *= 2;
+    };
     anyhow::ensure!(
-        rooms.len() == count,
-        "only {} of {count} sampled views show the target",
-        rooms.len(),
+        chosen.len() == count,
+        "only {} of {count} sampled views show the target{}",
+        chosen.len(),
+        match rooms {
+            RoomSelection::Balanced => " with each room type as often as --rooms balanced needs",
+            RoomSelection::First => "",
+        },
     );
+    let rooms = chosen;
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed);
     let types = rooms.iter().map(|r| r.room_type.to_string()).collect();
     let samples = rooms
@@ -52,6 +73,28 @@ pub(crate) fn room_samples(
         })
         .collect();
     Ok((samples, types))
+}
+
+/// `count` of `views` taken in turn from each room type ([`RoomType::ALL`]'s order), each
+/// type's views in their sampling order, so that the types' counts differ by at most one.
+/// Fewer than `count` when a type runs out before its turn.
+fn round_robin_by_type<T>(views: Vec<T>, count: usize, type_of: impl Fn(&T) -> RoomType) -> Vec<T> {
+    let mut by_type: Vec<std::collections::VecDeque<T>> =
+        RoomType::ALL.iter().map(|_| Default::default()).collect();
+    for view in views {
+        let t = type_of(&view);
+        if let Some(i) = RoomType::ALL.iter().position(|&u| u == t) {
+            by_type[i].push_back(view);
+        }
+    }
+    let mut chosen = Vec::with_capacity(count);
+    for turn in 0..count {
+        match by_type[turn % RoomType::ALL.len()].pop_front() {
+            Some(view) => chosen.push(view),
+            None => break,
+        }
+    }
+    chosen
 }
 
 /// The victim network: strided conv encoders per image, a Dense branch over the bounding box,
@@ -118,8 +161,14 @@ mod tests {
     #[test]
     fn a_batch_attack_scores_every_sample_once() {
         let plan = tiny_plan(3);
-        let (truth, _) =
-            room_samples(RoomSetting::S2, plan.image_size, plan.samples, plan.seed).unwrap();
+        let (truth, _) = room_samples(
+            RoomSetting::S2,
+            plan.image_size,
+            plan.samples,
+            plan.seed,
+            plan.rooms,
+        )
+        .unwrap();
         let rows = dispatch(
             plan.backend,
             InversionJob {
@@ -138,5 +187,36 @@ mod tests {
         assert!(rows
             .iter()
             .all(|r| r.depth.is_some() && r.vector_iou.is_some()));
+    }
+
+    #[test]
+    fn balanced_rooms_take_each_type_in_turn_and_keep_each_types_order() {
+        use RoomType::*;
+        // Bathrooms are scarce here, as among the rooms' views that show the target.
+        let views = [
+            (Kitchen, 0),
+            (Kitchen, 1),
+            (LivingRoom, 2),
+            (Bedroom, 3),
+            (Kitchen, 4),
+            (Bathroom, 5),
+            (Bedroom, 6),
+            (LivingRoom, 7),
+            (Bathroom, 8),
+        ];
+        let chosen = round_robin_by_type(views.to_vec(), 8, |v| v.0);
+        let ids: Vec<usize> = chosen.iter().map(|v| v.1).collect();
+        // ALL's order is bathroom, bedroom, kitchen, living room.
+        assert_eq!(RoomType::ALL, [Bathroom, Bedroom, Kitchen, LivingRoom]);
+        assert_eq!(ids, [5, 3, 0, 2, 8, 6, 1, 7]);
+        // A type that runs out stops the round: fewer than asked, which room_samples refuses.
+        assert_eq!(round_robin_by_type(views.to_vec(), 9, |v| v.0).len(), 8);
+        // The suite's samples: 8 at 8 px, two of each type.
+        let (samples, types) =
+            room_samples(RoomSetting::S2, 8, 8, 0, RoomSelection::Balanced).unwrap();
+        assert_eq!(samples.len(), 8);
+        for t in RoomType::ALL {
+            assert_eq!(types.iter().filter(|n| **n == t.to_string()).count(), 2);
+        }
     }
 }

@@ -69,6 +69,31 @@ pub struct InversionArgs {
     /// `runs/inversion`.
     #[arg(long)]
     pub results_dir: Option<std::path::PathBuf>,
+    /// Which of the sampled views are attacked. `balanced`: the same number of each room type
+    /// (10 of each of the four at 40 samples; the paper attacks every layout twice, so its
+    /// types are balanced too); `first`: the first views that show the target, whatever their
+    /// type (how the runs before the balanced rule chose, kept so that they reproduce).
+    #[arg(long, value_enum, default_value_t = RoomSelection::Balanced)]
+    pub rooms: RoomSelection,
+}
+
+/// `--rooms`: how the attacked views are chosen among the sampled ones that show the target.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RoomSelection {
+    /// Round robin over the room types: their counts differ by at most one.
+    #[default]
+    Balanced,
+    /// The first views in sampling order (the rule of the runs made before `balanced`).
+    First,
+}
+
+impl RoomSelection {
+    /// The rule of the runs that predate the field: their `config.json` has none, and a plan
+    /// with this rule writes none, so they are read back as finished.
+    pub(crate) fn is_first(&self) -> bool {
+        *self == RoomSelection::First
+    }
 }
 
 /// `--normalisation`: how reconstructions are mapped to [0, 1] before scoring.
@@ -104,6 +129,10 @@ pub(crate) struct InversionPlan {
     pub(crate) backend: BackendChoice,
     /// Entropy weight α of the REINFORCE victim (eq. 4); the paper does not state it.
     pub(crate) entropy_weight: f64,
+    /// How the attacked views were chosen (absent from the configs of the runs that predate it,
+    /// which chose the first views).
+    #[serde(skip_serializing_if = "RoomSelection::is_first")]
+    pub(crate) rooms: RoomSelection,
 }
 
 impl InversionArgs {
@@ -158,6 +187,7 @@ impl InversionArgs {
             seed: self.seed,
             backend: self.backend,
             entropy_weight: ENTROPY_WEIGHT,
+            rooms: self.rooms,
         }
     }
 }

@@ -13,11 +13,12 @@ use super::baseline::{
 };
 use super::headline::headline;
 use super::method::Method;
-use super::plan::{InversionArgs, InversionPlan, NormalisationArg, VictimWidth};
+use super::plan::{InversionArgs, InversionPlan, NormalisationArg, RoomSelection, VictimWidth};
 use super::run_files::AttackCell;
 use super::verdict::{
-    criterion, format_paper, paired_verdict, paper_table_one, shows_recovery, verdict, Column,
-    PaperValue, Verdict, PAPER_QGI_TABLE_TWO, RECOVERY_MARGIN_DB,
+    claim_verdict, criterion, fig_four_iou_verdict, format_paper, paired, paper_table_one,
+    paper_table_two, shows_recovery, verdict, Column, Paired, PairedOutcome, PaperValue, Verdict,
+    RECOVERY_MARGIN_DB,
 };
 use crate::report::{format_mean_std, format_number, Cell, Report};
 use crate::summary::SuiteOutcome;
@@ -137,9 +138,17 @@ pub(super) fn write_report(
             .map_or(&[][..], |b| b.flat.as_slice());
         tables.add(*cell, rows, main_width, &room_types, flat);
     }
-    images_and_vector_tables(&mut report, tables.table_one, tables.table_two);
+    if !tables.ablation.is_empty() {
+        if let Some(b) = baselines.iter().find(|b| b.setting == RoomSetting::S1) {
+            let flat = ablation_row(FLAT_ROW, None, &baseline_rows(&b.flat), &[]);
+            tables.ablation.insert(0, flat);
+        }
+    }
+    let (comparisons, claim_verdicts) = claims(&outcomes, main_width);
+    tables.verdicts.extend(claim_verdicts);
+    images_and_vector_tables(&mut report, &room_types, tables.table_one, tables.table_two);
     verdicts_section(&mut report, tables.verdicts);
-    ablation_section(&mut report, tables.ablation);
+    ablation_section(&mut report, tables.ablation, comparisons);
     magnitude_term_section(&mut report, &outcomes, main_width);
     let headline = headline(
         outcomes
@@ -170,12 +179,19 @@ fn method_paragraphs(report: &mut Report, args: &InversionArgs, plan: &Inversion
          gradient matching (eq. 5) through the error-direction surrogate (eq. 6) with a TV \
          prior, then Q (§IV-C2) or the reward (eq. 9). privrl's addition to eq. 5, a magnitude \
          term μ(‖g_rec‖/‖g‖ − 1)², μ = 0.1, is the labelled extra row \"QGI + magnitude term \
-         (privrl)\"; \"The magnitude term\" below tests whether it matters. {} samples per cell from the pure-Rust rooms at \
-         {}×{} px (the paper: 240 AI2THOR samples at 150×150), {} iterations per stage (the \
+         (privrl)\"; \"The magnitude term\" below tests whether it matters. {} samples per cell \
+         ({}) from the pure-Rust rooms at {}×{} px (the paper: 240 AI2THOR samples at 150×150), {} iterations per stage (the \
          paper: 2×10⁴), λ = {}, backend `{}`. {} PSNR and SSIM on the Y channel (RGB) and on \
          depth, data range 1. Depth is the distance along the optical axis divided by 10 m and \
          clipped to [0, 1]; the paper does not state its depth range.",
         plan.samples,
+        match plan.rooms {
+            RoomSelection::Balanced => "as many of each room type as the count allows",
+            RoomSelection::First => {
+                "the first sampled views that show the target, whatever their room type: \
+                 `--rooms first`"
+            }
+        },
         plan.image_size,
         plan.image_size,
         plan.iterations,
@@ -255,9 +271,12 @@ impl Tables {
         if Method::ABLATIONS.contains(&method)
             || (method == Method::Qgi && setting == RoomSetting::S1 && main_victim)
         {
-            self.ablation.push(ablation_row(method, rows));
+            self.ablation
+                .push(ablation_row(method.name(), Some(method), rows, flat));
         }
         if Method::ABLATIONS.contains(&method) {
+            self.verdicts
+                .extend(table_two_verdicts(method, width, rows));
             return;
         }
         for (modality, depth) in [("RGB", false), ("depth", true)] {
@@ -276,8 +295,9 @@ impl Tables {
             self.verdicts.extend(verdict);
             self.table_one.push(cells);
         }
-        if method == Method::Qgi && setting == RoomSetting::S1 {
-            self.verdicts.extend(table_two_verdicts(width, rows));
+        if setting == RoomSetting::S1 {
+            self.verdicts
+                .extend(table_two_verdicts(method, width, rows));
         }
         self.table_two
             .push(table_two_row(method, setting, width, rows));
@@ -314,31 +334,40 @@ const FLAT_ROW: &str = "baseline: flat at the true mean (oracle)";
 /// Table I's row of the attack's initialisation.
 const INITIALISATION_ROW: &str = "baseline: initialisation N(0, 1)";
 
-/// An attack's row of Table II and Fig. 4 (baselines and ablation).
-fn ablation_row(method: Method, rows: &[InversionRow]) -> Vec<Cell> {
-    let [gradient, action, target, loss] = method.table_two_design();
-    vec![
-        Cell::from(method.name()),
-        Cell::from(gradient),
-        Cell::from(action),
-        Cell::from(target),
-        Cell::from(loss),
+/// A row of Table II and Fig. 4 (baselines and ablation): an attack's (`method`), or the flat
+/// oracle's (`method: None`, no design, no Q errors); `flat` is the flat oracle's scores on
+/// the same samples, which decide how many images were recovered.
+fn ablation_row(
+    name: &str,
+    method: Option<Method>,
+    rows: &[InversionRow],
+    flat: &[BaselineScores],
+) -> Vec<Cell> {
+    let design = method.map_or(["-"; 4], Method::table_two_design);
+    let mut cells = vec![Cell::from(name)];
+    cells.extend(design.map(Cell::from));
+    cells.extend([
         Cell::from(summary(rows, |r| r.vector_iou)),
         Cell::from(summary(rows, |r| r.predicted_q_error_pct)),
         Cell::from(summary(rows, |r| r.target_q_error_pct)),
-        Cell::from(format!(
+    ]);
+    for depth in [false, true] {
+        let scores = |r: &InversionRow| if depth { r.depth } else { r.rgb };
+        cells.push(Cell::from(format!(
             "{} / {}",
-            summary(rows, |r| r.rgb.map(|s| s.psnr)),
-            summary(rows, |r| r.rgb.map(|s| s.ssim))
-        )),
-        Cell::from(format!(
-            "{} / {}",
-            summary(rows, |r| r.depth.map(|s| s.psnr)),
-            summary(rows, |r| r.depth.map(|s| s.ssim))
-        )),
-        Cell::from(failure_rate(rows)),
-        Cell::from(method.paper_table_two()),
-    ]
+            summary(rows, |r| scores(r).map(|s| s.psnr)),
+            summary(rows, |r| scores(r).map(|s| s.ssim))
+        )));
+        cells.push(Cell::from(match method {
+            Some(_) if !flat.is_empty() => {
+                format!("{}/{}", recovered(rows, flat, depth), rows.len())
+            }
+            _ => "-".into(),
+        }));
+    }
+    cells.push(Cell::from(failure_rate(rows)));
+    cells.push(Cell::from(method.map_or("-", Method::paper_table_two)));
+    cells
 }
 
 /// A row of Table I for one modality (`depth`: depth, else RGB) — an attack's, or a
@@ -413,39 +442,30 @@ fn table_one_row(
     (cells, verdict_line)
 }
 
-/// QGI S1's verdicts on IoU and both Q errors against the paper's Table II.
-fn table_two_verdicts(width: VictimWidth, rows: &[InversionRow]) -> Vec<String> {
-    let [iou, predicted, target] = PAPER_QGI_TABLE_TWO;
-    let mut verdicts = Vec::new();
-    for (what, column, f, paper) in [
-        (
-            "IoU",
-            Column::Score,
-            (|r: &InversionRow| r.vector_iou) as fn(&InversionRow) -> Option<f64>,
-            iou,
-        ),
-        (
-            "ε(Q̂)",
-            Column::Error,
-            |r: &InversionRow| r.predicted_q_error_pct,
-            predicted,
-        ),
-        (
-            "ε(Q)",
-            Column::Error,
-            |r: &InversionRow| r.target_q_error_pct,
-            target,
-        ),
-    ] {
-        verdicts.push(format!(
-            "Table II, QGI S1 {what}, {}: {} (ours {}, the paper's {})",
-            width.label(),
-            judged(column, rows, f, paper),
-            summary(rows, f),
-            format_paper(paper)
-        ));
-    }
-    verdicts
+/// An S1 attack's verdicts on IoU and both Q errors against its row of the paper's Table II
+/// (none when the paper has no row for it).
+fn table_two_verdicts(method: Method, width: VictimWidth, rows: &[InversionRow]) -> Vec<String> {
+    let Some(paper_row) = paper_table_two(method) else {
+        return Vec::new();
+    };
+    [&IOU, &PREDICTED_Q, &TARGET_Q]
+        .into_iter()
+        .zip(paper_row)
+        .map(|(column, paper)| {
+            format!(
+                "Table II, {} S1 {}, {}: {} (ours {}, the paper's {})",
+                method.name(),
+                column
+                    .name
+                    .trim_end_matches(" %")
+                    .trim_start_matches("bbox "),
+                width.label(),
+                judged(column.column, rows, column.of, paper),
+                summary(rows, column.of),
+                format_paper(paper)
+            )
+        })
+        .collect()
 }
 
 /// An attack's row of the vector state, action and supervision-signal table.
@@ -474,9 +494,16 @@ fn table_two_row(
 /// Table I (images) and the vector, action and signal table.
 fn images_and_vector_tables(
     report: &mut Report,
+    room_types: &[String],
     table_one: Vec<Vec<Cell>>,
     table_two: Vec<Vec<Cell>>,
 ) {
+    // Each room type's column header says over how many samples it averages.
+    let rooms = RoomType::ALL.map(|t| {
+        let name = t.to_string();
+        let n = room_types.iter().filter(|r| **r == name).count();
+        format!("{} (n = {n})", name.replace('_', " "))
+    });
     report
         .heading("Images (Table I): PSNR / SSIM, mean ± std over samples")
         .paragraph(FAILURE_NOTE)
@@ -496,10 +523,10 @@ fn images_and_vector_tables(
                 "setting",
                 "victim",
                 "state",
-                "bathroom",
-                "bedroom",
-                "kitchen",
-                "living room",
+                &rooms[0],
+                &rooms[1],
+                &rooms[2],
+                &rooms[3],
                 "average",
                 "failed",
                 &format!("recovered (≥ flat + {RECOVERY_MARGIN_DB} dB)"),
@@ -538,21 +565,23 @@ fn verdicts_section(report: &mut Report, verdicts: Vec<String>) {
         .bullets(verdicts);
 }
 
-/// Table II and Fig. 4 (baselines and ablation), where any ran.
-fn ablation_section(report: &mut Report, ablation: Vec<Vec<Cell>>) {
+/// Table II and Fig. 4 (baselines and ablation), where any ran, with the paired comparisons
+/// that judge the paper's claims about them.
+fn ablation_section(report: &mut Report, ablation: Vec<Vec<Cell>>, comparisons: Vec<Vec<Cell>>) {
     if ablation.is_empty() {
         return;
     }
     report
         .heading("Table II and Fig. 4: baselines and ablation (DQN victim, S1)")
-        .paragraph(
+        .paragraph(&format!(
             "The same samples and victim as QGI S1. DLG and Inverting Gradients match the \
              objective's gradient, so they need the action and the target Q first (rule) or \
              optimise them with the input (opt); QGI matches the error direction (eq. 6). \
              \"QGI, joint state\" optimises images and vector together (Fig. 4); \
              \"QGI + magnitude term (privrl)\" adds privrl's magnitude term to eq. 5 (an extra \
-             row, not in the paper).",
-        )
+             row, not in the paper). \"{FLAT_ROW}\" is Table I's; \"recovered\" counts the \
+             images at least {RECOVERY_MARGIN_DB} dB above it."
+        ))
         .table(
             &[
                 "method",
@@ -564,91 +593,286 @@ fn ablation_section(report: &mut Report, ablation: Vec<Vec<Cell>>) {
                 "ε(Q̂) %",
                 "ε(Q) %",
                 "RGB PSNR / SSIM",
+                "RGB recovered",
                 "depth PSNR / SSIM",
+                "depth recovered",
                 "failed",
                 "paper: IoU / ε(Q̂) / ε(Q)",
             ],
             ablation,
+        );
+    if comparisons.is_empty() {
+        return;
+    }
+    report
+        .paragraph(
+            "The paper's claims about this table, per sample (paired): QGI against each \
+             baseline (Table II) and against its joint ablation (Fig. 4), judged by the sign \
+             test of the criterion; the verdicts are under \"Verdicts against the paper\".",
+        )
+        .table(
+            &[
+                "comparison",
+                "score",
+                "first",
+                "second",
+                "pairs",
+                "first better",
+                "first worse",
+                "outcome",
+            ],
+            comparisons,
         );
 }
 
 /// One score of a row, where the row has it.
 type ScoreOf = fn(&InversionRow) -> Option<f64>;
 
-/// Differences smaller than these are ties in the magnitude term's paired comparison:
-/// (PSNR in dB, IoU).
-const PAIRED_TIES: (f64, f64) = (0.1, 0.01);
+/// One column of a paired comparison: its name, the score, whether it is a score or an
+/// error, and the difference under which two samples tie.
+struct PairedColumn {
+    name: &'static str,
+    of: ScoreOf,
+    column: Column,
+    tie: f64,
+}
+
+/// Ties of the paired comparisons: PSNR in dB; IoU, SSIM and ε in percentage points.
+const PSNR_TIE: f64 = 0.1;
+const UNIT_TIE: f64 = 0.01;
+
+const IOU: PairedColumn = PairedColumn {
+    name: "bbox IoU",
+    of: |r| r.vector_iou,
+    column: Column::Score,
+    tie: UNIT_TIE,
+};
+const RGB_PSNR: PairedColumn = PairedColumn {
+    name: "RGB PSNR (dB)",
+    of: |r| r.rgb.map(|s| s.psnr),
+    column: Column::Score,
+    tie: PSNR_TIE,
+};
+const DEPTH_PSNR: PairedColumn = PairedColumn {
+    name: "depth PSNR (dB)",
+    of: |r| r.depth.map(|s| s.psnr),
+    column: Column::Score,
+    tie: PSNR_TIE,
+};
+const RGB_SSIM: PairedColumn = PairedColumn {
+    name: "RGB SSIM",
+    of: |r| r.rgb.map(|s| s.ssim),
+    column: Column::Score,
+    tie: UNIT_TIE,
+};
+const DEPTH_SSIM: PairedColumn = PairedColumn {
+    name: "depth SSIM",
+    of: |r| r.depth.map(|s| s.ssim),
+    column: Column::Score,
+    tie: UNIT_TIE,
+};
+const PREDICTED_Q: PairedColumn = PairedColumn {
+    name: "ε(Q̂) %",
+    of: |r| r.predicted_q_error_pct,
+    column: Column::Error,
+    tie: UNIT_TIE,
+};
+const TARGET_Q: PairedColumn = PairedColumn {
+    name: "ε(Q) %",
+    of: |r| r.target_q_error_pct,
+    column: Column::Error,
+    tie: UNIT_TIE,
+};
+
+/// `first` against `second` on the same samples in one column: per sample the difference,
+/// oriented so that positive favours `first` (an error's sign flipped; a failed attack scores
+/// below any finished one), and the sign test's outcome.
+fn compare(first: &[InversionRow], second: &[InversionRow], column: &PairedColumn) -> Paired {
+    let value = |r: &InversionRow| {
+        if r.failed {
+            return Some(f64::NEG_INFINITY);
+        }
+        (column.of)(r).map(|v| match column.column {
+            Column::Score => v,
+            Column::Error => -v,
+        })
+    };
+    let differences: Vec<f64> = first
+        .iter()
+        .filter_map(|a| {
+            let b = second.iter().find(|b| b.sample == a.sample)?;
+            match (value(a)?, value(b)?) {
+                (x, y) if x == y => Some(0.0),
+                (x, y) => Some(x - y),
+            }
+        })
+        .collect();
+    paired(&differences, column.tie)
+}
+
+/// The rows of `method` on S1 against the main victim, where that cell ran.
+fn main_rows(
+    outcomes: &[(AttackCell, Vec<InversionRow>)],
+    method: Method,
+    main_width: VictimWidth,
+) -> Option<&[InversionRow]> {
+    outcomes
+        .iter()
+        .find(|(c, _)| c.method == method && c.setting == RoomSetting::S1 && c.width == main_width)
+        .map(|(_, rows)| rows.as_slice())
+}
+
+/// A row of a paired-comparison table: the column, both means, the pairs, the counts, and
+/// the outcome in `words` (first better, second better).
+fn paired_row(
+    column: &PairedColumn,
+    (first, second): (&[InversionRow], &[InversionRow]),
+    result: Paired,
+    words: (&str, &str),
+) -> Vec<Cell> {
+    let outcome = match result.outcome {
+        PairedOutcome::FirstBetter(p) => format!("{} (p = {p:.3})", words.0),
+        PairedOutcome::SecondBetter(p) => format!("{} (p = {p:.3})", words.1),
+        PairedOutcome::NoDifference => "no difference detected".into(),
+    };
+    vec![
+        Cell::from(column.name),
+        Cell::from(summary(first, column.of)),
+        Cell::from(summary(second, column.of)),
+        Cell::from(format!("{}", result.pairs)),
+        Cell::from(format!("{}", result.better)),
+        Cell::from(format!("{}", result.worse)),
+        Cell::from(outcome),
+    ]
+}
+
+/// Table II's claim ("our method shows the best results") and Fig. 4's (joint optimisation
+/// drops on every metric; joint IoU < 0.1 while QGI's > 0.9), judged by the criterion on the
+/// main victim's S1 cells: the paired-comparison rows and the verdict lines.
+fn claims(
+    outcomes: &[(AttackCell, Vec<InversionRow>)],
+    main_width: VictimWidth,
+) -> (Vec<Vec<Cell>>, Vec<String>) {
+    let (mut table, mut verdicts) = (Vec::new(), Vec::new());
+    let Some(qgi) = main_rows(outcomes, Method::Qgi, main_width) else {
+        return (table, verdicts);
+    };
+    let baselines = [
+        Method::DlgJoint,
+        Method::DlgRule,
+        Method::InvertingGradients,
+    ];
+    let mut comparisons = Vec::new();
+    for baseline in baselines {
+        let Some(rows) = main_rows(outcomes, baseline, main_width) else {
+            continue;
+        };
+        for column in [&IOU, &PREDICTED_Q, &TARGET_Q] {
+            let result = compare(qgi, rows, column);
+            comparisons.push(result.outcome);
+            let mut cells = vec![Cell::from(format!("QGI vs {}", baseline.name()))];
+            cells.extend(paired_row(
+                column,
+                (qgi, rows),
+                result,
+                ("QGI better", "baseline better"),
+            ));
+            table.push(cells);
+        }
+    }
+    if comparisons.len() == 3 * baselines.len() {
+        verdicts.push(format!(
+            "Table II, \"our method shows the best results\" (QGI against DLG, DLG with the \
+             rule action and IG on IoU, ε(Q̂), ε(Q), {}): {}",
+            main_width.label(),
+            claim_verdict(&comparisons)
+        ));
+    }
+    if let Some(joint) = main_rows(outcomes, Method::QgiJoint, main_width) {
+        let mut comparisons = Vec::new();
+        for column in [
+            &IOU,
+            &RGB_PSNR,
+            &RGB_SSIM,
+            &DEPTH_PSNR,
+            &DEPTH_SSIM,
+            &PREDICTED_Q,
+            &TARGET_Q,
+        ] {
+            let result = compare(qgi, joint, column);
+            comparisons.push(result.outcome);
+            let mut cells = vec![Cell::from("QGI vs QGI, joint state")];
+            cells.extend(paired_row(
+                column,
+                (qgi, joint),
+                result,
+                ("QGI better (joint drops)", "joint better"),
+            ));
+            table.push(cells);
+        }
+        verdicts.push(format!(
+            "Fig. 4, \"the joint optimization shows performance drops for all metrics\" ({}): {}",
+            main_width.label(),
+            claim_verdict(&comparisons)
+        ));
+        let ious = |rows: &[InversionRow]| {
+            let values: Vec<f64> = rows
+                .iter()
+                .filter(|r| !r.failed)
+                .filter_map(|r| r.vector_iou)
+                .collect();
+            (values, rows.iter().filter(|r| r.failed).count(), rows.len())
+        };
+        let ((j, jf, jn), (q, qf, qn)) = (ious(joint), ious(qgi));
+        verdicts.push(format!(
+            "Fig. 4, \"the mean IoU is below 0.1, while QGI achieves over 0.9\" ({}): {} (joint \
+             {}, QGI {})",
+            main_width.label(),
+            fig_four_iou_verdict((&j, jf, jn), (&q, qf, qn)),
+            summary(joint, |r| r.vector_iou),
+            summary(qgi, |r| r.vector_iou),
+        ));
+    }
+    (table, verdicts)
+}
 
 /// Does privrl's magnitude term (its deviation from the paper's eq. 5) help? "QGI + magnitude
-/// term" against the paper's QGI (eq. 5 alone) on the same samples and victim (S1, main victim): per sample, which
-/// attack scores higher, judged by the sign test of the criterion. A failed attack scores
-/// below any finished one.
+/// term" against the paper's QGI (eq. 5 alone) on the same samples and victim (S1, main
+/// victim): per sample, which attack scores higher, judged by the sign test of the criterion.
 fn magnitude_term_section(
     report: &mut Report,
     outcomes: &[(AttackCell, Vec<InversionRow>)],
     main_width: VictimWidth,
 ) {
-    let rows_of = |method| {
-        outcomes
-            .iter()
-            .find(|(c, _)| {
-                c.method == method && c.setting == RoomSetting::S1 && c.width == main_width
-            })
-            .map(|(_, rows)| rows)
-    };
-    let (Some(ours), Some(eq5)) = (rows_of(Method::QgiMagnitude), rows_of(Method::Qgi)) else {
+    let (Some(ours), Some(eq5)) = (
+        main_rows(outcomes, Method::QgiMagnitude, main_width),
+        main_rows(outcomes, Method::Qgi, main_width),
+    ) else {
         return;
     };
-    let mut table = Vec::new();
-    let columns: [(&str, ScoreOf, f64); 3] = [
-        ("RGB PSNR (dB)", |r| r.rgb.map(|s| s.psnr), PAIRED_TIES.0),
-        (
-            "depth PSNR (dB)",
-            |r| r.depth.map(|s| s.psnr),
-            PAIRED_TIES.0,
-        ),
-        ("bbox IoU", |r| r.vector_iou, PAIRED_TIES.1),
-    ];
-    for (what, f, tie) in columns {
-        let value = |r: &InversionRow| {
-            if r.failed {
-                Some(f64::NEG_INFINITY)
-            } else {
-                f(r)
-            }
-        };
-        let differences: Vec<f64> = ours
-            .iter()
-            .filter_map(|a| {
-                let b = eq5.iter().find(|b| b.sample == a.sample)?;
-                match (value(a)?, value(b)?) {
-                    (x, y) if x == y => Some(0.0),
-                    (x, y) => Some(x - y),
-                }
-            })
-            .collect();
-        let (better, worse, verdict) = paired_verdict(&differences, tie);
-        table.push(vec![
-            Cell::from(what),
-            Cell::from(summary(ours, f)),
-            Cell::from(summary(eq5, f)),
-            Cell::from(format!("{}", differences.len())),
-            Cell::from(format!("{better}")),
-            Cell::from(format!("{worse}")),
-            Cell::from(verdict),
-        ]);
-    }
+    let table = [&RGB_PSNR, &DEPTH_PSNR, &IOU]
+        .into_iter()
+        .map(|column| {
+            paired_row(
+                column,
+                (ours, eq5),
+                compare(ours, eq5, column),
+                ("helps", "hurts"),
+            )
+        })
+        .collect();
     report
         .heading("The magnitude term: privrl's addition against the paper's eq. 5 (QGI, S1, main victim)")
         .paragraph(&format!(
             "privrl's library default adds μ(‖g_rec‖/‖g‖ − 1)², μ = 0.1, to the paper's cosine \
-             matching (eq. 5); the suite's QGI and RGI rows run eq. 5 as the paper writes it. Per sample (the same samples, victim and initialisation), which of the \
-             two scores higher; differences under {} dB PSNR or {} IoU are ties and drop out. \
-             The magnitude term **helps** (or **hurts**) when the one-sided sign test rejects \
+             matching (eq. 5); the suite's QGI and RGI rows run eq. 5 as the paper writes it. \
+             Per sample (the same samples, victim and initialisation), which of the two scores \
+             higher; differences under {} dB PSNR or {} IoU are ties and drop out. The \
+             magnitude term **helps** (or **hurts**) when the one-sided sign test rejects \
              \"neither is better\" at the criterion's level; otherwise no difference was \
              detected, and the paper's eq. 5 alone does as well on these samples.",
-            format_number(PAIRED_TIES.0),
-            format_number(PAIRED_TIES.1)
+            format_number(PSNR_TIE),
+            format_number(UNIT_TIE)
         ))
         .table(
             &[
@@ -672,8 +896,9 @@ fn reconstructions_section(report: &mut Report, sheets: &[(String, PathBuf)]) {
     }
 }
 
-/// The command that reproduces the report.
-fn reproduce_command(args: &InversionArgs, plan: &InversionPlan) -> String {
+/// The command that reproduces the report (with `--convergence`, the per-budget iterations
+/// replace `--iterations`).
+pub(super) fn reproduce_command(args: &InversionArgs, plan: &InversionPlan) -> String {
     let mut command = format!(
         "cargo xtask suite inversion --samples {} --image-size {} --iterations {} --tv-weight {} --seed {}",
         plan.samples, plan.image_size, plan.iterations, plan.tv_weight, plan.seed
@@ -703,6 +928,9 @@ fn reproduce_command(args: &InversionArgs, plan: &InversionPlan) -> String {
             .map(|s| format!("{s:?}").to_lowercase())
             .collect();
         command.push_str(&format!(" --settings {}", names.join(",")));
+    }
+    if plan.rooms == RoomSelection::First {
+        command.push_str(" --rooms first");
     }
     if let Some(dir) = &args.results_dir {
         command.push_str(&format!(" --results-dir {}", dir.display()));

@@ -225,8 +225,14 @@ mod tests {
     #[test]
     fn every_method_attacks_and_draws_its_reconstruction_sheet() {
         let plan = tiny_plan(1);
-        let (truth, _) =
-            room_samples(RoomSetting::S1, plan.image_size, plan.samples, plan.seed).unwrap();
+        let (truth, _) = room_samples(
+            RoomSetting::S1,
+            plan.image_size,
+            plan.samples,
+            plan.seed,
+            plan.rooms,
+        )
+        .unwrap();
         let dir = crate::run::tests::temp_dir("inversion-sheet");
         for method in [Method::Qgi, Method::Rgi]
             .into_iter()

@@ -190,8 +190,14 @@ mod tests {
     fn without_a_defence_the_numbers_are_the_inversion_suites() {
         let args = tiny_args();
         let plan = args.plan().unwrap();
-        let (samples, _) =
-            room_samples(RoomSetting::S1, plan.image_size, plan.samples, plan.seed).unwrap();
+        let (samples, _) = room_samples(
+            RoomSetting::S1,
+            plan.image_size,
+            plan.samples,
+            plan.seed,
+            crate::suites::inversion::RoomSelection::First,
+        )
+        .unwrap();
         for method in METHODS {
             let inversion = dispatch(
                 plan.backend,
@@ -204,6 +210,7 @@ mod tests {
                         seed: plan.seed,
                         backend: plan.backend,
                         entropy_weight: ENTROPY_WEIGHT,
+                        rooms: crate::suites::inversion::RoomSelection::First,
                     },
                     method,
                     setting: RoomSetting::S1,
@@ -261,8 +268,14 @@ mod tests {
         let args = tiny_args();
         let plan = args.plan().unwrap();
         let samples = 70;
-        let (samples, _) =
-            room_samples(RoomSetting::S1, plan.image_size, samples, plan.seed).unwrap();
+        let (samples, _) = room_samples(
+            RoomSetting::S1,
+            plan.image_size,
+            samples,
+            plan.seed,
+            crate::suites::inversion::RoomSelection::First,
+        )
+        .unwrap();
         let chance = 1.0 / NUM_ACTIONS as f64;
         for (defence, method) in [
             (

@@ -52,7 +52,13 @@ fn run_in(root: &Path, args: LeakageArgs) -> Result<SuiteOutcome> {
     let plan = args.plan()?;
     let dir = root.join("leakage");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let (samples, _) = room_samples(RoomSetting::S1, plan.image_size, plan.samples, plan.seed)?;
+    let (samples, _) = room_samples(
+        RoomSetting::S1,
+        plan.image_size,
+        plan.samples,
+        plan.seed,
+        crate::suites::inversion::RoomSelection::First,
+    )?;
     let jobs = jobs(&plan, &samples, victim_training(&plan)?);
     let outcomes = run_parallel(jobs, args.threads, |mut job, progress| {
         job.progress = Some(progress.bar(job.samples.len() as u64));
@@ -94,6 +100,7 @@ fn victim_training(plan: &LeakagePlan) -> Result<Option<(Vec<Sample>, usize)>> {
         plan.image_size,
         VICTIM_TRAINING_SAMPLES,
         seed,
+        crate::suites::inversion::RoomSelection::First,
     )?;
     Ok(Some((training, plan.victim_train_steps)))
 }
