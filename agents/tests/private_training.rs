@@ -14,8 +14,9 @@ use privrl_agents::{
 use privrl_agents::{DpSgdDqn, DpSgdReinforce, NoisyObservationEnv};
 use privrl_envs::Env;
 use privrl_privacy::{
-    clip_l2, dp_sgd_epsilon, dp_sgd_epsilon_under, AccountantKind, Adjacency, GradientMechanism,
-    NoiseMode, ObservationNoiseConfig, RandomnessSource,
+    clip_l2, dp_sgd_epsilon, dp_sgd_epsilon_under, AccountantKind, Adjacency,
+    BoundedObservationNoiseConfig, GradientMechanism, NoiseMode, ObservationNoiseConfig,
+    RandomnessSource,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -719,4 +720,31 @@ fn huber_td_loss_by_hand_and_in_the_private_step() {
     let reference = dqn.gradient(&b).unwrap();
     assert!(max_abs_diff(&private.flatten(), &reference.flatten()) < 1e-5);
     assert!(loss.is_finite() && loss > 0.0);
+}
+
+/// In secure mode the bounded observation noise is released on its grid (floating-point
+/// safe: every output is b·n/M for an integer n, from any observation), and in seeded mode it
+/// is the textbook Gaussian (off the grid), so seeded runs keep their bytes.
+#[test]
+fn secure_bounded_observation_noise_is_released_on_the_grid() {
+    let config = BoundedObservationNoiseConfig {
+        bounds: vec![2.4, 3.0, 0.2095, 3.5],
+        noise_multiplier: 0.5,
+    };
+    let on_grid = |source: RandomnessSource| {
+        let noise = config.build().unwrap();
+        let steps = noise.grid_steps().unwrap() as f64;
+        let mut env = NoisyObservationEnv::new(cartpole(), noise, source).unwrap();
+        let mut all = true;
+        for t in 0..200u64 {
+            let obs = env.reset(Some(t)).to_flat();
+            for (x, b) in obs.iter().zip(&config.bounds) {
+                let units = f64::from(*x) / b * steps;
+                all &= (units - units.round()).abs() < 1e-3 * units.abs().max(1.0);
+            }
+        }
+        all
+    };
+    assert!(on_grid(RandomnessSource::Secure));
+    assert!(!on_grid(RandomnessSource::Seeded(4)));
 }

@@ -15,12 +15,36 @@
 //! sensitivity makes every released observation an (ε, δ)-LDP Gaussian mechanism (Dwork &
 //! Roth 2014, §3.5.3; exact ε by the accountant's q = 1 Gaussian), and an episode of at most T
 //! observations their T-fold composition.
+//!
+//! # Floating point
+//!
+//! x + s·N(0, 1) in floating point is not the Gaussian mechanism bit for bit: the doubles that
+//! turn into noise make outputs reachable from one observation unreachable from another
+//! (Mironov 2012), so the bounded release's ε holds for the real-valued mechanism only.
+//! [`ObservationNoise::perturb_exact_in_place`] (what [`RandomnessSource::Secure`] uses) releases
+//! it on a grid instead: each normalised coordinate u_j = clamp(o_j / b_j, −1, 1) is rounded to
+//! k_j = round(M·u_j) ∈ [−M, M], an integer, and released as b_j (k_j + Z_j) / M with
+//! Z ~ N_ℤ(0, s²)^d drawn exactly ([`DiscreteGaussian`]). The box's corners ±1 are grid points,
+//! so any two rounded observations differ by at most 2M per coordinate and Δ_ℤ = 2M√d in L2:
+//! rounding adds nothing to the sensitivity. With s² = ⌈(z·Δ_ℤ)²⌉ the noise multiplier
+//! s/Δ_ℤ is at least z, and for an integer shift the discrete Gaussian's Rényi divergence is at
+//! most the continuous one's at every order (Canonne, Kamath & Steinke 2020, Theorem 4), so the
+//! RDP accountant's ε at z holds for what is released. The PLD accountant's value is the
+//! continuous Gaussian's privacy-loss distribution, taken for the discrete one without a proof
+//! here. M is chosen so that s ≈ 1000: the grid is a thousandth of the noise's standard
+//! deviation, and the released noise's scale is the continuous one's to within 10⁻⁶.
+//!
+//! [`RandomnessSource::Secure`]: crate::RandomnessSource::Secure
 
 use rand::Rng;
 
 use crate::error::{all_finite, non_negative, positive, saturating_f32};
 use crate::randomness::standard_normal;
-use crate::PrivacyError;
+use crate::{DiscreteGaussian, PrivacyError};
+
+/// The exact release's noise standard deviation in grid units (module docs): the grid step
+/// is this fraction of the noise.
+const GRID_NOISE_STEPS: f64 = 1000.0;
 
 /// Inter-quartile range Q3 − Q1 of each dimension of `samples`, with the linearly interpolated
 /// quantiles of numpy's default (Hyndman & Fan type 7).
@@ -87,6 +111,7 @@ impl ObservationNoiseConfig {
             iqr,
             std,
             bounds: None,
+            grid: None,
         })
     }
 }
@@ -125,10 +150,21 @@ impl BoundedObservationNoiseConfig {
                 expected: "finite",
             });
         }
+        // The grid (module docs): M steps per bound, s² = ⌈(z·2M√d)²⌉ ≈ GRID_NOISE_STEPS².
+        let steps = (GRID_NOISE_STEPS / scale).ceil().max(1.0);
+        let grid_sensitivity = steps * self.sensitivity();
+        let variance = (self.noise_multiplier * grid_sensitivity).powi(2).ceil();
+        let grid = (steps <= MAX_GRID_STEPS).then(|| {
+            DiscreteGaussian::new(variance as u64).map(|noise| ObservationGrid {
+                steps: steps as u64,
+                variance: noise.variance(),
+            })
+        });
         Ok(ObservationNoise {
             iqr: Vec::new(),
             std,
             bounds: Some(self.bounds.clone()),
+            grid: grid.transpose()?,
         })
     }
 
@@ -171,6 +207,19 @@ impl BoundedObservationNoiseConfig {
     }
 }
 
+/// The most grid steps per bound: beyond, z·2√d < 10⁻⁹ and the noise is below any useful
+/// resolution (the exact release is then unavailable and says so).
+const MAX_GRID_STEPS: f64 = 1e12;
+
+/// The grid of the exact bounded release (module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct ObservationGrid {
+    /// M: grid points per bound.
+    steps: u64,
+    /// s²: the discrete Gaussian's variance parameter in grid units.
+    variance: u64,
+}
+
 /// Fitted observation noise.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ObservationNoise {
@@ -180,6 +229,9 @@ pub struct ObservationNoise {
     /// ([`BoundedObservationNoiseConfig`]); `None` for the IQR noise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     bounds: Option<Vec<f64>>,
+    /// The exact release's grid, for the bounded noise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    grid: Option<ObservationGrid>,
 }
 
 impl ObservationNoise {
@@ -220,6 +272,50 @@ impl ObservationNoise {
             *o = saturating_f32(x + s * standard_normal(rng));
         }
         Ok(())
+    }
+
+    /// The bounded release on a grid with exact discrete Gaussian noise (module docs,
+    /// "Floating point"), in place: the floating-point-safe form of
+    /// [`ObservationNoise::perturb_in_place`], accounted at the same noise multiplier. Only
+    /// the bounded noise has it (the IQR noise has no guarantee to keep).
+    pub fn perturb_exact_in_place<R: Rng + ?Sized>(
+        &self,
+        observation: &mut [f32],
+        rng: &mut R,
+    ) -> Result<(), PrivacyError> {
+        let (Some(bounds), Some(grid)) = (&self.bounds, self.grid) else {
+            return Err(PrivacyError::Inconsistent(
+                "the exact (grid) release needs the bounded observation noise \
+                 (BoundedObservationNoiseConfig) with z·2√d ≥ 1e-9",
+            ));
+        };
+        if observation.len() != bounds.len() {
+            return Err(PrivacyError::DimensionMismatch {
+                name: "observation",
+                expected: bounds.len(),
+                found: observation.len(),
+            });
+        }
+        all_finite("observation", observation)?;
+        let noise = DiscreteGaussian::new(grid.variance)?;
+        let steps = grid.steps as f64;
+        let draws = noise.sample_n(rng, observation.len());
+        for ((o, &b), z) in observation.iter_mut().zip(bounds).zip(draws) {
+            let k = (steps * (f64::from(*o) / b).clamp(-1.0, 1.0)).round();
+            *o = saturating_f32(b * (k + z as f64) / steps);
+        }
+        Ok(())
+    }
+
+    /// Whether [`ObservationNoise::perturb_exact_in_place`] is available (the bounded noise).
+    pub fn has_exact_release(&self) -> bool {
+        self.grid.is_some() && self.bounds.is_some()
+    }
+
+    /// M, the exact release's grid points per bound (its outputs are b_j·n/M for integers n),
+    /// where it is available.
+    pub fn grid_steps(&self) -> Option<u64> {
+        self.grid.map(|g| g.steps)
     }
 
     /// A noisy copy of `observation`.
@@ -313,5 +409,70 @@ mod tests {
         assert!(cartpole_box(0.0)
             .epsilon(1, 1e-5, AccountantKind::Rdp)
             .is_err());
+    }
+
+    #[test]
+    fn the_exact_release_lies_on_the_grid_with_the_accounted_noise() {
+        use rand::SeedableRng;
+        for (z, d) in [(0.01, 4usize), (0.3, 4), (1.0, 1), (4.0, 7), (1e-6, 2)] {
+            let config = BoundedObservationNoiseConfig {
+                bounds: (1..=d).map(|j| 0.5 * j as f64).collect(),
+                noise_multiplier: z,
+            };
+            let noise = config.build().unwrap();
+            let grid = noise.grid.unwrap();
+            // The noise multiplier in grid units is at least z (so ε at z is conservative)
+            // and within 10⁻⁶ of it; the noise is a thousand grid steps wide, plus at most one
+            // step of M's rounding up (z·2√d in grid units).
+            let effective =
+                (grid.variance as f64).sqrt() / (2.0 * grid.steps as f64 * (d as f64).sqrt());
+            assert!(
+                effective >= z && effective <= z * (1.0 + 1e-6),
+                "z = {z}: {effective}"
+            );
+            let scale = z * 2.0 * (d as f64).sqrt();
+            let sigma = (grid.variance as f64).sqrt();
+            assert!((1000.0..=1000.0 + scale + 1.0).contains(&sigma), "{grid:?}");
+        }
+        let config = cartpole_box(0.5);
+        let noise = config.build().unwrap();
+        let steps = noise.grid.unwrap().steps as f64;
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(3);
+        let n = 20_000;
+        let mut sums = [0.0f64; 4];
+        let mut squares = [0.0f64; 4];
+        for _ in 0..n {
+            // Beyond the box on every side: clipped to ±b, the box's corner.
+            let mut o = [9.0f32, -9.0, 9.0, -9.0];
+            noise.perturb_exact_in_place(&mut o, &mut rng).unwrap();
+            for (j, (&x, &b)) in o.iter().zip(&config.bounds).enumerate() {
+                // Every output is b·n/M for an integer n (up to f32 rounding): the lattice
+                // is the same from every input, so no output is reachable from one
+                // observation and not from another.
+                let units = f64::from(x) / b * steps;
+                assert!((units - units.round()).abs() < 1e-3 * units.abs().max(1.0));
+                let noise_units = units.round() - if j % 2 == 0 { steps } else { -steps };
+                sums[j] += noise_units;
+                squares[j] += noise_units * noise_units;
+            }
+        }
+        // The noise in real units: mean 0, std z·2√d·b_j (here the continuous release's std).
+        for j in 0..4 {
+            let mean = sums[j] / n as f64;
+            let std = (squares[j] / n as f64 - mean * mean).sqrt() / steps * config.bounds[j];
+            let expected = noise.std()[j];
+            assert!(mean.abs() < 4.0 * 1000.0 / (n as f64).sqrt(), "{mean}");
+            assert!((std / expected - 1.0).abs() < 0.02, "{std} vs {expected}");
+        }
+        // The IQR noise has no exact release, and says so.
+        let iqr = ObservationNoiseConfig { noise_scale: 0.1 }
+            .fit(&[vec![0.0, 1.0], vec![1.0, 3.0]])
+            .unwrap();
+        assert!(!iqr.has_exact_release());
+        assert!(matches!(
+            iqr.perturb_exact_in_place(&mut [0.0, 0.0], &mut rng),
+            Err(PrivacyError::Inconsistent(_))
+        ));
+        assert!(noise.has_exact_release());
     }
 }

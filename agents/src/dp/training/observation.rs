@@ -8,10 +8,17 @@ use crate::error::AgentError;
 /// An environment whose observations carry N(0, (σ·IQR_j)²) noise on every dimension j
 /// (paper 004, "LDP – noise calibration"): the agent, its replay buffer and its gradients only
 /// ever see the noisy states. Rewards, termination and the physical state are untouched.
+///
+/// With [`RandomnessSource::Secure`] the bounded noise (the one with an ε) is released on a
+/// grid with exact discrete Gaussian noise
+/// ([`ObservationNoise::perturb_exact_in_place`]), so that its ε holds for the floating-point
+/// values released, not only for the real-valued mechanism.
 pub struct NoisyObservationEnv {
     inner: Box<dyn Env>,
     noise: ObservationNoise,
     rng: MechanismRng,
+    /// Release on the grid (secure randomness and a bounded noise).
+    exact: bool,
 }
 
 impl NoisyObservationEnv {
@@ -30,10 +37,12 @@ impl NoisyObservationEnv {
                 got: noise.std().len(),
             });
         }
+        let exact = matches!(source, RandomnessSource::Secure) && noise.has_exact_release();
         Ok(Self {
             inner,
             noise,
             rng: MechanismRng::new(source)?,
+            exact,
         })
     }
 
@@ -43,13 +52,16 @@ impl NoisyObservationEnv {
     }
 
     fn perturb(&mut self, obs: &mut [f32]) -> Result<(), EnvError> {
-        self.noise
-            .perturb_in_place(obs, &mut self.rng)
-            .map_err(|e| EnvError::InvalidState {
-                env: self.inner.id().to_string(),
-                state: obs.iter().map(|&x| f64::from(x)).collect(),
-                expected: format!("a finite observation to perturb ({e})"),
-            })
+        let released = if self.exact {
+            self.noise.perturb_exact_in_place(obs, &mut self.rng)
+        } else {
+            self.noise.perturb_in_place(obs, &mut self.rng)
+        };
+        released.map_err(|e| EnvError::InvalidState {
+            env: self.inner.id().to_string(),
+            state: obs.iter().map(|&x| f64::from(x)).collect(),
+            expected: format!("a finite observation to perturb ({e})"),
+        })
     }
 
     fn perturb_obs(&mut self, obs: Obs) -> Result<Obs, EnvError> {
