@@ -26,6 +26,22 @@ pub enum Setting {
         /// allows (`false`).
         hidden_projection: bool,
     },
+    /// The kickstarting teacher's Dirichlet mechanism (paper 000, Theorem 1), one release per
+    /// input, between two observations whose policies are opposite vertices of Δ_{m,η}.
+    Dirichlet {
+        /// Actions m.
+        actions: usize,
+        /// Concentration k of Dir(kπ).
+        concentration: f64,
+        /// η of the restricted simplex Δ_{m,η}.
+        eta: f64,
+        /// L·b: the teacher's certified Lipschitz constant times the adjacency radius.
+        lipschitz_adjacency: f64,
+        /// δ of the stated (ε, δ) and of the audit.
+        delta: f64,
+        /// Releases per input.
+        releases: u64,
+    },
     /// DP-SGD through privrl's `PrivacyEngine` with Dirac gradient canaries.
     DpSgd {
         /// σ.
@@ -54,6 +70,16 @@ impl Setting {
                 "prs{}-eps{epsilon}-n{releases}",
                 if hidden_projection { "-hidden" } else { "" }
             ),
+            Setting::Dirichlet {
+                actions,
+                concentration,
+                lipschitz_adjacency,
+                delta,
+                releases,
+                ..
+            } => format!(
+                "dirichlet-m{actions}-k{concentration}-lb{lipschitz_adjacency}-d{delta}-n{releases}"
+            ),
             Setting::DpSgd {
                 noise_multiplier,
                 sample_rate,
@@ -77,6 +103,18 @@ impl Setting {
             } => format!(
                 "PGC PRS, ε = {epsilon} per release{}",
                 if hidden_projection { " (secret M)" } else { "" }
+            ),
+            Setting::Dirichlet {
+                actions,
+                concentration,
+                eta,
+                lipschitz_adjacency,
+                delta,
+                ..
+            } => format!(
+                "Kickstarting Dirichlet teacher, m = {actions}, k = {concentration}, η = {}, \
+                 L·b = {lipschitz_adjacency}, δ = {delta}, per release",
+                crate::report::format_number(eta)
             ),
             Setting::DpSgd {
                 noise_multiplier,
@@ -108,6 +146,12 @@ impl Setting {
                 "local: the aggregator sees each release Mᵀũ only, M drawn fresh and kept by \
                  the agent (privrl's PGC); adjacent inputs g, −g"
             }
+            Setting::Dirichlet { .. } => {
+                "the student (anyone who sees the shared policies) sees each release; adjacent \
+                 observations are any two within b, here two whose policies are opposite \
+                 vertices of Δ_{m,η} (neighbours whenever L·b ≥ √2(1 − mη), as for the AirRaid \
+                 teacher)"
+            }
             Setting::DpSgd { .. } => {
                 "white-box DP-SGD: the adversary sees every noisy update (federated learning; \
                  privrl's leakage suite) and inserts gradient canaries"
@@ -119,6 +163,9 @@ impl Setting {
     pub fn unit_of_privacy(&self) -> &'static str {
         match self {
             Setting::Laplace { .. } | Setting::Prs { .. } => "one release (T = 1), any two inputs",
+            Setting::Dirichlet { .. } => {
+                "one release (one state's shared policy), b-adjacent observations (Definition 1)"
+            }
             Setting::DpSgd { .. } => "one record, add/remove (a canary's gradient 2C·eᵢ or none)",
         }
     }
@@ -162,5 +209,16 @@ pub fn plan(quick: bool) -> Vec<Setting> {
         dpsgd(1.0, 1.0, 1),
         dpsgd(2.0, 1.0, 9),
         dpsgd(1.0, 0.1, 50),
+        // The AirRaid teacher's release at k₀ (results/kickstart-airraid: m = 6, k₀ = 5,
+        // η = 0.4/m, L = 445.6, b = 0.01, δ = 0.05), whose eq. 12 ε privrl prints as 537 and
+        // the paper as 4.46.
+        Setting::Dirichlet {
+            actions: 6,
+            concentration: 5.0,
+            eta: 0.4 / 6.0,
+            lipschitz_adjacency: 4.456,
+            delta: 0.05,
+            releases,
+        },
     ]
 }

@@ -61,6 +61,19 @@ pub struct AuditUnit {
     pub wall_s: f64,
     /// The commit the audit ran at ([`crate::run::source_commit`]).
     pub commit: Option<String>,
+    /// The Dirichlet audit's τ (eq. 6, solved for δ) and the audited pair's ε at δ estimated
+    /// from its draws (a point estimate, not a bound).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dirichlet: Option<DirichletRow>,
+}
+
+/// What the Dirichlet audit adds to its unit.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DirichletRow {
+    /// τ of Δ_{m,τ}, solved so that eq. 6's δ (Monte Carlo upper bound) meets the unit's δ.
+    pub tau: f64,
+    /// The audited pair's ε at δ estimated from the draws (hockey-stick divergence).
+    pub pair_epsilon: f64,
 }
 
 impl AuditUnit {
