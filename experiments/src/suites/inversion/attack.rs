@@ -6,7 +6,7 @@ use privrl_envs::room::RoomSetting;
 use serde::Serialize;
 
 use super::gradients_file::{declared_model, GradientFileJob};
-use super::job::{room_samples, InversionJob};
+use super::job::InversionJob;
 use super::method::Method;
 use super::model_job::{room_user_samples, ModelArg, ModelJob};
 use super::plan::{paper_normalisation, InversionPlan, VictimWidth};
@@ -232,13 +232,7 @@ fn attacked_samples(
             (samples, "samples".to_string())
         }
         None => {
-            let (truth, _) = room_samples(
-                setting,
-                plan.image_size,
-                plan.samples,
-                plan.seed,
-                plan.rooms,
-            )?;
+            let (truth, _) = plan.room_samples(setting)?;
             (
                 room_user_samples(truth, plan.image_size),
                 format!("{setting:?}"),
@@ -351,13 +345,7 @@ fn attack_rooms(
     plan: InversionPlan,
     setting: RoomSetting,
 ) -> Result<std::path::PathBuf> {
-    let (truth, _) = room_samples(
-        setting,
-        plan.image_size,
-        plan.samples,
-        plan.seed,
-        plan.rooms,
-    )?;
+    let (truth, _) = plan.room_samples(setting)?;
     let rows = dispatch(
         plan.backend,
         InversionJob {

@@ -75,6 +75,20 @@ pub(crate) fn room_samples(
     Ok((samples, types))
 }
 
+impl InversionPlan {
+    /// The samples of `setting` this plan attacks ([`room_samples`] at its size, count, seed
+    /// and room selection), with their room types.
+    pub(crate) fn room_samples(&self, setting: RoomSetting) -> Result<(Vec<Sample>, Vec<String>)> {
+        room_samples(
+            setting,
+            self.image_size,
+            self.samples,
+            self.seed,
+            self.rooms,
+        )
+    }
+}
+
 /// `count` of `views` taken in turn from each room type ([`RoomType::ALL`]'s order), each
 /// type's views in their sampling order, so that the types' counts differ by at most one.
 /// Fewer than `count` when a type runs out before its turn.
@@ -161,14 +175,7 @@ mod tests {
     #[test]
     fn a_batch_attack_scores_every_sample_once() {
         let plan = tiny_plan(3);
-        let (truth, _) = room_samples(
-            RoomSetting::S2,
-            plan.image_size,
-            plan.samples,
-            plan.seed,
-            plan.rooms,
-        )
-        .unwrap();
+        let (truth, _) = plan.room_samples(RoomSetting::S2).unwrap();
         let rows = dispatch(
             plan.backend,
             InversionJob {

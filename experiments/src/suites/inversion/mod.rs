@@ -86,13 +86,7 @@ fn attack_cells(args: &InversionArgs) -> Result<AttackedCells> {
     let mut truths = Vec::new();
     let widths = args.victim_widths()?;
     for setting in args.room_settings()? {
-        let (samples, types) = room_samples(
-            setting,
-            plan.image_size,
-            plan.samples,
-            plan.seed,
-            plan.rooms,
-        )?;
+        let (samples, types) = plan.room_samples(setting)?;
         room_types = types;
         truths.push((setting, samples));
         for (w, &width) in widths.iter().enumerate() {

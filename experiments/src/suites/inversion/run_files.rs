@@ -220,19 +220,12 @@ mod tests {
     use super::*;
     use crate::backend::dispatch;
     use crate::suites::inversion::plan::paper_normalisation;
-    use crate::suites::inversion::{room_samples, tests::tiny_plan, InversionJob, VictimWidth};
+    use crate::suites::inversion::{tests::tiny_plan, InversionJob, VictimWidth};
 
     #[test]
     fn every_method_attacks_and_draws_its_reconstruction_sheet() {
         let plan = tiny_plan(1);
-        let (truth, _) = room_samples(
-            RoomSetting::S1,
-            plan.image_size,
-            plan.samples,
-            plan.seed,
-            plan.rooms,
-        )
-        .unwrap();
+        let (truth, _) = plan.room_samples(RoomSetting::S1).unwrap();
         let dir = crate::run::tests::temp_dir("inversion-sheet");
         for method in [Method::Qgi, Method::Rgi]
             .into_iter()
