@@ -138,7 +138,6 @@ fn attack_config() -> impl Strategy<Value = AttackConfig> {
                         beta1,
                         beta2,
                         epsilon,
-                        ..TensorAdamConfig::new()
                     })
                     .with_schedule(schedule)
                     .with_restarts(restarts)
