@@ -31,7 +31,7 @@ use crate::autodiff;
 use crate::buffer::discount_cumsum;
 use crate::env::{discrete_env_dims, RolloutEnv};
 use crate::error::{
-    check_count, check_non_negative, check_positive, check_unit_interval, AgentError,
+    check_count, check_hidden, check_non_negative, check_positive, check_unit_interval, AgentError,
 };
 use crate::heads::{
     argmax, host_softmax, sample_categorical, ActorCritic, ActorCriticConfig, Categorical,
@@ -158,6 +158,9 @@ pub enum LossReduction {
     Mean,
 }
 
+/// The most worker threads an [`A3cConfig`] accepts.
+pub const MAX_WORKERS: usize = 4096;
+
 /// Hyper-parameters of A3C. The loss and the aggregation are the PGC paper's (eq. 15–18, 22);
 /// the defaults are tuned to solve CartPole-v1 (a 64-unit trunk with biases, Adam at 1e-3,
 /// actions sampled from π). [`A3cConfig::pgc_paper`] gives the paper's own values.
@@ -232,6 +235,16 @@ impl A3cConfig {
     /// Checks every parameter; the error names the first one out of range.
     pub fn validate(&self) -> Result<(), AgentError> {
         check_count("workers", self.workers)?;
+        // One thread and one environment each: more than a machine runs is a mistake, refused
+        // by name before the environments are made.
+        if self.workers > MAX_WORKERS {
+            return Err(AgentError::InvalidParameter {
+                name: "workers",
+                value: self.workers as f64,
+                expected: "from 1 to 4,096 (MAX_WORKERS)",
+            });
+        }
+        check_hidden("hidden", &self.hidden)?;
         check_unit_interval("gamma", self.gamma)?;
         check_positive("lr", self.lr)?;
         check_non_negative("value_coef", self.value_coef)?;

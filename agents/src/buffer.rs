@@ -4,6 +4,8 @@
 
 use rand::Rng;
 
+use crate::error::{allocate, too_large, AgentError};
+
 /// Discounted cumulative sums: `out[t] = Σ_{k≥t} γ^{k−t} x[k]` (Spinning Up's
 /// `discount_cumsum`).
 pub(crate) fn discount_cumsum(x: &[f64], gamma: f64) -> Vec<f64> {
@@ -63,21 +65,40 @@ pub(crate) struct RolloutBuffer {
 }
 
 impl RolloutBuffer {
-    /// An empty buffer for `capacity` steps.
-    pub(crate) fn new(obs_len: usize, capacity: usize, gamma: f64, lambda: f64) -> Self {
-        Self {
+    /// An empty buffer for `capacity` steps (`steps_per_epoch`); one too large for memory is
+    /// an error naming `steps_per_epoch`.
+    pub(crate) fn new(
+        obs_len: usize,
+        capacity: usize,
+        gamma: f64,
+        lambda: f64,
+    ) -> Result<Self, AgentError> {
+        let mut obs = Vec::new();
+        let (mut actions, mut rewards, mut values, mut log_probs) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let fits = capacity
+            .checked_mul(obs_len)
+            .is_some_and(|n| obs.try_reserve_exact(n).is_ok())
+            && actions.try_reserve_exact(capacity).is_ok()
+            && rewards.try_reserve_exact(capacity).is_ok()
+            && values.try_reserve_exact(capacity).is_ok()
+            && log_probs.try_reserve_exact(capacity).is_ok();
+        if !fits {
+            return Err(too_large("steps_per_epoch", capacity));
+        }
+        Ok(Self {
             obs_len,
             gamma,
             lambda,
-            obs: Vec::with_capacity(capacity * obs_len),
-            actions: Vec::with_capacity(capacity),
-            rewards: Vec::with_capacity(capacity),
-            values: Vec::with_capacity(capacity),
-            log_probs: Vec::with_capacity(capacity),
-            advantages: vec![0.0; capacity],
-            returns: vec![0.0; capacity],
+            obs,
+            actions,
+            rewards,
+            values,
+            log_probs,
+            advantages: allocate(Some(capacity), 0.0, "steps_per_epoch", capacity)?,
+            returns: allocate(Some(capacity), 0.0, "steps_per_epoch", capacity)?,
             path_start: 0,
-        }
+        })
     }
 
     /// Steps stored so far.
@@ -204,19 +225,22 @@ pub struct ReplayBuffer {
 }
 
 impl ReplayBuffer {
-    /// An empty buffer holding at most `capacity` transitions.
-    pub(crate) fn new(obs_len: usize, capacity: usize) -> Self {
-        Self {
+    /// An empty buffer holding at most `capacity` transitions (`buffer_capacity`); one too
+    /// large for memory is an error naming `buffer_capacity`.
+    pub(crate) fn new(obs_len: usize, capacity: usize) -> Result<Self, AgentError> {
+        let rows = capacity.checked_mul(obs_len);
+        let name = "buffer_capacity";
+        Ok(Self {
             obs_len,
             capacity,
-            obs: vec![0.0; capacity * obs_len],
-            next_obs: vec![0.0; capacity * obs_len],
-            actions: vec![0; capacity],
-            rewards: vec![0.0; capacity],
-            terminated: vec![false; capacity],
+            obs: allocate(rows, 0.0, name, capacity)?,
+            next_obs: allocate(rows, 0.0, name, capacity)?,
+            actions: allocate(Some(capacity), 0, name, capacity)?,
+            rewards: allocate(Some(capacity), 0.0, name, capacity)?,
+            terminated: allocate(Some(capacity), false, name, capacity)?,
             next: 0,
             len: 0,
-        }
+        })
     }
 
     /// Transitions stored.
@@ -313,7 +337,7 @@ mod tests {
         //   δ_0 = 1 + 0.9·0.25 − 0.5 = 0.725
         //   A_1 = 2.55, A_0 = 0.725 + 0.72·2.55 = 2.561
         //   returns: R_1 = 1 + 0.9·2 = 2.8, R_0 = 1 + 0.9·2.8 = 3.52
-        let mut buffer = RolloutBuffer::new(1, 2, 0.9, 0.8);
+        let mut buffer = RolloutBuffer::new(1, 2, 0.9, 0.8).unwrap();
         buffer.store(&[0.0], 0, 1.0, 0.5, -0.1);
         buffer.store(&[1.0], 1, 1.0, 0.25, -0.2);
         buffer.finish_path(2.0);
@@ -333,7 +357,7 @@ mod tests {
 
     #[test]
     fn replay_buffer_wraps_and_samples_stored_rows() {
-        let mut replay = ReplayBuffer::new(2, 3);
+        let mut replay = ReplayBuffer::new(2, 3).unwrap();
         for i in 0..5 {
             let x = i as f32;
             replay.push(&[x, x], i, x, &[x + 1.0, x + 1.0], i == 4);

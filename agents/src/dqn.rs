@@ -23,7 +23,7 @@ use crate::agent::{
 use crate::autodiff;
 use crate::buffer::{ReplayBuffer, TransitionBatch};
 use crate::env::{discrete_env_dims, RolloutEnv};
-use crate::error::{check_count, check_positive, check_unit_interval, AgentError};
+use crate::error::{check_count, check_hidden, check_positive, check_unit_interval, AgentError};
 use crate::heads::{argmax, max_q, q_of_actions};
 use crate::network::{forward_one, HostMlp, Network, TrainableNetwork};
 use crate::nn::{Activation, Mlp, MlpConfig};
@@ -130,6 +130,7 @@ impl TdLoss {
 impl DqnConfig {
     /// Checks every parameter; the error names the first one out of range.
     pub fn validate(&self) -> Result<(), AgentError> {
+        check_hidden("hidden", &self.hidden)?;
         check_unit_interval("gamma", self.gamma)?;
         check_positive("lr", self.lr)?;
         check_count("batch_size", self.batch_size)?;
@@ -215,6 +216,8 @@ impl<B: AutodiffBackend> Dqn<B, Mlp<B>> {
         device: &B::Device,
         seed: u64,
     ) -> Result<Self, AgentError> {
+        // Before the network is built from `hidden`.
+        config.validate()?;
         let (obs_len, num_actions) = discrete_env_dims(&*env)?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let q = MlpConfig::new(obs_len, config.hidden.clone(), num_actions)
@@ -251,7 +254,7 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Dqn<B, N> {
         let env = RolloutEnv::new(env, rng.random())?;
         Ok(Self {
             target: q_network.valid(),
-            replay: ReplayBuffer::new(obs_len, config.buffer_capacity),
+            replay: ReplayBuffer::new(obs_len, config.buffer_capacity)?,
             online: q_network,
             optim: AgentOptimizer::new(OptimizerKind::Adam),
             env,

@@ -184,6 +184,54 @@ pub(crate) fn check_non_negative(name: &'static str, value: f64) -> Result<(), A
     }
 }
 
+/// The widest hidden layer an agent's config accepts: 64 times the widest privrl uses (1,024),
+/// and small enough that two such layers (2³² weights) are still an allocation, not an
+/// overflow. A wider request is refused by name instead of aborting in the allocator.
+pub const MAX_HIDDEN_WIDTH: usize = 1 << 16;
+
+/// Checks every hidden width of an MLP: from 1 to [`MAX_HIDDEN_WIDTH`].
+pub(crate) fn check_hidden(name: &'static str, widths: &[usize]) -> Result<(), AgentError> {
+    match widths
+        .iter()
+        .find(|&&w| !(1..=MAX_HIDDEN_WIDTH).contains(&w))
+    {
+        None => Ok(()),
+        Some(&width) => Err(AgentError::InvalidParameter {
+            name,
+            value: width as f64,
+            expected: "widths from 1 to 65,536 (MAX_HIDDEN_WIDTH)",
+        }),
+    }
+}
+
+/// A buffer of `len` copies of `fill` (`None`: a length that overflows `usize`), allocated
+/// fallibly: a buffer too large for this machine is a named error about `name` (whose value
+/// was `value`), not an abort in the allocator or a capacity-overflow panic.
+pub(crate) fn allocate<T: Clone>(
+    len: Option<usize>,
+    fill: T,
+    name: &'static str,
+    value: usize,
+) -> Result<Vec<T>, AgentError> {
+    let mut buffer = Vec::new();
+    match len.map(|len| (len, buffer.try_reserve_exact(len))) {
+        Some((len, Ok(()))) => {
+            buffer.resize(len, fill);
+            Ok(buffer)
+        }
+        _ => Err(too_large(name, value)),
+    }
+}
+
+/// The error of a buffer that does not fit in memory, naming the parameter that sized it.
+pub(crate) fn too_large(name: &'static str, value: usize) -> AgentError {
+    AgentError::InvalidParameter {
+        name,
+        value: value as f64,
+        expected: "a buffer that fits in this machine's memory",
+    }
+}
+
 /// Checks that a count is at least one.
 pub(crate) fn check_count(name: &'static str, value: usize) -> Result<(), AgentError> {
     if value >= 1 {

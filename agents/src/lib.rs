@@ -104,6 +104,7 @@ pub mod tensor;
 pub use a3c::{
     A3c, A3cConfig, A3cEpisode, A3cStats, EnvFactory, Exploration, ExplorationClock,
     ExplorationTime, GradientHook, GreedyAction, LossReduction, RewardScheme, SubmissionRecord,
+    MAX_WORKERS,
 };
 pub use agent::{ActMode, Agent, EpisodeLog, EpochStats};
 pub use buffer::{ReplayBuffer, RolloutBatch, TransitionBatch};
@@ -117,7 +118,7 @@ pub use dp::training::{
     DpSgdDqn, DpSgdReinforce, DpSgdTrainingConfig, NoisyObservationEnv, PrivacyTally, PrivacyUnit,
 };
 pub use dqn::{Dqn, DqnConfig, DqnStats, TdLoss};
-pub use error::{AgentError, EngineError, RecordError};
+pub use error::{AgentError, EngineError, RecordError, MAX_HIDDEN_WIDTH};
 pub use gradient::{param_gradients, ParamGradient};
 pub use heads::{ActorCritic, ActorCriticConfig, Categorical};
 pub use kickstart::{

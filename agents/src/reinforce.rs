@@ -22,8 +22,8 @@ use crate::autodiff;
 use crate::buffer::discount_cumsum;
 use crate::env::{discrete_env_dims, RolloutEnv};
 use crate::error::{
-    check_non_negative, check_positive, check_probability_below_one, check_unit_interval,
-    AgentError,
+    check_hidden, check_non_negative, check_positive, check_probability_below_one,
+    check_unit_interval, AgentError,
 };
 use crate::heads::{argmax, host_softmax, sample_categorical, Categorical};
 use crate::network::{draw_dropout_mask, forward_one, HostMlp, TrainableNetwork};
@@ -66,6 +66,7 @@ pub struct ReinforceConfig {
 impl ReinforceConfig {
     /// Checks every parameter; the error names the first one out of range.
     pub fn validate(&self) -> Result<(), AgentError> {
+        check_hidden("hidden", &self.hidden)?;
         check_probability_below_one("dropout", self.dropout)?;
         check_unit_interval("gamma", self.gamma)?;
         check_positive("lr", self.lr)?;

@@ -24,7 +24,7 @@ use privrl_agents::losses::td_loss;
 use privrl_agents::tensor::float_options;
 use privrl_agents::tensor::{matrix, one_hot};
 use privrl_agents::ADAM_EPSILON;
-use privrl_agents::{GradientRecord, MultimodalNet, MultimodalNetConfig};
+use privrl_agents::{AgentError, GradientRecord, MultimodalNet, MultimodalNetConfig};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -138,6 +138,19 @@ impl<B: Backend> Victim<B> {
         seed: u64,
         device: &B::Device,
     ) -> Result<Self, AttackError> {
+        // Sizes checked before the network is built (its init cannot fail).
+        config.validate().map_err(|error| match error {
+            AgentError::InvalidParameter {
+                name,
+                value,
+                expected,
+            } => AttackError::OutOfRange {
+                name,
+                value,
+                expected,
+            },
+            other => AttackError::Incompatible(other.to_string()),
+        })?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         Self::new(config.init::<Outer<B>>(device, &mut rng), kind, device)
     }

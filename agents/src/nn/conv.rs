@@ -8,6 +8,7 @@ use rand::Rng;
 
 use super::params::{param_from_values, uniform_values, with_unique_param_ids};
 use super::Activation;
+use crate::error::{check_hidden, AgentError};
 use crate::tensor::zero_pad;
 
 /// Configuration of a [`Conv2dLayer`].
@@ -180,6 +181,31 @@ pub struct ConvEncoder<B: Backend> {
 }
 
 impl ConvEncoderConfig {
+    /// Checks the sizes before [`ConvEncoderConfig::init`], which cannot fail: `channels_in`
+    /// and every entry of `channels` from 1 to [`MAX_HIDDEN_WIDTH`](crate::MAX_HIDDEN_WIDTH),
+    /// `image_size` from 1 to 4,096, `kernel` from 1 to `image_size`, `stride` at least 1.
+    pub fn validate(&self) -> Result<(), AgentError> {
+        check_hidden("channels_in", &[self.channels_in])?;
+        check_hidden("channels", &self.channels)?;
+        let invalid = |name, value: usize, expected| {
+            Err(AgentError::InvalidParameter {
+                name,
+                value: value as f64,
+                expected,
+            })
+        };
+        if !(1..=4096).contains(&self.image_size) {
+            return invalid("image_size", self.image_size, "from 1 to 4,096");
+        }
+        if !(1..=self.image_size).contains(&self.kernel) {
+            return invalid("kernel", self.kernel, "from 1 to image_size");
+        }
+        if self.stride == 0 {
+            return invalid("stride", 0, ">= 1");
+        }
+        Ok(())
+    }
+
     /// Initialises every convolution from `rng`.
     pub fn init<B: Backend>(&self, device: &B::Device, rng: &mut impl Rng) -> ConvEncoder<B> {
         let mut channels_in = self.channels_in;

@@ -8,6 +8,7 @@ use rand::Rng;
 
 use super::params::with_unique_param_ids;
 use super::{Activation, ConvEncoder, ConvEncoderConfig, Dense, DenseConfig, Mlp, MlpConfig};
+use crate::error::{check_hidden, AgentError};
 
 /// Geometry of one image input: channels and square size in pixels.
 #[derive(Config, Debug, Copy, PartialEq, Eq)]
@@ -94,6 +95,27 @@ pub struct LinearInputs<B: Backend> {
 }
 
 impl MultimodalNetConfig {
+    /// Checks the sizes before [`MultimodalNetConfig::init`], which cannot fail: `d_output`
+    /// and every hidden width from 1 to [`MAX_HIDDEN_WIDTH`](crate::MAX_HIDDEN_WIDTH),
+    /// `d_vector` at most that (0: no vector part), and each image branch
+    /// ([`ConvEncoderConfig::validate`]).
+    pub fn validate(&self) -> Result<(), AgentError> {
+        check_hidden("vector_hidden", &self.vector_hidden)?;
+        check_hidden("head_hidden", &self.head_hidden)?;
+        check_hidden("d_output", &[self.d_output])?;
+        if self.d_vector > crate::MAX_HIDDEN_WIDTH {
+            return Err(AgentError::InvalidParameter {
+                name: "d_vector",
+                value: self.d_vector as f64,
+                expected: "from 0 to 65,536 (MAX_HIDDEN_WIDTH)",
+            });
+        }
+        for encoder in [&self.rgb, &self.depth].into_iter().flatten() {
+            encoder.validate()?;
+        }
+        Ok(())
+    }
+
     /// Initialises every layer from `rng`: RGB convolutions, depth convolutions, the vector
     /// branch, then the head.
     pub fn init<B: Backend>(&self, device: &B::Device, rng: &mut impl Rng) -> MultimodalNet<B> {

@@ -53,6 +53,8 @@ impl<B: AutodiffBackend> Ppo<B, Mlp<B>> {
         device: &B::Device,
         seed: u64,
     ) -> Result<Self, AgentError> {
+        // Before the networks are built from `hidden`.
+        config.validate()?;
         let (obs_len, num_actions) = discrete_env_dims(&*env)?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let actor = MlpConfig::new(obs_len, config.hidden.clone(), num_actions)
@@ -79,6 +81,9 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Ppo<B, N> {
         config.validate()?;
         let (obs_len, num_actions) = discrete_env_dims(&*env)?;
         check_widths(obs_len, num_actions, &actor, 1, &critic)?;
+        // An epoch's buffer that cannot be allocated is refused here, by name, not at the
+        // first epoch.
+        RolloutBuffer::new(obs_len, config.steps_per_epoch, config.gamma, config.lam)?;
         let env = RolloutEnv::new(env, rng.random())?;
         Ok(Self {
             config,
@@ -167,7 +172,7 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Ppo<B, N> {
             steps,
             self.config.gamma,
             self.config.lam,
-        );
+        )?;
         for t in 0..steps {
             let obs = self.env.obs().to_vec();
             if let Some(auxiliary) = &mut self.auxiliary {

@@ -2,7 +2,7 @@
 
 use burn::config::Config;
 
-use crate::error::{check_count, check_positive, check_unit_interval, AgentError};
+use crate::error::{check_count, check_hidden, check_positive, check_unit_interval, AgentError};
 use crate::nn::Activation;
 
 /// Hyper-parameters of PPO, with Spinning Up's defaults.
@@ -64,6 +64,7 @@ pub struct PpoConfig {
 impl PpoConfig {
     /// Checks every parameter; the error names the first one out of range.
     pub fn validate(&self) -> Result<(), AgentError> {
+        check_hidden("hidden", &self.hidden)?;
         check_count("steps_per_epoch", self.steps_per_epoch)?;
         check_unit_interval("gamma", self.gamma)?;
         check_positive("clip_ratio", self.clip_ratio)?;

@@ -9,9 +9,14 @@
 //! `cargo run` from `examples/downstream/` (a dev build: its dependencies are optimised, see
 //! `Cargo.toml`), or `cargo run --release`.
 
+// `--features simd` (the check that the determinism guard fires) builds only what it runs.
+#![cfg_attr(feature = "simd", allow(dead_code))]
+
 mod dp;
 mod my_mlp;
+#[cfg(not(feature = "simd"))]
 mod ppo;
+#[cfg(not(feature = "simd"))]
 mod qgi;
 
 use std::process::ExitCode;
@@ -25,9 +30,12 @@ fn main() -> ExitCode {
         std::env::set_var("MATMUL_NUM_THREADS", "1");
     }
     // docs: end threads
-    let full = std::env::args().any(|a| a == "--full")
-        || std::env::var("PRIVRL_EXAMPLE_FULL").is_ok_and(|v| v == "1");
-    match run(full) {
+    #[cfg(feature = "simd")]
+    let outcome = simd_is_refused();
+    #[cfg(not(feature = "simd"))]
+    let outcome = run(std::env::args().any(|a| a == "--full")
+        || std::env::var("PRIVRL_EXAMPLE_FULL").is_ok_and(|v| v == "1"));
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error}");
@@ -36,6 +44,7 @@ fn main() -> ExitCode {
     }
 }
 
+#[cfg(not(feature = "simd"))]
 fn run(full: bool) -> Result<(), Box<dyn std::error::Error>> {
     let seed = 7;
 
@@ -116,6 +125,42 @@ fn run(full: bool) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// With burn-ndarray's `simd` on (`--features simd`): privrl's probe must see the inexact
+/// division, and the seeded DP-SGD run must be refused by name before its first step rather
+/// than train weights that change from run to run.
+#[cfg(feature = "simd")]
+fn simd_is_refused() -> Result<(), Box<dyn std::error::Error>> {
+    use privrl_agents::{check_exact_division, EngineError};
+    type B = burn::backend::Autodiff<burn::backend::NdArray>;
+
+    println!("burn-ndarray's simd feature on: the seeded DP-SGD run must be refused");
+    match check_exact_division::<B>() {
+        Err(EngineError::InexactDivision { x, got, exact }) => println!(
+            "   probe: 1/{x} = {got:e} on burn-ndarray, {exact:e} exactly (relative error {:.1e})",
+            ((got - exact) / exact).abs()
+        ),
+        other => return Err(format!("the probe passed a simd build: {other:?}").into()),
+    }
+    let start = Instant::now();
+    match dp::train_private(7, 1) {
+        Err(error)
+            if matches!(
+                error.downcast_ref::<EngineError>(),
+                Some(EngineError::InexactDivision { .. })
+            ) =>
+        {
+            println!(
+                "   refused in {:.2} s: {error}",
+                start.elapsed().as_secs_f64()
+            );
+            Ok(())
+        }
+        Err(error) => Err(format!("refused, but not by the determinism guard: {error}").into()),
+        Ok(_) => Err("a seeded PrivacyEngine trained on a simd build".into()),
+    }
+}
+
+#[cfg(not(feature = "simd"))]
 /// FNV-1a, 64 bits: a short fingerprint of the weights for the log (the check compares the
 /// bytes themselves).
 fn fnv1a(bytes: &[u8]) -> u64 {
