@@ -13,6 +13,8 @@ use privrl_agents::{
     TeacherPrivacySummary,
 };
 use privrl_privacy::PrivacyCost;
+
+use super::smoothed::SmoothedRun;
 use serde::{Deserialize, Serialize};
 
 use super::plan::{suite_dir_name, KickstartError, KickstartPlan};
@@ -30,7 +32,7 @@ use crate::unit::{seed_major, Unit, UnitStore};
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct StudentSummary {
     pub(super) setting: String,
-    seed: u64,
+    pub(super) seed: u64,
     /// Mean epoch return over the last 3 epochs.
     pub(super) final_return: f64,
     /// First epoch whose epoch return reaches the threshold (90% of the teacher's, the paper's
@@ -99,37 +101,113 @@ pub(super) fn epochs_to_plateau(
         .flatten()
 }
 
-/// The (ε, δ) of one release at k₀ of `setting` (`None` without the mechanism), refused
-/// with [`KickstartError::WeakPrivacy`] at δ ≥ 0.5 unless the plan allows weak privacy.
+/// One k of a private teacher's schedule k₀, c·k₀, c²·k₀, … (computed by repeated
+/// multiplication, as [`PrivateTeacher::start_trajectory`] does) and what one release at it
+/// costs by Theorem 1.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub(super) struct ScheduledRelease {
+    /// 1-based position in the schedule: the rollout (epoch) with `--vanishing-per rollout`.
+    pub(super) step: usize,
+    /// k.
+    pub(super) concentration: f64,
+    /// (ε, δ) of one release at k; `None` where δ's bound is 1 (no guarantee).
+    pub(super) cost: Option<PrivacyCost>,
+    /// Whether the teacher releases through Dir_k at this k; the first `false` is where it
+    /// is exhausted (k below its floor, or no guarantee) and shares uniform policies or nothing.
+    pub(super) released: bool,
+}
+
+/// Longest schedule listed: with c < 1 k falls below any floor long before.
+const MAX_SCHEDULE: usize = 10_000;
+
+/// A release with δ at or above this is refused: the teacher stops sharing before it unless
+/// `--allow-weak-privacy` (at k₀ the setting is refused).
+pub(super) const WEAK_DELTA: f64 = 0.5;
+
+/// The schedule of a teacher with `config` (mechanism on): every k it releases at, then the
+/// first k at which it is exhausted (k < floor, or δ's bound reaches 1). An ε or δ budget is
+/// not modelled here (the suite sets none unless `--budget-epsilon`).
+pub(super) fn schedule(
+    teacher: &Teacher,
+    config: &privrl_agents::PrivateTeacherConfig,
+) -> Result<Vec<ScheduledRelease>> {
+    let mut private = PrivateTeacher::new(teacher.clone(), config.clone(), 0)?;
+    let mut out = Vec::new();
+    let mut k = config.initial_concentration;
+    for step in 1..=MAX_SCHEDULE {
+        let cost = if k > 0.0 {
+            private.release_cost(k)?
+        } else {
+            None
+        };
+        let released = k >= config.concentration_floor && cost.is_some();
+        out.push(ScheduledRelease {
+            step,
+            concentration: k,
+            cost,
+            released,
+        });
+        let next = k * config.vanishing_coefficient;
+        if !released || next == k {
+            break;
+        }
+        k = next;
+    }
+    Ok(out)
+}
+
+/// The teacher configuration a student of `setting` runs with, and its schedule (empty
+/// without the mechanism). A δ ≥ [`WEAK_DELTA`] at k₀ is refused with
+/// [`KickstartError::WeakPrivacy`]; a later k with δ ≥ [`WEAK_DELTA`] (or no guarantee) is
+/// never released: the floor is raised to the last k before it, so the teacher is exhausted
+/// there. `--allow-weak-privacy` lifts both.
+pub(super) fn private_teacher_config(
+    plan: &KickstartPlan,
+    kick: &super::plan::Kick,
+    teacher: &Teacher,
+    setting: &str,
+) -> Result<(privrl_agents::PrivateTeacherConfig, Vec<ScheduledRelease>)> {
+    let config = plan.teacher_config(teacher.actions(), kick)?;
+    if !kick.mechanism {
+        return Ok((config, Vec::new()));
+    }
+    let planned = schedule(teacher, &config)?;
+    if plan.allow_weak_privacy {
+        return Ok((config, planned));
+    }
+    let weak = |r: &ScheduledRelease| r.cost.is_none_or(|c| c.delta >= WEAK_DELTA);
+    match planned.iter().position(weak) {
+        Some(0) => Err(KickstartError::WeakPrivacy {
+            setting: setting.to_string(),
+            delta: planned[0].cost.map_or(1.0, |c| c.delta),
+            k0: kick.k0,
+            actions: teacher.actions(),
+            eta: config.eta,
+            tau: config.tau,
+        }
+        .into()),
+        Some(i) if planned[i].released => {
+            let config = config.with_concentration_floor(planned[i - 1].concentration);
+            let raised = schedule(teacher, &config)?;
+            Ok((config, raised))
+        }
+        _ => Ok((config, planned)),
+    }
+}
+
+/// The schedule of `setting`'s teacher (`None` without the mechanism), refused with
+/// [`KickstartError::WeakPrivacy`] at δ ≥ 0.5 at k₀ unless the plan allows weak privacy.
 pub(super) fn check_privacy(
     plan: &KickstartPlan,
     setting: &Setting,
     teacher: &Teacher,
-) -> Result<Option<PrivacyCost>> {
+) -> Result<Option<Vec<ScheduledRelease>>> {
     let Some(kick) = setting.kick.filter(|k| k.mechanism) else {
         return Ok(None);
     };
-    let config = plan.teacher_config(teacher.actions(), &kick)?;
-    let (eta, tau) = (config.eta, config.tau);
-    let cost = PrivateTeacher::new(teacher.clone(), config, 0)?
-        .summary()?
-        .initial_release;
-    let delta = cost.map_or(1.0, |c| c.delta);
-    if delta >= 0.5 && !plan.allow_weak_privacy {
-        return Err(KickstartError::WeakPrivacy {
-            setting: setting.name.clone(),
-            delta,
-            k0: kick.k0,
-            actions: teacher.actions(),
-            eta,
-            tau,
-        }
-        .into());
-    }
-    Ok(Some(cost.unwrap_or(PrivacyCost {
-        epsilon: f64::INFINITY,
-        delta: 1.0,
-    })))
+    Ok(Some(
+        private_teacher_config(plan, &kick, teacher, &setting.name)?.1,
+    ))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -260,7 +338,7 @@ fn kickstarting<B: Backend>(
     privrl_agents::PrivateTeacherConfig,
     PrivacyAwareConfig,
 )> {
-    let tc = plan.teacher_config(teacher.actions(), kick)?;
+    let (tc, _) = private_teacher_config(plan, kick, teacher, &job.setting.name)?;
     let private = Arc::new(Mutex::new(PrivateTeacher::new(
         teacher.clone(),
         tc.clone(),
@@ -359,8 +437,12 @@ pub(super) struct SuiteResults {
     pub(super) planned: usize,
     /// Runs stopped at the time limit (checkpointed, to be continued).
     pub(super) stopped: usize,
-    /// (ε, δ) of one release at k₀ per setting name (settings with the mechanism).
-    pub(super) release_at_k0: Vec<(String, PrivacyCost)>,
+    /// Per setting name with the mechanism, the teacher schedule its finished units ran
+    /// (from the first unit's recorded teacher configuration; the current plan's where none
+    /// finished), and whether that is the current plan's.
+    pub(super) schedules: Vec<(String, Vec<ScheduledRelease>, bool)>,
+    /// Per finished run (same order as `runs`), its smoothed metrics from `metrics.csv`.
+    pub(super) smoothed: Vec<SmoothedRun>,
 }
 
 impl BackendTask for SuiteTask {
@@ -380,10 +462,10 @@ impl BackendTask for SuiteTask {
             + 0.9 * (teacher_summary.final_return - teacher_summary.random_return);
         let settings = settings(&plan)?;
         // Refuse weak privacy before any training.
-        let mut release_at_k0 = Vec::new();
+        let mut planned_schedules = Vec::new();
         for setting in &settings {
-            if let Some(cost) = check_privacy(&plan, setting, &teacher)? {
-                release_at_k0.push((setting.name.clone(), cost));
+            if let Some(schedule) = check_privacy(&plan, setting, &teacher)? {
+                planned_schedules.push((setting.name.clone(), schedule));
             }
         }
         // Seed-major, so that an interrupted run has every setting at its first seeds.
@@ -424,14 +506,48 @@ impl BackendTask for SuiteTask {
             .collect()
         };
         let stopped = runs.iter().filter(|r| r.is_none()).count();
+        let runs: Vec<StudentSummary> = runs.into_iter().flatten().collect();
+        let dir = root.join(suite_dir_name(&plan));
+        let mut smoothed = Vec::with_capacity(runs.len());
+        for run in &runs {
+            let unit = dir.join(unit_name(&run.setting, run.seed));
+            let metrics = crate::run::read_metrics(&unit.join("metrics.csv"))?;
+            smoothed.push(SmoothedRun::from_metrics(&metrics, threshold)?);
+        }
+        let mut schedules = Vec::new();
+        for (name, planned) in planned_schedules {
+            let setting = settings.iter().find(|s| s.name == name);
+            let current = setting
+                .and_then(|s| s.kick)
+                .map(|kick| private_teacher_config(&plan, &kick, &teacher, &name))
+                .transpose()?
+                .map(|(config, _)| config);
+            let recorded = runs
+                .iter()
+                .find(|r| r.setting == name)
+                .map(|r| -> Result<privrl_agents::PrivateTeacherConfig> {
+                    let config: serde_json::Value =
+                        read_json(&dir.join(unit_name(&r.setting, r.seed)).join("config.json"))?;
+                    Ok(serde_json::from_value(config["teacher"].clone())?)
+                })
+                .transpose()?;
+            match (recorded, current) {
+                (Some(recorded), Some(current)) => {
+                    let same = serde_json::to_value(&recorded)? == serde_json::to_value(&current)?;
+                    schedules.push((name, schedule(&teacher, &recorded)?, same));
+                }
+                _ => schedules.push((name, planned, true)),
+            }
+        }
         Ok(SuiteResults {
             teacher: teacher_summary,
             threshold,
             settings,
-            runs: runs.into_iter().flatten().collect(),
+            runs,
             planned,
             stopped,
-            release_at_k0,
+            schedules,
+            smoothed,
         })
     }
 }
