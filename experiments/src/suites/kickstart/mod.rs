@@ -123,12 +123,12 @@ mod tests {
         args: KickstartArgs,
     }
 
-    fn random_teacher() -> privrl_agents::Teacher {
+    fn random_teacher() -> students::TeacherShape {
         use rand::SeedableRng;
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
         let actor = privrl_agents::MlpConfig::new(4, vec![8], 2)
             .init::<burn::backend::NdArray>(&Default::default(), &mut rng);
-        privrl_agents::Teacher::from_actor(&actor).unwrap()
+        students::TeacherShape::of(&privrl_agents::Teacher::from_actor(&actor).unwrap())
     }
 
     #[test]
@@ -148,7 +148,7 @@ mod tests {
         };
         // τ = 0.4 at k₀ = 5, η = 0.2: δ = 1 − 0.6⁴ + 0.4⁴ ≈ 0.896.
         let weak = plan_of(&["--tau", "0.4"]);
-        let err = students::check_privacy(&weak, &aware(&weak), &teacher).unwrap_err();
+        let err = students::check_privacy(&weak, &aware(&weak), teacher).unwrap_err();
         assert!(
             matches!(
                 err.downcast_ref::<KickstartError>(),
@@ -158,7 +158,7 @@ mod tests {
         );
         assert!(err.to_string().contains("--allow-weak-privacy"));
         let allowed = plan_of(&["--tau", "0.4", "--allow-weak-privacy"]);
-        let schedule = students::check_privacy(&allowed, &aware(&allowed), &teacher)
+        let schedule = students::check_privacy(&allowed, &aware(&allowed), teacher)
             .unwrap()
             .unwrap();
         let cost = schedule[0].cost.unwrap();
@@ -166,7 +166,7 @@ mod tests {
         // The default τ is solved for δ = 0.05 at k₀ (exact for m = 2), and no later release
         // has δ ≥ 0.5: the teacher is exhausted before the first such k.
         let default = plan_of(&[]);
-        let schedule = students::check_privacy(&default, &aware(&default), &teacher)
+        let schedule = students::check_privacy(&default, &aware(&default), teacher)
             .unwrap()
             .unwrap();
         let cost = schedule[0].cost.unwrap();
@@ -185,13 +185,13 @@ mod tests {
             .is_none_or(|c| c.delta >= students::WEAK_DELTA));
         // Allowed weak privacy keeps releasing down to the floor 0.01 (until δ's bound is 1).
         let loose = plan_of(&["--allow-weak-privacy"]);
-        let long = students::check_privacy(&loose, &aware(&loose), &teacher)
+        let long = students::check_privacy(&loose, &aware(&loose), teacher)
             .unwrap()
             .unwrap();
         assert!(long.iter().filter(|r| r.released).count() > released.len());
         // Settings without the mechanism have no release cost.
         let scratch = settings::settings(&default).unwrap().remove(0);
-        assert!(students::check_privacy(&default, &scratch, &teacher)
+        assert!(students::check_privacy(&default, &scratch, teacher)
             .unwrap()
             .is_none());
     }

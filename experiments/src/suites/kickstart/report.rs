@@ -383,7 +383,9 @@ fn panel_plot(
             .map(|(_, s)| s.curve.clone())
             .collect();
         if !curves.is_empty() {
-            any |= Some(setting.name.as_str()) != reference;
+            // The baselines (panel a) are in every panel; a panel is drawn for its own settings.
+            any |= Some(setting.name.as_str()) != reference
+                && (panel == "a" || !setting.panels.iter().any(|p| p == "a"));
             chart = chart.series(setting.label.clone(), curves);
         }
     }
@@ -640,7 +642,7 @@ fn releases_table(report: &mut Report, plan: &KickstartPlan, results: &SuiteResu
                     format!("yes, δ ≥ {WEAK_DELTA} (weak)")
                 }
                 (true, _) => "yes".into(),
-                (false, None) => "no: exhausted (δ's bound is 1)".into(),
+                (false, None) => "no: exhausted (δ's bound is 1, or as the unit recorded)".into(),
                 (false, Some(_)) => "no: exhausted (k below the floor)".into(),
             };
             table.push(vec![
@@ -664,8 +666,10 @@ fn releases_table(report: &mut Report, plan: &KickstartPlan, results: &SuiteResu
         "Each k of the teacher's schedule k₀, c·k₀, c²·k₀, … (one per {}), the (ε, δ) of one \
          release there by Theorem 1 (unit of privacy: one teacher observation, adjacency \
          ‖x − x'‖₂ ≤ b = {}), and whether the teacher releases at it; the last row of a setting \
-         is where it is exhausted. Computed from the teacher configuration its finished units \
-         record (the current plan's where none finished).{}",
+         is where it is exhausted. For a setting with finished units: what the first unit's \
+         ledger recorded (its `metrics.csv`: per epoch, the increase of the basic totals over \
+         its releases), with the δ bound it ran with; otherwise the current plan's schedule \
+         by Theorem 1.{}",
         match plan.vanishing_per {
             VanishingPer::Rollout => format!("epoch of {} releases", plan.steps_per_epoch),
             VanishingPer::Trajectory => "episode".into(),
@@ -699,8 +703,9 @@ fn claims(rows: &[SettingRow]) -> (Vec<String>, Vec<(&'static str, Verdict)>) {
     };
     let aware = in_panel("c", "aware-");
     let unaware = in_panel("d", "unaware-");
+    // "; a; b" after the reference, nothing when no setting is judged.
     let list = |rows: &[&SettingRow], f: &dyn Fn(&SettingRow) -> String| {
-        rows.iter().map(|r| f(r)).collect::<Vec<_>>().join("; ")
+        rows.iter().map(|r| format!("; {}", f(r))).collect::<String>()
     };
     let speed_of = |r: &SettingRow| {
         format!(
@@ -744,7 +749,7 @@ fn claims(rows: &[SettingRow]) -> (Vec<String>, Vec<(&'static str, Verdict)>) {
         verdicts.push(("speed", v));
         claims.push(format!(
             "(i) \"privacy-aware students converge roughly 4 times faster than the teacher\" \
-             (Fig. 2(c)). Criterion: {CRITERION_SPEED} Steps to the threshold: {}; {}. \
+             (Fig. 2(c)). Criterion: {CRITERION_SPEED} Steps to the threshold: {}{}. \
              **{v:?}**{why}.",
             speed_of(p64),
             list(&aware, &speed_of),
@@ -756,7 +761,7 @@ fn claims(rows: &[SettingRow]) -> (Vec<String>, Vec<(&'static str, Verdict)>) {
         claims.push(format!(
             "(ii) \"the student converges to a performance level that was not possible without \
              the demonstrations\" (Fig. 2(b, c)). Criterion: {CRITERION_LEVEL} Final returns: \
-             {}; {}. **{v:?}**{why}.",
+             {}{}. **{v:?}**{why}.",
             finals_of(p32),
             list(&aware, &finals_of),
         ));
@@ -765,7 +770,7 @@ fn claims(rows: &[SettingRow]) -> (Vec<String>, Vec<(&'static str, Verdict)>) {
         claims.push(format!(
             "(iii) \"the privacy-unaware students perform worse than the baseline PPO agents \
              that do not use kickstarting at all\" once the teacher shares random policies \
-             (Fig. 2(d)). Criterion: {CRITERION_UNAWARE} Final returns: {}; {}. **{v:?}**{why}.",
+             (Fig. 2(d)). Criterion: {CRITERION_UNAWARE} Final returns: {}{}. **{v:?}**{why}.",
             finals_of(p32),
             list(&unaware, &finals_of),
         ));
@@ -776,9 +781,10 @@ fn claims(rows: &[SettingRow]) -> (Vec<String>, Vec<(&'static str, Verdict)>) {
         .collect();
     if !extra.is_empty() {
         claims.push(format!(
-            "Not judged (privrl's modification, φ ≡ 0 on uniform releases): {}; {}.",
-            list(&extra, &speed_of),
-            list(&extra, &finals_of)
+            "Not judged (privrl's modification, φ ≡ 0 on uniform releases). Steps to the \
+             threshold{}. Final returns{}.",
+            list(&extra, &speed_of).replacen(';', ":", 1),
+            list(&extra, &finals_of).replacen(';', ":", 1)
         ));
     }
     (claims, verdicts)

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
 use privrl_agents::{
@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use super::plan::{suite_dir_name, KickstartError, KickstartPlan};
 use super::settings::{settings, Setting};
 use super::sitting::{checkpoint_interval, without_threshold, Sitting, UnitProgress};
-use super::teacher::{teacher, TeacherSummary};
+use super::teacher::{recorded_teacher, teacher, TeacherSummary};
 use crate::backend::BackendTask;
 use crate::report::format_number;
 use crate::report::plot::LearningCurves;
@@ -124,19 +124,68 @@ const MAX_SCHEDULE: usize = 10_000;
 /// `--allow-weak-privacy` (at k₀ the setting is refused).
 pub(super) const WEAK_DELTA: f64 = 0.5;
 
+/// The schedule a finished unit ran, from its `metrics.csv` as its ledger recorded it: per
+/// epoch k (`concentration`), and the (ε, δ) of one release = the epoch's increase of the
+/// basic totals over its releases (one k per epoch with `--vanishing-per rollout`); the first
+/// epoch that adds no cost is where the teacher was exhausted (cost `None`). Exact for the
+/// units whose δ bound the current code no longer computes (a two-sided Hoeffding
+/// half-width at 0.95 before 2026-11-28).
+pub(super) fn recorded_schedule(metrics: &crate::run::Table) -> Result<Vec<ScheduledRelease>> {
+    let k = metrics.column("concentration")?;
+    let eps = metrics.column("epsilon_basic")?;
+    let delta = metrics.column("delta_basic")?;
+    let releases = metrics.column("releases")?;
+    let mut out = Vec::new();
+    let (mut e0, mut d0, mut r0) = (0.0, 0.0, 0.0);
+    for i in 0..k.len() {
+        let n = releases[i] - r0;
+        let released = eps[i] > e0 && n > 0.0;
+        out.push(ScheduledRelease {
+            step: i + 1,
+            concentration: k[i],
+            cost: released.then(|| PrivacyCost {
+                epsilon: (eps[i] - e0) / n,
+                delta: (delta[i] - d0) / n,
+            }),
+            released,
+        });
+        if !released {
+            break;
+        }
+        (e0, d0, r0) = (eps[i], delta[i], releases[i]);
+    }
+    Ok(out)
+}
+
+/// Which teacher a schedule is for: its number of actions m and the certified Lipschitz bound
+/// of its softmax ∘ MLP (as [`TeacherSummary`] records it).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct TeacherShape {
+    pub(super) actions: usize,
+    pub(super) lipschitz: f64,
+}
+
+impl TeacherShape {
+    pub(super) fn of(teacher: &Teacher) -> Self {
+        Self {
+            actions: teacher.actions(),
+            lipschitz: teacher.lipschitz().upper_bound,
+        }
+    }
+}
+
 /// The schedule of a teacher with `config` (mechanism on): every k it releases at, then the
 /// first k at which it is exhausted (k < floor, or δ's bound reaches 1). An ε or δ budget is
 /// not modelled here (the suite sets none unless `--budget-epsilon`).
 pub(super) fn schedule(
-    teacher: &Teacher,
+    shape: TeacherShape,
     config: &privrl_agents::PrivateTeacherConfig,
 ) -> Result<Vec<ScheduledRelease>> {
-    let mut private = PrivateTeacher::new(teacher.clone(), config.clone(), 0)?;
     let mut out = Vec::new();
     let mut k = config.initial_concentration;
     for step in 1..=MAX_SCHEDULE {
         let cost = if k > 0.0 {
-            private.release_cost(k)?
+            config.release_cost(shape.actions, shape.lipschitz, k)?
         } else {
             None
         };
@@ -164,14 +213,14 @@ pub(super) fn schedule(
 pub(super) fn private_teacher_config(
     plan: &KickstartPlan,
     kick: &super::plan::Kick,
-    teacher: &Teacher,
+    shape: TeacherShape,
     setting: &str,
 ) -> Result<(privrl_agents::PrivateTeacherConfig, Vec<ScheduledRelease>)> {
-    let config = plan.teacher_config(teacher.actions(), kick)?;
+    let config = plan.teacher_config(shape.actions, kick)?;
     if !kick.mechanism {
         return Ok((config, Vec::new()));
     }
-    let planned = schedule(teacher, &config)?;
+    let planned = schedule(shape, &config)?;
     if plan.allow_weak_privacy {
         return Ok((config, planned));
     }
@@ -181,14 +230,14 @@ pub(super) fn private_teacher_config(
             setting: setting.to_string(),
             delta: planned[0].cost.map_or(1.0, |c| c.delta),
             k0: kick.k0,
-            actions: teacher.actions(),
+            actions: shape.actions,
             eta: config.eta,
             tau: config.tau,
         }
         .into()),
         Some(i) if planned[i].released => {
             let config = config.with_concentration_floor(planned[i - 1].concentration);
-            let raised = schedule(teacher, &config)?;
+            let raised = schedule(shape, &config)?;
             Ok((config, raised))
         }
         _ => Ok((config, planned)),
@@ -200,13 +249,13 @@ pub(super) fn private_teacher_config(
 pub(super) fn check_privacy(
     plan: &KickstartPlan,
     setting: &Setting,
-    teacher: &Teacher,
+    shape: TeacherShape,
 ) -> Result<Option<Vec<ScheduledRelease>>> {
     let Some(kick) = setting.kick.filter(|k| k.mechanism) else {
         return Ok(None);
     };
     Ok(Some(
-        private_teacher_config(plan, &kick, teacher, &setting.name)?.1,
+        private_teacher_config(plan, &kick, shape, &setting.name)?.1,
     ))
 }
 
@@ -338,7 +387,7 @@ fn kickstarting<B: Backend>(
     privrl_agents::PrivateTeacherConfig,
     PrivacyAwareConfig,
 )> {
-    let (tc, _) = private_teacher_config(plan, kick, teacher, &job.setting.name)?;
+    let (tc, _) = private_teacher_config(plan, kick, TeacherShape::of(teacher), &job.setting.name)?;
     let private = Arc::new(Mutex::new(PrivateTeacher::new(
         teacher.clone(),
         tc.clone(),
@@ -456,7 +505,20 @@ impl BackendTask for SuiteTask {
             report_only,
             deadline,
         } = self;
-        let (teacher, teacher_summary) = teacher::<B>(&plan, &root, &device, deadline)?;
+        // A report from the finished units needs the teacher's summary only (a committed
+        // results tree has no checkpoint); training needs its network.
+        let (teacher, teacher_summary, shape) = if report_only {
+            let (summary, actions) = recorded_teacher(&plan, &root)?;
+            let shape = TeacherShape {
+                actions,
+                lipschitz: summary.lipschitz,
+            };
+            (None, summary, shape)
+        } else {
+            let (teacher, summary) = teacher::<B>(&plan, &root, &device, deadline)?;
+            let shape = TeacherShape::of(&teacher);
+            (Some(teacher), summary, shape)
+        };
         // 90% of the way from a random policy's return to the teacher's.
         let threshold = teacher_summary.random_return
             + 0.9 * (teacher_summary.final_return - teacher_summary.random_return);
@@ -464,7 +526,7 @@ impl BackendTask for SuiteTask {
         // Refuse weak privacy before any training.
         let mut planned_schedules = Vec::new();
         for setting in &settings {
-            if let Some(schedule) = check_privacy(&plan, setting, &teacher)? {
+            if let Some(schedule) = check_privacy(&plan, setting, shape)? {
                 planned_schedules.push((setting.name.clone(), schedule));
             }
         }
@@ -481,6 +543,7 @@ impl BackendTask for SuiteTask {
             }
             runs
         } else {
+            let teacher = teacher.context("the teacher is trained unless --report-only")?;
             let jobs = units
                 .into_iter()
                 .map(|(setting, seed)| {
@@ -519,22 +582,25 @@ impl BackendTask for SuiteTask {
             let setting = settings.iter().find(|s| s.name == name);
             let current = setting
                 .and_then(|s| s.kick)
-                .map(|kick| private_teacher_config(&plan, &kick, &teacher, &name))
+                .map(|kick| private_teacher_config(&plan, &kick, shape, &name))
                 .transpose()?
                 .map(|(config, _)| config);
             let recorded = runs
                 .iter()
                 .find(|r| r.setting == name)
-                .map(|r| -> Result<privrl_agents::PrivateTeacherConfig> {
-                    let config: serde_json::Value =
-                        read_json(&dir.join(unit_name(&r.setting, r.seed)).join("config.json"))?;
-                    Ok(serde_json::from_value(config["teacher"].clone())?)
+                .map(|r| -> Result<_> {
+                    let unit = dir.join(unit_name(&r.setting, r.seed));
+                    let config: serde_json::Value = read_json(&unit.join("config.json"))?;
+                    let config: privrl_agents::PrivateTeacherConfig =
+                        serde_json::from_value(config["teacher"].clone())?;
+                    let metrics = crate::run::read_metrics(&unit.join("metrics.csv"))?;
+                    Ok((config, recorded_schedule(&metrics)?))
                 })
                 .transpose()?;
             match (recorded, current) {
-                (Some(recorded), Some(current)) => {
+                (Some((recorded, ran)), Some(current)) => {
                     let same = serde_json::to_value(&recorded)? == serde_json::to_value(&current)?;
-                    schedules.push((name, schedule(&teacher, &recorded)?, same));
+                    schedules.push((name, ran, same));
                 }
                 _ => schedules.push((name, planned, true)),
             }
@@ -569,6 +635,31 @@ mod tests {
             exhausted_at_epoch: None,
             curve,
         }
+    }
+
+    /// The schedule a unit ran, read back from its ledger columns: 2 releases per epoch at
+    /// k = 5 costing (10, 0.05) each, then k = 1.5 at (3, 0.7), then exhausted (no cost).
+    #[test]
+    fn a_units_schedule_is_read_back_from_its_ledger_columns() {
+        let metrics = crate::run::Table {
+            columns: ["concentration", "epsilon_basic", "delta_basic", "releases"]
+                .map(String::from)
+                .to_vec(),
+            rows: vec![
+                vec![5.0, 20.0, 0.1, 2.0],
+                vec![1.5, 26.0, 1.5, 4.0],
+                vec![0.45, 26.0, 1.5, 6.0],
+                vec![0.135, 26.0, 1.5, 8.0],
+            ],
+        };
+        let s = recorded_schedule(&metrics).unwrap();
+        assert_eq!(s.len(), 3);
+        let cost = |i: usize| s[i].cost.map(|c| (c.epsilon, c.delta));
+        assert_eq!(cost(0), Some((10.0, 0.05)));
+        let (e, d) = cost(1).unwrap();
+        assert!((e - 3.0).abs() < 1e-12 && (d - 0.7).abs() < 1e-12);
+        assert!(s[0].released && s[1].released && !s[2].released);
+        assert_eq!((s[2].step, s[2].concentration, s[2].cost), (3, 0.45, None));
     }
 
     #[test]
