@@ -602,7 +602,10 @@ fn the_papers_4_46_at_k_5_is_recomputed_and_privrls_537_explained() {
     // with τ solved on the point estimate (the units' 537.2 solved τ against a 95% upper
     // bound, a smaller τ).
     let (tau, epsilon, _) = solved(0.4 / 6.0, 0.6 * 445.6);
-    assert!((500.0..545.0).contains(&epsilon), "ε = {epsilon} at τ = {tau}");
+    assert!(
+        (500.0..545.0).contains(&epsilon),
+        "ε = {epsilon} at τ = {tau}"
+    );
     // At η = 0.4/m the Gamma terms alone (L → 0) exceed the paper's ε.
     let gamma_only = config(m, k, 0.4 / 6.0, tau, 1e-12, b).build().unwrap();
     assert!(gamma_only.epsilon() > 5.0, "{}", gamma_only.epsilon());

@@ -705,7 +705,9 @@ fn claims(rows: &[SettingRow]) -> (Vec<String>, Vec<(&'static str, Verdict)>) {
     let unaware = in_panel("d", "unaware-");
     // "; a; b" after the reference, nothing when no setting is judged.
     let list = |rows: &[&SettingRow], f: &dyn Fn(&SettingRow) -> String| {
-        rows.iter().map(|r| format!("; {}", f(r))).collect::<String>()
+        rows.iter()
+            .map(|r| format!("; {}", f(r)))
+            .collect::<String>()
     };
     let speed_of = |r: &SettingRow| {
         format!(

@@ -122,7 +122,10 @@ fn teacher_config(plan: &KickstartPlan) -> (&String, usize, privrl_agents::PpoCo
 /// units (`--report-only`): no network needed, so a committed results tree (which keeps no
 /// checkpoint) suffices. Refused if the unit is not a finished teacher of this plan or was
 /// scored before the episode cap.
-pub(super) fn recorded_teacher(plan: &KickstartPlan, root: &Path) -> Result<(TeacherSummary, usize)> {
+pub(super) fn recorded_teacher(
+    plan: &KickstartPlan,
+    root: &Path,
+) -> Result<(TeacherSummary, usize)> {
     let run = RunDir::create_in(root, &suite_dir_name(plan), "teacher")?;
     anyhow::ensure!(
         run.completed_with(&teacher_config(plan))?,
@@ -139,7 +142,10 @@ pub(super) fn recorded_teacher(plan: &KickstartPlan, root: &Path) -> Result<(Tea
     );
     let actions = match privrl_envs::make(&plan.env)?.action_space() {
         privrl_envs::Space::Discrete { n } => n,
-        other => anyhow::bail!("kickstarting needs discrete actions, {} has {other}", plan.env),
+        other => anyhow::bail!(
+            "kickstarting needs discrete actions, {} has {other}",
+            plan.env
+        ),
     };
     Ok((summary, actions))
 }
