@@ -9,7 +9,7 @@
 //!    teacher, λ = 0); (c) privacy-aware students (Dirichlet teacher, vanishing coefficients
 //!    0.1 and 0.3, λ = 0.5; `--sweep` adds 0.1…0.9 and λ ∈ {0.1, 0.5, 1, 2}); (d)
 //!    privacy-unaware students (λ = 0) with coefficients 0.3 and 0.9.
-//! 3. The report ([`report`]): per setting, on the mean return of the last 100 episodes
+//! 3. The report (`report.rs`): per setting, on the mean return of the last 100 episodes
 //!    (the criterion fixed before the runs it judges: `report::CRITERION_METRICS`), the
 //!    environment steps until it reaches 90% of the way from a random policy's return to the
 //!    teacher's, and the final mean over the last 100 episodes; the paper's own metric (first
