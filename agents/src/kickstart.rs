@@ -239,6 +239,43 @@ impl PrivateTeacherConfig {
         )?)
     }
 
+    /// Theorem 1's parameters at k₀ for a teacher with m = `actions` and certified bound
+    /// `lipschitz` of softmax ∘ MLP: f = map ∘ softmax ∘ MLP has L = (1 − mη)·`lipschitz` for
+    /// the mix, `lipschitz` for the projection.
+    pub fn dirichlet_privacy(
+        &self,
+        actions: usize,
+        lipschitz: f64,
+    ) -> Result<DirichletPrivacy, AgentError> {
+        Ok(DirichletConfig {
+            actions,
+            concentration: self.initial_concentration,
+            eta: self.eta,
+            tau: self.tau,
+            lipschitz: self.map_lipschitz(actions) * lipschitz,
+            adjacency: self.adjacency,
+        }
+        .build()?)
+    }
+
+    /// (ε, δ) of one Dir_k release at `concentration` = k by Theorem 1, as the teacher
+    /// accounts it ([`PrivateTeacher::release_cost`] memoises this), for a teacher with m =
+    /// `actions` and certified bound `lipschitz`; `None` if δ's upper bound is ≥ 1 (no
+    /// guarantee). Needs no network: a report can list the cost of every k a run used from
+    /// the run's recorded configuration and the teacher's recorded bound.
+    pub fn release_cost(
+        &self,
+        actions: usize,
+        lipschitz: f64,
+        concentration: f64,
+    ) -> Result<Option<PrivacyCost>, AgentError> {
+        cost_at(
+            &self.dirichlet_privacy(actions, lipschitz)?,
+            self,
+            concentration,
+        )
+    }
+
     /// Checks every parameter that does not depend on m.
     pub fn validate(&self) -> Result<(), AgentError> {
         check_positive("initial_concentration", self.initial_concentration)?;
@@ -373,21 +410,8 @@ impl PrivateTeacher {
         seed: u64,
     ) -> Result<Self, AgentError> {
         config.validate()?;
-        let m = teacher.actions();
-        // f = map ∘ softmax ∘ MLP: (1 − mη)·L for the mix, L for the projection.
-        let lipschitz = config.map_lipschitz(m) * teacher.lipschitz().upper_bound;
         let privacy = if config.mechanism {
-            Some(
-                DirichletConfig {
-                    actions: m,
-                    concentration: config.initial_concentration,
-                    eta: config.eta,
-                    tau: config.tau,
-                    lipschitz,
-                    adjacency: config.adjacency,
-                }
-                .build()?,
-            )
+            Some(config.dirichlet_privacy(teacher.actions(), teacher.lipschitz().upper_bound)?)
         } else {
             None
         };
@@ -486,20 +510,7 @@ impl PrivateTeacher {
         if let Some(cost) = self.costs.get(&concentration.to_bits()) {
             return Ok(*cost);
         }
-        let at_k = privacy.with_concentration(concentration)?;
-        // Its own generator, so that the mechanism's draws do not depend on the memo.
-        let mut rng = cost_rng(concentration);
-        let delta = at_k
-            .delta(
-                self.config.delta_samples,
-                self.config.delta_confidence,
-                &mut rng,
-            )?
-            .upper();
-        let cost = (delta < 1.0).then(|| PrivacyCost {
-            epsilon: at_k.epsilon(),
-            delta,
-        });
+        let cost = cost_at(privacy, &self.config, concentration)?;
         self.costs.insert(concentration.to_bits(), cost);
         Ok(cost)
     }
@@ -586,6 +597,25 @@ impl PrivateTeacher {
             }
         }
     }
+}
+
+/// (ε, δ) of one release at k from Theorem 1's parameters at k₀ (the one home of a release's
+/// cost); `None` if δ's upper bound is ≥ 1.
+fn cost_at(
+    privacy: &DirichletPrivacy,
+    config: &PrivateTeacherConfig,
+    concentration: f64,
+) -> Result<Option<PrivacyCost>, AgentError> {
+    let at_k = privacy.with_concentration(concentration)?;
+    // Its own generator, so that the mechanism's draws do not depend on the memo.
+    let mut rng = cost_rng(concentration);
+    let delta = at_k
+        .delta(config.delta_samples, config.delta_confidence, &mut rng)?
+        .upper();
+    Ok((delta < 1.0).then(|| PrivacyCost {
+        epsilon: at_k.epsilon(),
+        delta,
+    }))
 }
 
 /// The generator of δ's Monte Carlo at concentration k: fixed per k, so that (ε, δ) does not

@@ -27,6 +27,7 @@ pub struct LearningCurves {
     show_seeds: bool,
     legend: SeriesLabelPosition,
     size: (u32, u32),
+    references: Vec<(String, f64)>,
 }
 
 impl LearningCurves {
@@ -42,6 +43,7 @@ impl LearningCurves {
             show_seeds: false,
             legend: SeriesLabelPosition::LowerRight,
             size: DEFAULT_SIZE,
+            references: Vec::new(),
         }
     }
 
@@ -60,6 +62,13 @@ impl LearningCurves {
     /// Adds a series: one `(x, y)` curve per seed.
     pub fn series(mut self, name: impl Into<String>, seed_curves: SeedCurves) -> Self {
         self.series.push((name.into(), seed_curves));
+        self
+    }
+
+    /// Adds a dashed horizontal reference line at `y` (e.g. a success threshold), in the legend
+    /// as `name` and always inside the y range.
+    pub fn reference(mut self, name: impl Into<String>, y: f64) -> Self {
+        self.references.push((name.into(), y));
         self
     }
 
@@ -149,6 +158,9 @@ impl Figure for AggregatedCurves<'_> {
                 (y_min, y_max) = (y_min.min(y), y_max.max(y));
             }
         }
+        for &(_, y) in spec.references.iter().filter(|(_, y)| y.is_finite()) {
+            (y_min, y_max) = (y_min.min(y), y_max.max(y));
+        }
         let (x_min, x_max) = if x_max > x_min {
             (x_min, x_max)
         } else {
@@ -196,6 +208,20 @@ impl Figure for AggregatedCurves<'_> {
                         + PathElement::new(vec![(0, 0), (24, 0)], c.stroke_width(2))
                 });
         }
+        for (name, y) in spec.references.iter().filter(|(_, y)| y.is_finite()) {
+            let grey = BLACK.mix(0.7);
+            chart
+                .draw_series(DashedLineSeries::new(
+                    [(x_min, *y), (x_max, *y)],
+                    8,
+                    6,
+                    grey.stroke_width(2),
+                ))?
+                .label(name.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 24, y)], grey.stroke_width(2))
+                });
+        }
         draw_legend(&mut chart, spec.legend.clone())?;
 
         let note = format!(
@@ -233,6 +259,7 @@ mod tests {
                 .collect()
         };
         let files = LearningCurves::new("CartPole-v1: PPO vs private PPO (ε = 1)")
+            .reference("threshold 475", 475.0)
             .series(
                 "PPO",
                 (0..5).map(|s| curve(3.0, 10.0 + 8.0 * s as f64)).collect(),
@@ -247,7 +274,12 @@ mod tests {
         assert_png(&files.png);
         assert_svg_has(
             &files.svg,
-            &["PPO + PRS (5 seeds)", "environment steps", "percentile"],
+            &[
+                "PPO + PRS (5 seeds)",
+                "environment steps",
+                "percentile",
+                "threshold 475",
+            ],
         );
 
         let err = LearningCurves::new("t")

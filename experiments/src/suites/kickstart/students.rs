@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
 use privrl_agents::{
@@ -13,12 +13,14 @@ use privrl_agents::{
     TeacherPrivacySummary,
 };
 use privrl_privacy::PrivacyCost;
+
+use super::smoothed::SmoothedRun;
 use serde::{Deserialize, Serialize};
 
 use super::plan::{suite_dir_name, KickstartError, KickstartPlan};
 use super::settings::{settings, Setting};
 use super::sitting::{checkpoint_interval, without_threshold, Sitting, UnitProgress};
-use super::teacher::{teacher, TeacherSummary};
+use super::teacher::{recorded_teacher, teacher, TeacherSummary};
 use crate::backend::BackendTask;
 use crate::report::format_number;
 use crate::report::plot::LearningCurves;
@@ -30,7 +32,7 @@ use crate::unit::{seed_major, Unit, UnitStore};
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct StudentSummary {
     pub(super) setting: String,
-    seed: u64,
+    pub(super) seed: u64,
     /// Mean epoch return over the last 3 epochs.
     pub(super) final_return: f64,
     /// First epoch whose epoch return reaches the threshold (90% of the teacher's, the paper's
@@ -99,37 +101,162 @@ pub(super) fn epochs_to_plateau(
         .flatten()
 }
 
-/// The (ε, δ) of one release at k₀ of `setting` (`None` without the mechanism), refused
-/// with [`KickstartError::WeakPrivacy`] at δ ≥ 0.5 unless the plan allows weak privacy.
+/// One k of a private teacher's schedule k₀, c·k₀, c²·k₀, … (computed by repeated
+/// multiplication, as [`PrivateTeacher::start_trajectory`] does) and what one release at it
+/// costs by Theorem 1.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub(super) struct ScheduledRelease {
+    /// 1-based position in the schedule: the rollout (epoch) with `--vanishing-per rollout`.
+    pub(super) step: usize,
+    /// k.
+    pub(super) concentration: f64,
+    /// (ε, δ) of one release at k; `None` where δ's bound is 1 (no guarantee).
+    pub(super) cost: Option<PrivacyCost>,
+    /// Whether the teacher releases through Dir_k at this k; the first `false` is where it
+    /// is exhausted (k below its floor, or no guarantee) and shares uniform policies or nothing.
+    pub(super) released: bool,
+}
+
+/// Longest schedule listed: with c < 1 k falls below any floor long before.
+const MAX_SCHEDULE: usize = 10_000;
+
+/// A release with δ at or above this is refused: the teacher stops sharing before it unless
+/// `--allow-weak-privacy` (at k₀ the setting is refused).
+pub(super) const WEAK_DELTA: f64 = 0.5;
+
+/// The schedule a finished unit ran, from its `metrics.csv` as its ledger recorded it: per
+/// epoch k (`concentration`), and the (ε, δ) of one release = the epoch's increase of the
+/// basic totals over its releases (one k per epoch with `--vanishing-per rollout`); the first
+/// epoch that adds no cost is where the teacher was exhausted (cost `None`). Exact for the
+/// units whose δ bound the current code no longer computes (a two-sided Hoeffding
+/// half-width at 0.95 before 2026-11-28).
+pub(super) fn recorded_schedule(metrics: &crate::run::Table) -> Result<Vec<ScheduledRelease>> {
+    let k = metrics.column("concentration")?;
+    let eps = metrics.column("epsilon_basic")?;
+    let delta = metrics.column("delta_basic")?;
+    let releases = metrics.column("releases")?;
+    let mut out = Vec::new();
+    let (mut e0, mut d0, mut r0) = (0.0, 0.0, 0.0);
+    for i in 0..k.len() {
+        let n = releases[i] - r0;
+        let released = eps[i] > e0 && n > 0.0;
+        out.push(ScheduledRelease {
+            step: i + 1,
+            concentration: k[i],
+            cost: released.then(|| PrivacyCost {
+                epsilon: (eps[i] - e0) / n,
+                delta: (delta[i] - d0) / n,
+            }),
+            released,
+        });
+        if !released {
+            break;
+        }
+        (e0, d0, r0) = (eps[i], delta[i], releases[i]);
+    }
+    Ok(out)
+}
+
+/// Which teacher a schedule is for: its number of actions m and the certified Lipschitz bound
+/// of its softmax ∘ MLP (as [`TeacherSummary`] records it).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct TeacherShape {
+    pub(super) actions: usize,
+    pub(super) lipschitz: f64,
+}
+
+impl TeacherShape {
+    pub(super) fn of(teacher: &Teacher) -> Self {
+        Self {
+            actions: teacher.actions(),
+            lipschitz: teacher.lipschitz().upper_bound,
+        }
+    }
+}
+
+/// The schedule of a teacher with `config` (mechanism on): every k it releases at, then the
+/// first k at which it is exhausted (k < floor, or δ's bound reaches 1). An ε or δ budget is
+/// not modelled here (the suite sets none unless `--budget-epsilon`).
+pub(super) fn schedule(
+    shape: TeacherShape,
+    config: &privrl_agents::PrivateTeacherConfig,
+) -> Result<Vec<ScheduledRelease>> {
+    let mut out = Vec::new();
+    let mut k = config.initial_concentration;
+    for step in 1..=MAX_SCHEDULE {
+        let cost = if k > 0.0 {
+            config.release_cost(shape.actions, shape.lipschitz, k)?
+        } else {
+            None
+        };
+        let released = k >= config.concentration_floor && cost.is_some();
+        out.push(ScheduledRelease {
+            step,
+            concentration: k,
+            cost,
+            released,
+        });
+        let next = k * config.vanishing_coefficient;
+        if !released || next == k {
+            break;
+        }
+        k = next;
+    }
+    Ok(out)
+}
+
+/// The teacher configuration a student of `setting` runs with, and its schedule (empty
+/// without the mechanism). A δ ≥ [`WEAK_DELTA`] at k₀ is refused with
+/// [`KickstartError::WeakPrivacy`]; a later k with δ ≥ [`WEAK_DELTA`] (or no guarantee) is
+/// never released: the floor is raised to the last k before it, so the teacher is exhausted
+/// there. `--allow-weak-privacy` lifts both.
+pub(super) fn private_teacher_config(
+    plan: &KickstartPlan,
+    kick: &super::plan::Kick,
+    shape: TeacherShape,
+    setting: &str,
+) -> Result<(privrl_agents::PrivateTeacherConfig, Vec<ScheduledRelease>)> {
+    let config = plan.teacher_config(shape.actions, kick)?;
+    if !kick.mechanism {
+        return Ok((config, Vec::new()));
+    }
+    let planned = schedule(shape, &config)?;
+    if plan.allow_weak_privacy {
+        return Ok((config, planned));
+    }
+    let weak = |r: &ScheduledRelease| r.cost.is_none_or(|c| c.delta >= WEAK_DELTA);
+    match planned.iter().position(weak) {
+        Some(0) => Err(KickstartError::WeakPrivacy {
+            setting: setting.to_string(),
+            delta: planned[0].cost.map_or(1.0, |c| c.delta),
+            k0: kick.k0,
+            actions: shape.actions,
+            eta: config.eta,
+            tau: config.tau,
+        }
+        .into()),
+        Some(i) if planned[i].released => {
+            let config = config.with_concentration_floor(planned[i - 1].concentration);
+            let raised = schedule(shape, &config)?;
+            Ok((config, raised))
+        }
+        _ => Ok((config, planned)),
+    }
+}
+
+/// The schedule of `setting`'s teacher (`None` without the mechanism), refused with
+/// [`KickstartError::WeakPrivacy`] at δ ≥ 0.5 at k₀ unless the plan allows weak privacy.
 pub(super) fn check_privacy(
     plan: &KickstartPlan,
     setting: &Setting,
-    teacher: &Teacher,
-) -> Result<Option<PrivacyCost>> {
+    shape: TeacherShape,
+) -> Result<Option<Vec<ScheduledRelease>>> {
     let Some(kick) = setting.kick.filter(|k| k.mechanism) else {
         return Ok(None);
     };
-    let config = plan.teacher_config(teacher.actions(), &kick)?;
-    let (eta, tau) = (config.eta, config.tau);
-    let cost = PrivateTeacher::new(teacher.clone(), config, 0)?
-        .summary()?
-        .initial_release;
-    let delta = cost.map_or(1.0, |c| c.delta);
-    if delta >= 0.5 && !plan.allow_weak_privacy {
-        return Err(KickstartError::WeakPrivacy {
-            setting: setting.name.clone(),
-            delta,
-            k0: kick.k0,
-            actions: teacher.actions(),
-            eta,
-            tau,
-        }
-        .into());
-    }
-    Ok(Some(cost.unwrap_or(PrivacyCost {
-        epsilon: f64::INFINITY,
-        delta: 1.0,
-    })))
+    Ok(Some(
+        private_teacher_config(plan, &kick, shape, &setting.name)?.1,
+    ))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -260,7 +387,7 @@ fn kickstarting<B: Backend>(
     privrl_agents::PrivateTeacherConfig,
     PrivacyAwareConfig,
 )> {
-    let tc = plan.teacher_config(teacher.actions(), kick)?;
+    let (tc, _) = private_teacher_config(plan, kick, TeacherShape::of(teacher), &job.setting.name)?;
     let private = Arc::new(Mutex::new(PrivateTeacher::new(
         teacher.clone(),
         tc.clone(),
@@ -359,8 +486,12 @@ pub(super) struct SuiteResults {
     pub(super) planned: usize,
     /// Runs stopped at the time limit (checkpointed, to be continued).
     pub(super) stopped: usize,
-    /// (ε, δ) of one release at k₀ per setting name (settings with the mechanism).
-    pub(super) release_at_k0: Vec<(String, PrivacyCost)>,
+    /// Per setting name with the mechanism, the teacher schedule its finished units ran
+    /// (from the first unit's recorded teacher configuration; the current plan's where none
+    /// finished), and whether that is the current plan's.
+    pub(super) schedules: Vec<(String, Vec<ScheduledRelease>, bool)>,
+    /// Per finished run (same order as `runs`), its smoothed metrics from `metrics.csv`.
+    pub(super) smoothed: Vec<SmoothedRun>,
 }
 
 impl BackendTask for SuiteTask {
@@ -374,16 +505,29 @@ impl BackendTask for SuiteTask {
             report_only,
             deadline,
         } = self;
-        let (teacher, teacher_summary) = teacher::<B>(&plan, &root, &device, deadline)?;
+        // A report from the finished units needs the teacher's summary only (a committed
+        // results tree has no checkpoint); training needs its network.
+        let (teacher, teacher_summary, shape) = if report_only {
+            let (summary, actions) = recorded_teacher(&plan, &root)?;
+            let shape = TeacherShape {
+                actions,
+                lipschitz: summary.lipschitz,
+            };
+            (None, summary, shape)
+        } else {
+            let (teacher, summary) = teacher::<B>(&plan, &root, &device, deadline)?;
+            let shape = TeacherShape::of(&teacher);
+            (Some(teacher), summary, shape)
+        };
         // 90% of the way from a random policy's return to the teacher's.
         let threshold = teacher_summary.random_return
             + 0.9 * (teacher_summary.final_return - teacher_summary.random_return);
         let settings = settings(&plan)?;
         // Refuse weak privacy before any training.
-        let mut release_at_k0 = Vec::new();
+        let mut planned_schedules = Vec::new();
         for setting in &settings {
-            if let Some(cost) = check_privacy(&plan, setting, &teacher)? {
-                release_at_k0.push((setting.name.clone(), cost));
+            if let Some(schedule) = check_privacy(&plan, setting, shape)? {
+                planned_schedules.push((setting.name.clone(), schedule));
             }
         }
         // Seed-major, so that an interrupted run has every setting at its first seeds.
@@ -399,6 +543,7 @@ impl BackendTask for SuiteTask {
             }
             runs
         } else {
+            let teacher = teacher.context("the teacher is trained unless --report-only")?;
             let jobs = units
                 .into_iter()
                 .map(|(setting, seed)| {
@@ -424,14 +569,51 @@ impl BackendTask for SuiteTask {
             .collect()
         };
         let stopped = runs.iter().filter(|r| r.is_none()).count();
+        let runs: Vec<StudentSummary> = runs.into_iter().flatten().collect();
+        let dir = root.join(suite_dir_name(&plan));
+        let mut smoothed = Vec::with_capacity(runs.len());
+        for run in &runs {
+            let unit = dir.join(unit_name(&run.setting, run.seed));
+            let metrics = crate::run::read_metrics(&unit.join("metrics.csv"))?;
+            smoothed.push(SmoothedRun::from_metrics(&metrics, threshold)?);
+        }
+        let mut schedules = Vec::new();
+        for (name, planned) in planned_schedules {
+            let setting = settings.iter().find(|s| s.name == name);
+            let current = setting
+                .and_then(|s| s.kick)
+                .map(|kick| private_teacher_config(&plan, &kick, shape, &name))
+                .transpose()?
+                .map(|(config, _)| config);
+            let recorded = runs
+                .iter()
+                .find(|r| r.setting == name)
+                .map(|r| -> Result<_> {
+                    let unit = dir.join(unit_name(&r.setting, r.seed));
+                    let config: serde_json::Value = read_json(&unit.join("config.json"))?;
+                    let config: privrl_agents::PrivateTeacherConfig =
+                        serde_json::from_value(config["teacher"].clone())?;
+                    let metrics = crate::run::read_metrics(&unit.join("metrics.csv"))?;
+                    Ok((config, recorded_schedule(&metrics)?))
+                })
+                .transpose()?;
+            match (recorded, current) {
+                (Some((recorded, ran)), Some(current)) => {
+                    let same = serde_json::to_value(&recorded)? == serde_json::to_value(&current)?;
+                    schedules.push((name, ran, same));
+                }
+                _ => schedules.push((name, planned, true)),
+            }
+        }
         Ok(SuiteResults {
             teacher: teacher_summary,
             threshold,
             settings,
-            runs: runs.into_iter().flatten().collect(),
+            runs,
             planned,
             stopped,
-            release_at_k0,
+            schedules,
+            smoothed,
         })
     }
 }
@@ -453,6 +635,31 @@ mod tests {
             exhausted_at_epoch: None,
             curve,
         }
+    }
+
+    /// The schedule a unit ran, read back from its ledger columns: 2 releases per epoch at
+    /// k = 5 costing (10, 0.05) each, then k = 1.5 at (3, 0.7), then exhausted (no cost).
+    #[test]
+    fn a_units_schedule_is_read_back_from_its_ledger_columns() {
+        let metrics = crate::run::Table {
+            columns: ["concentration", "epsilon_basic", "delta_basic", "releases"]
+                .map(String::from)
+                .to_vec(),
+            rows: vec![
+                vec![5.0, 20.0, 0.1, 2.0],
+                vec![1.5, 26.0, 1.5, 4.0],
+                vec![0.45, 26.0, 1.5, 6.0],
+                vec![0.135, 26.0, 1.5, 8.0],
+            ],
+        };
+        let s = recorded_schedule(&metrics).unwrap();
+        assert_eq!(s.len(), 3);
+        let cost = |i: usize| s[i].cost.map(|c| (c.epsilon, c.delta));
+        assert_eq!(cost(0), Some((10.0, 0.05)));
+        let (e, d) = cost(1).unwrap();
+        assert!((e - 3.0).abs() < 1e-12 && (d - 0.7).abs() < 1e-12);
+        assert!(s[0].released && s[1].released && !s[2].released);
+        assert_eq!((s[2].step, s[2].concentration, s[2].cost), (3, 0.45, None));
     }
 
     #[test]

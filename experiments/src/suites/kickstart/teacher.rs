@@ -108,6 +108,48 @@ fn evaluate(
     Ok(total / episodes as f64)
 }
 
+/// The teacher's configuration as its unit records it.
+fn teacher_config(plan: &KickstartPlan) -> (&String, usize, privrl_agents::PpoConfig, u64) {
+    (
+        &plan.env,
+        plan.teacher_epochs,
+        plan.ppo(&plan.teacher_hidden),
+        plan.seed,
+    )
+}
+
+/// The finished teacher's summary and its number of actions, for a report from finished
+/// units (`--report-only`): no network needed, so a committed results tree (which keeps no
+/// checkpoint) suffices. Refused if the unit is not a finished teacher of this plan or was
+/// scored before the episode cap.
+pub(super) fn recorded_teacher(
+    plan: &KickstartPlan,
+    root: &Path,
+) -> Result<(TeacherSummary, usize)> {
+    let run = RunDir::create_in(root, &suite_dir_name(plan), "teacher")?;
+    anyhow::ensure!(
+        run.completed_with(&teacher_config(plan))?,
+        "--report-only: {} holds no finished teacher of this configuration",
+        run.path().display()
+    );
+    let summary: TeacherSummary = read_json(&run.file("summary.json"))?;
+    let cap = plan.ppo(&plan.student_hidden).max_ep_len;
+    anyhow::ensure!(
+        summary.episode_cap == Some(cap),
+        "--report-only: the teacher in {} was scored without the episode cap {cap}; run \
+         without --report-only to score it again",
+        run.path().display()
+    );
+    let actions = match privrl_envs::make(&plan.env)?.action_space() {
+        privrl_envs::Space::Discrete { n } => n,
+        other => anyhow::bail!(
+            "kickstarting needs discrete actions, {} has {other}",
+            plan.env
+        ),
+    };
+    Ok((summary, actions))
+}
+
 /// Trains (or reloads) the teacher; returns its policy and summary.
 pub(super) fn teacher<B: Backend>(
     plan: &KickstartPlan,
@@ -116,12 +158,7 @@ pub(super) fn teacher<B: Backend>(
     deadline: Option<Instant>,
 ) -> Result<(Teacher, TeacherSummary)> {
     let run = RunDir::create_in(root, &suite_dir_name(plan), "teacher")?;
-    let config = (
-        &plan.env,
-        plan.teacher_epochs,
-        plan.ppo(&plan.teacher_hidden),
-        plan.seed,
-    );
+    let config = teacher_config(plan);
     let config_json = serde_json::to_value(&config)?;
     let checkpoint = run.file("checkpoint");
     let mut ppo = Ppo::<Autodiff<B>>::new(
