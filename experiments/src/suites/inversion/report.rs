@@ -58,9 +58,18 @@ fn judged(
     f: impl Fn(&InversionRow) -> Option<f64>,
     paper: PaperValue,
 ) -> Verdict {
-    let values: Vec<f64> = rows.iter().filter(|r| !r.failed).filter_map(f).collect();
-    let failed = rows.iter().filter(|r| r.failed).count();
+    let (values, failed) = judged_values(rows, f);
     verdict(column, &values, failed, rows.len(), paper)
+}
+
+/// What a verdict is judged on: `f` over the rows whose attack did not fail, and how many
+/// failed (counted against the column).
+fn judged_values(
+    rows: &[InversionRow],
+    f: impl Fn(&InversionRow) -> Option<f64>,
+) -> (Vec<f64>, usize) {
+    let values = rows.iter().filter(|r| !r.failed).filter_map(f).collect();
+    (values, rows.iter().filter(|r| r.failed).count())
 }
 
 /// The trivial baselines of one setting's samples, scored per sample.
@@ -815,15 +824,8 @@ fn claims(
             main_width.label(),
             claim_verdict(&comparisons)
         ));
-        let ious = |rows: &[InversionRow]| {
-            let values: Vec<f64> = rows
-                .iter()
-                .filter(|r| !r.failed)
-                .filter_map(|r| r.vector_iou)
-                .collect();
-            (values, rows.iter().filter(|r| r.failed).count(), rows.len())
-        };
-        let ((j, jf, jn), (q, qf, qn)) = (ious(joint), ious(qgi));
+        let ((j, jf), (q, qf)) = (judged_values(joint, IOU.of), judged_values(qgi, IOU.of));
+        let (jn, qn) = (joint.len(), qgi.len());
         verdicts.push(format!(
             "Fig. 4, \"the mean IoU is below 0.1, while QGI achieves over 0.9\" ({}): {} (joint \
              {}, QGI {})",

@@ -110,6 +110,22 @@ pub(crate) enum Column {
     Error,
 }
 
+/// The mean of a column whose successful rows gave `values`, out of `rows` rows of which
+/// `failed` failed, or the inconclusive verdict when it cannot decide anything: more than
+/// [`MAX_FAILURE_RATE`] failed, or fewer than [`MIN_SAMPLES`] succeeded.
+fn decidable_mean(values: &[f64], failed: usize, rows: usize) -> Result<f64, Verdict> {
+    if failed as f64 / rows.max(1) as f64 > MAX_FAILURE_RATE {
+        return Err(Verdict::Inconclusive(format!("{failed}/{rows} failed")));
+    }
+    if values.len() < MIN_SAMPLES {
+        return Err(Verdict::Inconclusive(format!(
+            "{} samples < {MIN_SAMPLES}",
+            values.len()
+        )));
+    }
+    Ok(values.iter().sum::<f64>() / values.len() as f64)
+}
+
 /// The verdict on a column whose successful rows gave `values`, out of `rows` rows of which
 /// `failed` failed.
 pub(crate) fn verdict(
@@ -119,14 +135,10 @@ pub(crate) fn verdict(
     rows: usize,
     paper: PaperValue,
 ) -> Verdict {
-    let failure_rate = failed as f64 / rows.max(1) as f64;
-    if failure_rate > MAX_FAILURE_RATE {
-        return Verdict::Inconclusive(format!("{failed}/{rows} failed"));
-    }
-    if values.len() < MIN_SAMPLES {
-        return Verdict::Inconclusive(format!("{} samples < {MIN_SAMPLES}", values.len()));
-    }
-    let mean = values.iter().sum::<f64>() / values.len() as f64;
+    let mean = match decidable_mean(values, failed, rows) {
+        Ok(mean) => mean,
+        Err(inconclusive) => return inconclusive,
+    };
     if mean.is_nan() {
         return Verdict::Inconclusive("mean undefined".into());
     }
@@ -251,18 +263,8 @@ pub(crate) fn fig_four_iou_verdict(
     joint: (&[f64], usize, usize),
     qgi: (&[f64], usize, usize),
 ) -> Verdict {
-    let mean_of = |(values, failed, rows): (&[f64], usize, usize)| {
-        if failed as f64 / rows.max(1) as f64 > MAX_FAILURE_RATE {
-            Err(Verdict::Inconclusive(format!("{failed}/{rows} failed")))
-        } else if values.len() < MIN_SAMPLES {
-            Err(Verdict::Inconclusive(format!(
-                "{} samples < {MIN_SAMPLES}",
-                values.len()
-            )))
-        } else {
-            Ok(values.iter().sum::<f64>() / values.len() as f64)
-        }
-    };
+    let mean_of =
+        |(values, failed, rows): (&[f64], usize, usize)| decidable_mean(values, failed, rows);
     let (joint, qgi) = match (mean_of(joint), mean_of(qgi)) {
         (Ok(j), Ok(q)) => (j, q),
         (Err(v), _) | (_, Err(v)) => return v,
