@@ -256,14 +256,7 @@ impl ObservationNoise {
         observation: &mut [f32],
         rng: &mut impl Rng,
     ) -> Result<(), PrivacyError> {
-        if observation.len() != self.std.len() {
-            return Err(PrivacyError::DimensionMismatch {
-                name: "observation",
-                expected: self.std.len(),
-                found: observation.len(),
-            });
-        }
-        all_finite("observation", observation)?;
+        self.check_observation(observation)?;
         for (j, (o, &s)) in observation.iter_mut().zip(&self.std).enumerate() {
             let x = match &self.bounds {
                 Some(b) => f64::from(*o).clamp(-b[j], b[j]),
@@ -289,14 +282,7 @@ impl ObservationNoise {
                  (BoundedObservationNoiseConfig) with z·2√d ≥ 1e-9",
             ));
         };
-        if observation.len() != bounds.len() {
-            return Err(PrivacyError::DimensionMismatch {
-                name: "observation",
-                expected: bounds.len(),
-                found: observation.len(),
-            });
-        }
-        all_finite("observation", observation)?;
+        self.check_observation(observation)?;
         let noise = DiscreteGaussian::new(grid.variance)?;
         let steps = grid.steps as f64;
         let draws = noise.sample_n(rng, observation.len());
@@ -305,6 +291,19 @@ impl ObservationNoise {
             *o = saturating_f32(b * (k + z as f64) / steps);
         }
         Ok(())
+    }
+
+    /// An observation to perturb: one entry per dimension (the bounds have as many as the
+    /// standard deviations), all finite.
+    fn check_observation(&self, observation: &[f32]) -> Result<(), PrivacyError> {
+        if observation.len() != self.std.len() {
+            return Err(PrivacyError::DimensionMismatch {
+                name: "observation",
+                expected: self.std.len(),
+                found: observation.len(),
+            });
+        }
+        all_finite("observation", observation)
     }
 
     /// Whether [`ObservationNoise::perturb_exact_in_place`] is available (the bounded noise).
