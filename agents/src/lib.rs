@@ -111,8 +111,8 @@ pub use buffer::{ReplayBuffer, RolloutBatch, TransitionBatch};
 pub use determinism::check_exact_division;
 pub use dp::adaptive::AdaptiveClipping;
 pub use dp::engine::{
-    EngineState, NoiseCalibration, NonPrivateDiagnostics, PrivacyEngine, PrivacyEngineConfig,
-    PrivateGradient, ValidPrivacyEngineConfig,
+    EngineState, NoiseCalibration, NonPrivateDiagnostics, PoissonSampling, PrivacyEngine,
+    PrivacyEngineConfig, PrivateGradient, ValidPrivacyEngineConfig,
 };
 pub use dp::training::{
     DpSgdDqn, DpSgdReinforce, DpSgdTrainingConfig, NoisyObservationEnv, PrivacyTally, PrivacyUnit,

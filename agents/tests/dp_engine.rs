@@ -18,7 +18,8 @@ use privrl_agents::dp::{
 };
 use privrl_agents::GradientRecord;
 use privrl_agents::{
-    AdaptiveClipping, EngineError, NoiseCalibration, PrivacyEngine, PrivacyEngineConfig,
+    AdaptiveClipping, EngineError, NoiseCalibration, PoissonSampling, PrivacyEngine,
+    PrivacyEngineConfig,
 };
 use privrl_agents::{Dense, DenseConfig};
 use privrl_privacy::{
@@ -246,7 +247,14 @@ fn clipped_rows_are_bounded_by_c_and_small_rows_are_untouched() {
 
 fn engine(n: usize, q: f64, clip: f64, noise: NoiseCalibration, seed: u64) -> PrivacyEngine {
     PrivacyEngine::new(
-        PrivacyEngineConfig::new(n, q, clip, noise),
+        PrivacyEngineConfig::new(
+            PoissonSampling {
+                dataset_size: n,
+                sample_rate: q,
+            },
+            clip,
+            noise,
+        ),
         RandomnessSource::Seeded(seed),
     )
     .unwrap()
@@ -342,7 +350,14 @@ fn secure_noise_is_exact_on_a_grid_and_accounted_at_sigma() {
     let loss = mlp_loss(&x, &y);
     let (sigma, clip, q, n) = (2.0, 0.5, 0.1, 40);
     let mut secure = PrivacyEngine::new(
-        PrivacyEngineConfig::new(n, q, clip, NoiseCalibration::NoiseMultiplier(sigma)),
+        PrivacyEngineConfig::new(
+            PoissonSampling {
+                dataset_size: n,
+                sample_rate: q,
+            },
+            clip,
+            NoiseCalibration::NoiseMultiplier(sigma),
+        ),
         RandomnessSource::Secure,
     )
     .unwrap();
@@ -390,10 +405,16 @@ fn epsilon_is_the_accountants_for_the_recorded_schedule() {
     let (x, y) = mlp_data(32);
     let loss = mlp_loss(&x, &y);
     for adjacency in Adjacency::ALL {
-        let config =
-            PrivacyEngineConfig::new(32, 0.25, 1.0, NoiseCalibration::NoiseMultiplier(1.1))
-                .with_delta(1e-6)
-                .with_adjacency(adjacency);
+        let config = PrivacyEngineConfig::new(
+            PoissonSampling {
+                dataset_size: 32,
+                sample_rate: 0.25,
+            },
+            1.0,
+            NoiseCalibration::NoiseMultiplier(1.1),
+        )
+        .with_delta(1e-6)
+        .with_adjacency(adjacency);
         let mut engine = PrivacyEngine::new(config, RandomnessSource::Seeded(2)).unwrap();
         assert_eq!(engine.epsilon().unwrap(), 0.0);
         let mut net = Mlp::<B>::new(&device);
@@ -443,26 +464,56 @@ fn a_target_epsilon_calibrates_sigma_and_is_met_after_the_planned_steps() {
     // Bad inputs are named errors, never panics.
     for (config, name) in [
         (
-            PrivacyEngineConfig::new(20, 0.0, 1.0, NoiseCalibration::NoiseMultiplier(1.0)),
+            PrivacyEngineConfig::new(
+                PoissonSampling {
+                    dataset_size: 20,
+                    sample_rate: 0.0,
+                },
+                1.0,
+                NoiseCalibration::NoiseMultiplier(1.0),
+            ),
             "sample_rate",
         ),
         (
-            PrivacyEngineConfig::new(20, 0.2, f64::NAN, NoiseCalibration::NoiseMultiplier(1.0)),
+            PrivacyEngineConfig::new(
+                PoissonSampling {
+                    dataset_size: 20,
+                    sample_rate: 0.2,
+                },
+                f64::NAN,
+                NoiseCalibration::NoiseMultiplier(1.0),
+            ),
             "clip",
         ),
         (
-            PrivacyEngineConfig::new(20, 0.2, 1.0, NoiseCalibration::NoiseMultiplier(-1.0)),
+            PrivacyEngineConfig::new(
+                PoissonSampling {
+                    dataset_size: 20,
+                    sample_rate: 0.2,
+                },
+                1.0,
+                NoiseCalibration::NoiseMultiplier(-1.0),
+            ),
             "noise_multiplier",
         ),
         (
-            PrivacyEngineConfig::new(20, 0.2, 1.0, NoiseCalibration::NoiseMultiplier(1.0))
-                .with_delta(1.0),
+            PrivacyEngineConfig::new(
+                PoissonSampling {
+                    dataset_size: 20,
+                    sample_rate: 0.2,
+                },
+                1.0,
+                NoiseCalibration::NoiseMultiplier(1.0),
+            )
+            .with_delta(1.0),
             "delta",
         ),
         (
             PrivacyEngineConfig::new(
-                20,
-                0.2,
+                PoissonSampling {
+                    dataset_size: 20,
+                    sample_rate: 0.2,
+                },
                 1.0,
                 NoiseCalibration::TargetEpsilon {
                     epsilon: 0.0,
@@ -472,7 +523,14 @@ fn a_target_epsilon_calibrates_sigma_and_is_met_after_the_planned_steps() {
             "target_epsilon",
         ),
         (
-            PrivacyEngineConfig::new(0, 0.2, 1.0, NoiseCalibration::NoiseMultiplier(1.0)),
+            PrivacyEngineConfig::new(
+                PoissonSampling {
+                    dataset_size: 0,
+                    sample_rate: 0.2,
+                },
+                1.0,
+                NoiseCalibration::NoiseMultiplier(1.0),
+            ),
             "dataset_size",
         ),
     ] {
@@ -480,8 +538,10 @@ fn a_target_epsilon_calibrates_sigma_and_is_met_after_the_planned_steps() {
         assert!(error.to_string().contains(name), "{name}: {error}");
     }
     let unreachable = PrivacyEngineConfig::new(
-        20,
-        1.0,
+        PoissonSampling {
+            dataset_size: 20,
+            sample_rate: 1.0,
+        },
         1.0,
         NoiseCalibration::TargetEpsilon {
             epsilon: 1e-4,
@@ -492,9 +552,16 @@ fn a_target_epsilon_calibrates_sigma_and_is_met_after_the_planned_steps() {
     assert!(error.to_string().contains("cannot be reached"), "{error}");
     // The check is the engine's one validation: what it accepts, with σ resolved, builds the
     // engine that `new` builds.
-    let checked = PrivacyEngineConfig::new(20, 0.2, 1.0, target)
-        .check()
-        .unwrap();
+    let checked = PrivacyEngineConfig::new(
+        PoissonSampling {
+            dataset_size: 20,
+            sample_rate: 0.2,
+        },
+        1.0,
+        target,
+    )
+    .check()
+    .unwrap();
     assert_eq!(checked.noise_multiplier(), sigma);
     assert_eq!(checked.config().sample_rate, 0.2);
     let from_valid = PrivacyEngine::from_valid(checked, RandomnessSource::Seeded(3)).unwrap();
@@ -687,8 +754,15 @@ fn adaptive_clipping_moves_c_to_the_quantile_and_spends_the_same_epsilon() {
     let loss = mlp_loss(&x, &y);
     let adaptive = AdaptiveClipping::new(0.5, 0.2, 1.0);
     let config = |clip: f64, sigma: f64| {
-        PrivacyEngineConfig::new(10, 1.0, clip, NoiseCalibration::NoiseMultiplier(sigma))
-            .with_adaptive_clipping(adaptive)
+        PrivacyEngineConfig::new(
+            PoissonSampling {
+                dataset_size: 10,
+                sample_rate: 1.0,
+            },
+            clip,
+            NoiseCalibration::NoiseMultiplier(sigma),
+        )
+        .with_adaptive_clipping(adaptive)
     };
     let mut under = PrivacyEngine::new(config(1e6, 0.0), RandomnessSource::Seeded(0)).unwrap();
     let batch = under.sample().unwrap();
@@ -721,8 +795,15 @@ fn adaptive_clipping_moves_c_to_the_quantile_and_spends_the_same_epsilon() {
     );
 
     let mut noisy = PrivacyEngine::new(
-        PrivacyEngineConfig::new(10, 0.5, 1.0, NoiseCalibration::NoiseMultiplier(1.0))
-            .with_adaptive_clipping(adaptive),
+        PrivacyEngineConfig::new(
+            PoissonSampling {
+                dataset_size: 10,
+                sample_rate: 0.5,
+            },
+            1.0,
+            NoiseCalibration::NoiseMultiplier(1.0),
+        )
+        .with_adaptive_clipping(adaptive),
         RandomnessSource::Seeded(1),
     )
     .unwrap();
@@ -740,8 +821,15 @@ fn adaptive_clipping_moves_c_to_the_quantile_and_spends_the_same_epsilon() {
     assert_ne!(noisy.clip(), 1.0, "C moved");
     // σ_b ≤ σ/2 is refused when the engine is built.
     let refused = PrivacyEngine::new(
-        PrivacyEngineConfig::new(10, 0.5, 1.0, NoiseCalibration::NoiseMultiplier(1.0))
-            .with_adaptive_clipping(AdaptiveClipping::new(0.5, 0.2, 0.4)),
+        PrivacyEngineConfig::new(
+            PoissonSampling {
+                dataset_size: 10,
+                sample_rate: 0.5,
+            },
+            1.0,
+            NoiseCalibration::NoiseMultiplier(1.0),
+        )
+        .with_adaptive_clipping(AdaptiveClipping::new(0.5, 0.2, 0.4)),
         RandomnessSource::Seeded(1),
     );
     assert!(refused.unwrap_err().to_string().contains("count_noise"));
@@ -758,8 +846,15 @@ fn a_resumed_engine_equals_an_uninterrupted_one() {
     assert_eq!(ParamLayout::of(&start).num_values(), 44);
     let make = || {
         PrivacyEngine::new(
-            PrivacyEngineConfig::new(24, 0.3, 0.7, NoiseCalibration::NoiseMultiplier(1.0))
-                .with_adaptive_clipping(AdaptiveClipping::new(0.5, 0.2, 2.0)),
+            PrivacyEngineConfig::new(
+                PoissonSampling {
+                    dataset_size: 24,
+                    sample_rate: 0.3,
+                },
+                0.7,
+                NoiseCalibration::NoiseMultiplier(1.0),
+            )
+            .with_adaptive_clipping(AdaptiveClipping::new(0.5, 0.2, 2.0)),
             RandomnessSource::Seeded(4),
         )
         .unwrap()
@@ -798,7 +893,14 @@ fn a_resumed_engine_equals_an_uninterrupted_one() {
     assert_eq!(resumed.steps(), 7);
     assert!(resumed.epsilon().unwrap() > first.epsilon().unwrap());
     let mut other = PrivacyEngine::new(
-        PrivacyEngineConfig::new(24, 0.3, 0.7, NoiseCalibration::NoiseMultiplier(2.0)),
+        PrivacyEngineConfig::new(
+            PoissonSampling {
+                dataset_size: 24,
+                sample_rate: 0.3,
+            },
+            0.7,
+            NoiseCalibration::NoiseMultiplier(2.0),
+        ),
         RandomnessSource::Seeded(4),
     )
     .unwrap();
@@ -837,8 +939,15 @@ fn the_pld_accountant_gives_the_pld_epsilon_of_the_logged_schedule() {
     let loss = mlp_loss(&x, &y);
     let make = |accountant| {
         PrivacyEngine::new(
-            PrivacyEngineConfig::new(40, 0.25, 1.0, NoiseCalibration::NoiseMultiplier(1.3))
-                .with_accountant(accountant),
+            PrivacyEngineConfig::new(
+                PoissonSampling {
+                    dataset_size: 40,
+                    sample_rate: 0.25,
+                },
+                1.0,
+                NoiseCalibration::NoiseMultiplier(1.3),
+            )
+            .with_accountant(accountant),
             RandomnessSource::Seeded(11),
         )
         .unwrap()

@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 use burn::backend::{Autodiff, NdArray};
 use privrl_agents::{
     A3c, A3cConfig, Activation, Agent, DpSgdTrainingConfig, Dqn, DqnConfig, MlpConfig,
-    NoiseCalibration, PgcConfig, Ppo, PpoConfig, PrivacyAwareConfig, PrivacyAwareKickstarting,
-    PrivacyEngine, PrivacyEngineConfig, PrivateTeacher, PrivateTeacherConfig, Reinforce,
-    ReinforceConfig, Teacher,
+    NoiseCalibration, PgcConfig, PoissonSampling, Ppo, PpoConfig, PrivacyAwareConfig,
+    PrivacyAwareKickstarting, PrivacyEngine, PrivacyEngineConfig, PrivateTeacher,
+    PrivateTeacherConfig, Reinforce, ReinforceConfig, Teacher,
 };
 use privrl_envs::{make, Env};
 use privrl_privacy::RandomnessSource;
@@ -221,7 +221,7 @@ proptest! {
         } else {
             NoiseCalibration::NoiseMultiplier(sigma)
         };
-        let config = PrivacyEngineConfig::new(dataset_size, sample_rate, clip, noise).with_delta(delta);
+        let config = PrivacyEngineConfig::new(PoissonSampling { dataset_size: dataset_size, sample_rate: sample_rate }, clip, noise).with_delta(delta);
         if let Err(error) = config.clone().check() {
             prop_assert!(!error.to_string().is_empty());
         }

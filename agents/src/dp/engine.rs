@@ -39,6 +39,21 @@ pub enum NoiseCalibration {
     },
 }
 
+/// Who may be in a step's batch, and how often: N records, each drawn independently with
+/// probability q (Poisson sampling, the rate the accountant composes at).
+///
+/// Its fields are named at every call site because q and the clip C are both `f64`: a
+/// positional `new(N, q, C, …)` let the two be swapped into a config that every check accepts
+/// (q = 1, C = 0.05 is as valid as q = 0.05, C = 1) and whose ε is then wrong by orders of
+/// magnitude.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PoissonSampling {
+    /// Number of records N of the private dataset.
+    pub dataset_size: usize,
+    /// Poisson sampling rate q ∈ (0, 1]; the expected batch size is qN.
+    pub sample_rate: f64,
+}
+
 /// Parameters of a [`PrivacyEngine`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct PrivacyEngineConfig {
@@ -61,9 +76,13 @@ pub struct PrivacyEngineConfig {
 }
 
 impl PrivacyEngineConfig {
-    /// N records sampled at rate q, each gradient clipped to C, with σ from `noise`; δ = 1e-5,
-    /// add/remove.
-    pub fn new(dataset_size: usize, sample_rate: f64, clip: f64, noise: NoiseCalibration) -> Self {
+    /// The records of `sampling`, each gradient clipped to L2 norm `clip` (C), with σ from
+    /// `noise`; δ = 1e-5, add/remove.
+    pub fn new(sampling: PoissonSampling, clip: f64, noise: NoiseCalibration) -> Self {
+        let PoissonSampling {
+            dataset_size,
+            sample_rate,
+        } = sampling;
         Self {
             dataset_size,
             sample_rate,
@@ -181,7 +200,7 @@ impl ValidPrivacyEngineConfig {
 /// use burn::optim::SgdConfig;
 /// use burn::tensor::{activation::relu, Tensor};
 /// use privrl_agents::dp::{select_records, Tape, Traced};
-/// use privrl_agents::{NoiseCalibration, PrivacyEngine, PrivacyEngineConfig};
+/// use privrl_agents::{NoiseCalibration, PoissonSampling, PrivacyEngine, PrivacyEngineConfig};
 /// use privrl_privacy::RandomnessSource;
 ///
 /// type B = Autodiff<NdArray>;
@@ -217,9 +236,9 @@ impl ValidPrivacyEngineConfig {
 /// });
 ///
 /// // σ for ε = 3 at δ = 1e-5 over 20 steps of expected batch 16 (q = 0.25), C = 1.
+/// let sampling = PoissonSampling { dataset_size: 64, sample_rate: 0.25 };
 /// let config = PrivacyEngineConfig::new(
-///     64,
-///     0.25,
+///     sampling,
 ///     1.0,
 ///     NoiseCalibration::TargetEpsilon { epsilon: 3.0, steps: 20 },
 /// );

@@ -7,7 +7,7 @@ use burn::optim::SgdConfig;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Distribution, Tensor};
 use privrl_agents::dp::{select_records, Tape, Traced};
-use privrl_agents::{NoiseCalibration, PrivacyEngine, PrivacyEngineConfig};
+use privrl_agents::{NoiseCalibration, PoissonSampling, PrivacyEngine, PrivacyEngineConfig};
 use privrl_privacy::RandomnessSource;
 use rand::SeedableRng;
 
@@ -54,10 +54,15 @@ pub fn train_private(seed: u64, epochs: usize) -> Result<DpRun, Box<dyn std::err
     // σ is calibrated so that ε ≤ 3 after the whole run; one epoch is 1/q steps.
     let steps_per_epoch = (1.0_f64 / 0.05).round() as u64;
     let steps = steps_per_epoch * epochs as u64;
+    // N records in the private dataset, each in a step's batch with probability q (expected
+    // batch qN = 50); named fields, so q cannot be swapped with the clip C.
+    let sampling = PoissonSampling {
+        dataset_size: 1000,
+        sample_rate: 0.05,
+    };
     let config = PrivacyEngineConfig::new(
-        1000, // N: records in the private dataset
-        0.05, // q: Poisson sampling rate (expected batch qN = 50)
-        1.0,  // C: L2 bound on each record's gradient
+        sampling,
+        1.0, // C: L2 bound on each record's gradient
         NoiseCalibration::TargetEpsilon {
             epsilon: 3.0,
             steps,

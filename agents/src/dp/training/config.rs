@@ -6,7 +6,9 @@ use privrl_privacy::{
 };
 
 use crate::error::{check_count, check_non_negative, check_positive, AgentError};
-use crate::{AdaptiveClipping, NoiseCalibration, PrivacyEngine, PrivacyEngineConfig};
+use crate::{
+    AdaptiveClipping, NoiseCalibration, PoissonSampling, PrivacyEngine, PrivacyEngineConfig,
+};
 
 /// DP-SGD parameters of a private training run (paper 004, Figure 7).
 #[derive(Config, Debug)]
@@ -116,9 +118,12 @@ impl DpSgdTrainingConfig {
         seed: u64,
     ) -> Result<PrivacyEngine, AgentError> {
         check_count("episodes_per_step", self.episodes_per_step)?;
-        let mut config = PrivacyEngineConfig::new(
+        let sampling = PoissonSampling {
             dataset_size,
             sample_rate,
+        };
+        let mut config = PrivacyEngineConfig::new(
+            sampling,
             self.clip.unwrap_or(f64::INFINITY),
             NoiseCalibration::NoiseMultiplier(self.noise_multiplier),
         )

@@ -26,7 +26,7 @@ use burn::nn::{Linear, LinearConfig};
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use privrl_agents::autodiff;
 use privrl_agents::dp::GivenGradients;
-use privrl_agents::{NoiseCalibration, PrivacyEngine, PrivacyEngineConfig};
+use privrl_agents::{NoiseCalibration, PoissonSampling, PrivacyEngine, PrivacyEngineConfig};
 use privrl_privacy::{one_run_guesses, AccountantKind, OneRunGuesses, RandomnessSource};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -121,9 +121,15 @@ impl DpSgdAudit {
                     })
                     .collect(),
             );
-            let config =
-                PrivacyEngineConfig::new(m, q, CLIP, NoiseCalibration::NoiseMultiplier(sigma))
-                    .with_delta(self.delta);
+            let config = PrivacyEngineConfig::new(
+                PoissonSampling {
+                    dataset_size: m,
+                    sample_rate: q,
+                },
+                CLIP,
+                NoiseCalibration::NoiseMultiplier(sigma),
+            )
+            .with_delta(self.delta);
             let mut engine = PrivacyEngine::new(config, RandomnessSource::Seeded(run_seed))?;
             // yₜ = update·qN/(σC).
             let scale = engine.expected_batch_size() / (sigma * CLIP);
