@@ -27,8 +27,9 @@ use serde::{Deserialize, Serialize};
 
 use super::plan::{dqn_config, DpsgdArgs};
 use super::protocol::{
-    claims_section, epsilon_by_accountant, finish, judge_claims, run_missing_units, seeds, store,
-    unit_path, unit_text, write_unit, Claim, UnitOutcome, UnitSetting, UnitTask,
+    claims_section, epsilon_by_accountant, finish, judge_claims, mean_se, run_missing_units, seeds,
+    store, two_standard_errors, unit_path, unit_text, write_unit, Claim, UnitOutcome, UnitSetting,
+    UnitTask, Verdict, FINAL_WINDOW, JUDGED_SEEDS_FROM, MIN_SEEDS,
 };
 use super::{dqn_budget_epsilon, mean, ENV, SOLVED_RETURN, SOLVED_WINDOW};
 use crate::backend::BackendTask;
@@ -52,10 +53,13 @@ pub struct Setting {
     pub adaptive_quantile: Option<f64>,
     /// The TD loss.
     pub td_loss: TdLoss,
+    /// Adam's learning rate where it is not the suite's (`None`: [`dqn_config`]'s 1e-3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learning_rate: Option<f64>,
 }
 
-/// The control a setting belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// The control a setting belongs to (`--control-groups` picks which run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Group {
     /// Non-private DQN.
@@ -70,6 +74,22 @@ pub enum Group {
     Adaptive,
     /// Huber TD loss.
     Huber,
+    /// The two smallest σ of the σ sweep with their effective learning rates swapped: the
+    /// diagnosis of σ = 0.3 ending below σ = 1 ([`lr_swap`]).
+    LrSwap,
+}
+
+impl Group {
+    /// Every control, in run order.
+    pub const ALL: [Group; 7] = [
+        Group::Plain,
+        Group::ClipOnly,
+        Group::ClipSweep,
+        Group::SigmaSweep,
+        Group::Adaptive,
+        Group::Huber,
+        Group::LrSwap,
+    ];
 }
 
 impl Setting {
@@ -79,11 +99,17 @@ impl Setting {
             TdLoss::Mse => "",
             TdLoss::Huber => ", Huber",
         };
+        let lr = self
+            .learning_rate
+            .map(|lr| format!(", Adam lr {lr}"))
+            .unwrap_or_default();
         match (self.noise_multiplier, self.clip, self.adaptive_quantile) {
             (None, _, _) => "plain DQN".to_owned(),
-            (Some(s), Some(c), Some(q)) => format!("σ = {s}, adaptive C from {c}, γ = {q}{loss}"),
-            (Some(s), Some(c), None) => format!("σ = {s}, C = {c}{loss}"),
-            (Some(s), None, _) => format!("σ = {s}, no clipping{loss}"),
+            (Some(s), Some(c), Some(q)) => {
+                format!("σ = {s}, adaptive C from {c}, γ = {q}{loss}{lr}")
+            }
+            (Some(s), Some(c), None) => format!("σ = {s}, C = {c}{loss}{lr}"),
+            (Some(s), None, _) => format!("σ = {s}, no clipping{loss}{lr}"),
         }
     }
 }
@@ -100,6 +126,7 @@ pub fn settings(args: &DpsgdArgs) -> Vec<Setting> {
         clip: Some(clip),
         adaptive_quantile: None,
         td_loss: TdLoss::Mse,
+        learning_rate: None,
     };
     let mut out = vec![
         Setting {
@@ -109,6 +136,7 @@ pub fn settings(args: &DpsgdArgs) -> Vec<Setting> {
             clip: None,
             adaptive_quantile: None,
             td_loss: TdLoss::Mse,
+            learning_rate: None,
         },
         dp(Group::ClipOnly, 0.0, c, format!("clip-only-c{c}")),
     ];
@@ -136,9 +164,44 @@ pub fn settings(args: &DpsgdArgs) -> Vec<Setting> {
         td_loss: TdLoss::Huber,
         ..dp(Group::Huber, sigma, c, format!("huber-sigma{sigma}-c{c}"))
     });
+    for (s, lr) in lr_swap(&args.sigma_sweep) {
+        out.push(Setting {
+            learning_rate: Some(lr),
+            ..dp(Group::LrSwap, s, c, format!("dp-sigma{s}-c{c}-lr{lr}"))
+        });
+    }
     let mut seen = std::collections::HashSet::new();
-    out.retain(|s| seen.insert(s.slug.clone()));
+    out.retain(|s| seen.insert(s.slug.clone()) && args.control_groups.contains(&s.group));
     out
+}
+
+/// The diagnosis of σ = 0.3 ending below σ = 1 (issue 43), as settings (σ, Adam's learning
+/// rate): the two smallest σ > 0 of the sweep, σ₁ < σ₂, each at the learning rate that gives it
+/// the other's **effective** learning rate.
+///
+/// Why that rate: DP-SGD adds N(0, (σC)²) to the sum of a batch's clipped gradients, so the
+/// averaged gradient carries noise of standard deviation σC/B per coordinate (B = 128, the
+/// expected batch), which for most coordinates is far larger than the signal; Adam's second
+/// moment then estimates that noise's variance, √v̂ ≈ σC/B, and the update lr·m̂/√v̂ is SGD
+/// with learning rate lr·B/(σC) on the signal (the observation of "DP-AdamBC: Your DP-Adam
+/// Is Actually DP-SGD (Unless You Apply Bias Correction)", Tang et al., AAAI 2024). At one lr,
+/// a smaller σ is a *larger* effective step: 1e-3·128/0.3 ≈ 0.43 at σ = 0.3 against 0.128 at
+/// σ = 1. So σ₁ runs at lr·σ₁/σ₂ and σ₂ at lr·σ₂/σ₁ (rounded to 4 significant digits, the
+/// rounded value being the one used).
+pub fn lr_swap(sigma_sweep: &[f64]) -> Vec<(f64, f64)> {
+    let mut sweep: Vec<f64> = sigma_sweep.iter().copied().filter(|&s| s > 0.0).collect();
+    sweep.sort_by(f64::total_cmp);
+    sweep.dedup();
+    let (s1, s2) = match sweep.as_slice() {
+        [s1, s2, ..] => (*s1, *s2),
+        _ => return Vec::new(),
+    };
+    let lr = dqn_config().lr;
+    let round = |x: f64| {
+        let scale = 10f64.powi(3 - x.log10().floor() as i32);
+        (x * scale).round() / scale
+    };
+    vec![(s1, round(lr * s1 / s2)), (s2, round(lr * s2 / s1))]
 }
 
 /// What one unit's `summary.json` holds.
@@ -160,6 +223,14 @@ pub struct UnitSummary {
     pub mean_return: f64,
     /// Mean of the last 25 returns at the end.
     pub final_mean_return_25: f64,
+    /// The primary metric: the mean of the last [`FINAL_WINDOW`] returns at the end (`None`
+    /// in units written before it was recorded; read from their curve).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_mean_return: Option<f64>,
+    /// The commit the unit ran at ([`crate::run::source_commit`]; `None` in units written
+    /// before it was recorded, which no claim judges).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
     /// ε per transition at δ (add/remove) at the end, by `accountant`; `None` for ε = ∞
     /// (σ = 0, plain).
     pub epsilon: Option<f64>,
@@ -197,6 +268,8 @@ pub fn run(args: &DpsgdArgs) -> Result<SuiteOutcome> {
         anyhow::ensure!(v.is_finite() && v >= 0.0, "σ values must be >= 0, got {v}");
     }
     let dir = args.controls_dir.clone();
+    // Fix the commit every unit of this invocation records before the first one runs.
+    let _ = crate::run::source_commit();
     run_missing_units(&dir, args, &settings(args), &seeds(args)?)?;
     write_report(&dir, args)
 }
@@ -210,6 +283,15 @@ impl UnitOutcome for UnitSummary {
     }
     fn mean_return(&self) -> f64 {
         self.mean_return
+    }
+    fn final_return(&self) -> f64 {
+        self.final_mean_return.unwrap_or(f64::NAN)
+    }
+    fn seed(&self) -> u64 {
+        self.seed
+    }
+    fn commit(&self) -> Option<&str> {
+        self.commit.as_deref()
     }
 }
 
@@ -230,9 +312,13 @@ impl UnitSetting for Setting {
     }
 }
 
-/// The DQN of a setting: the suite's, with its TD loss.
+/// The DQN of a setting: the suite's, with its TD loss and learning rate.
 fn setting_dqn(setting: &Setting) -> DqnConfig {
-    dqn_config().with_td_loss(setting.td_loss)
+    let dqn = dqn_config().with_td_loss(setting.td_loss);
+    match setting.learning_rate {
+        Some(lr) => dqn.with_lr(lr),
+        None => dqn,
+    }
 }
 
 impl BackendTask for UnitTask<'_, Setting> {
@@ -299,6 +385,8 @@ impl BackendTask for UnitTask<'_, Setting> {
             solved_at_env_step,
             mean_return: mean(&log.returns),
             final_mean_return_25: log.mean_recent_return(SOLVED_WINDOW).unwrap_or(f64::NAN),
+            final_mean_return: Some(log.mean_recent_return(FINAL_WINDOW).unwrap_or(f64::NAN)),
+            commit: crate::run::source_commit(),
             epsilon,
             accountant: args.accountant,
             delta: args.delta,
@@ -435,9 +523,25 @@ fn read_curve(unit: &Path) -> Result<Vec<(f64, f64, f64)>> {
         .collect())
 }
 
-/// Every unit summary under `dir/units`, in path order.
+/// Every unit summary under `dir/units`, in path order; units written before the primary
+/// metric was recorded get it from their curve (the same returns).
 fn read_units(dir: &Path) -> Result<Vec<(PathBuf, UnitSummary)>> {
-    store(dir).read_all()
+    let mut units: Vec<(PathBuf, UnitSummary)> = store(dir).read_all()?;
+    for (path, unit) in &mut units {
+        if unit.final_mean_return.is_none() {
+            let curve = path.parent().unwrap_or(dir).join("curve.csv");
+            let text = std::fs::read_to_string(&curve)
+                .with_context(|| format!("reading {}", curve.display()))?;
+            let returns: Vec<f64> = text
+                .lines()
+                .skip(1)
+                .filter_map(|l| l.split(',').nth(CurveColumn::Return.index())?.parse().ok())
+                .collect();
+            let last = &returns[returns.len().saturating_sub(FINAL_WINDOW)..];
+            unit.final_mean_return = (last.len() == FINAL_WINDOW).then(|| mean(last));
+        }
+    }
+    Ok(units)
 }
 
 /// The slides' DQN claims (paper 004) and the criteria that judge them, written before the
@@ -446,22 +550,30 @@ const CLAIMS: [Claim; 3] = [
     Claim {
         figure: "Fig. 6 (DQN convergence on CartPole)",
         claim: "non-private DQN (3-layer MLP, h = 128, |B| = 128) converges on CartPole",
-        criterion: "plain DQN solves (mean of 25 returns ≥ 475) within the budget in ≥ 2/3 of \
-                    ≥ 2 seeds: Agrees; in none of ≥ 2 seeds: Disagrees; else Inconclusive",
+        criterion: "plain DQN solves (mean of 25 returns ≥ 475) within the budget in ≥ 2/3 of ≥ 5 \
+                    judged seeds (seeds 10 and up, each unit recording the commit it ran at; the \
+                    budget was fixed from plain DQN on seeds 0–2): Agrees; in none: Disagrees; \
+                    else Inconclusive",
     },
     Claim {
         figure: "Figs. 8–9, conclusion",
         claim: "DP-SGD DQN \"is able to converge with reasonable noise levels\"",
-        criterion: "DP-SGD DQN at the smallest σ > 0 of the σ sweep solves within the budget in \
-                    ≥ 2/3 of ≥ 2 seeds: Agrees; in none of ≥ 2 seeds: Disagrees; else \
-                    Inconclusive",
+        criterion: "DP-SGD DQN at the smallest σ > 0 of the σ sweep solves within the budget in ≥ \
+                    2/3 of ≥ 5 judged seeds (seeds 10 and up, each unit recording the commit it \
+                    ran at; the budget was fixed from plain DQN on seeds 0–2): Agrees; in none: \
+                    Disagrees; else Inconclusive",
     },
     Claim {
         figure: "Figs. 8–9, conclusion",
         claim: "privacy vs sample-efficiency trade-off: more noise, less reward",
-        criterion: "mean training return (mean over seeds) falls at every step along σ = 0 \
-                    (clip only), then the σ sweep, with ≥ 2 seeds per point: Agrees; the \
-                    largest σ's ≥ σ = 0's: Disagrees; else Inconclusive",
+        criterion:
+            "on the judged seeds (≥ 5 per point) along σ = 0 (clip only), then the σ sweep; \
+                    primary: final reward (mean of the last 50 episodes): Agrees if the largest \
+                    σ's mean is below σ = 0's by more than twice the standard error of the \
+                    difference and no step up in σ raises it by more than twice its standard \
+                    error; Disagrees if the largest σ's ≥ σ = 0's; else Inconclusive. The same \
+                    rule on the secondary metric (mean training return); if the two verdicts \
+                    differ: Inconclusive, with both",
     },
 ];
 
@@ -473,7 +585,31 @@ pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
     let mut report = Report::new(dir, "DP-SGD DQN to a solving budget, with controls");
     report.paragraph(&protocol_paragraph(args));
     report.paragraph(&crate::report::PrivacyScope::DpSgdDqn.sentence());
-    settings_table(&mut report, &settings, &units, args.budget, args.adjacency);
+    let (judged, earlier): (Vec<_>, Vec<_>) = units.iter().cloned().partition(|(_, u)| u.judged());
+    report.heading("Every setting, judged seeds");
+    report.paragraph(&format!(
+        "Units of seed {JUDGED_SEEDS_FROM} and up that record the commit they ran at: the \
+         claims below are judged on these. Mean over seeds; final reward is the mean of the \
+         last {FINAL_WINDOW} episodes (the primary metric), mean return the mean training \
+         return (the secondary)."
+    ));
+    settings_table(&mut report, &settings, &judged, args.budget, args.adjacency);
+    if !earlier.is_empty() {
+        report.heading("Earlier units, not judged");
+        report.paragraph(
+            "Seeds 0–2 ran before the criterion below (the budget was fixed from plain DQN's \
+             solves on them, and the earlier criterion judged the mean training return on the \
+             same seeds, a check that could not fail); shown for the record.",
+        );
+        settings_table(
+            &mut report,
+            &settings,
+            &earlier,
+            args.budget,
+            args.adjacency,
+        );
+    }
+    baselines_section(&mut report)?;
 
     // The slides' claims, judged by the criteria fixed in CLAIMS.
     let verdicts = judge_claims(
@@ -493,11 +629,19 @@ pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
         &CLAIMS,
         &verdicts,
     );
-    return_and_epsilon_plot(&mut report, dir, args, &units, &settings)?;
-    report.reproduce([format!(
-        "cargo xtask suite dpsgd --dqn-controls --budget {} --seeds 0,1,2 --threads 2",
-        args.budget
-    )]);
+    lr_swap_section(&mut report, args, of);
+    return_and_epsilon_plot(&mut report, dir, args, &judged, &settings)?;
+    report.reproduce([
+        format!(
+            "cargo xtask suite dpsgd --dqn-controls --budget {} --seeds 0,1,2 --threads 2",
+            args.budget
+        ),
+        format!(
+            "cargo xtask suite dpsgd --dqn-controls --budget {} --seeds 10..15 --threads 2 \
+             --control-groups plain,clip-only,sigma-sweep,lr-swap",
+            args.budget
+        ),
+    ]);
     finish(report, &CLAIMS, &verdicts)
 }
 
@@ -545,6 +689,9 @@ fn settings_table(
     let mut rows = Vec::new();
     for setting in settings {
         let us = units_of(units, &setting.slug, budget);
+        if us.is_empty() {
+            continue;
+        }
         let solved: Vec<f64> = us
             .iter()
             .filter_map(|u| u.solved_at_env_step.map(|s| s as f64))
@@ -593,9 +740,7 @@ fn settings_table(
                 &us.iter().map(|u| u.mean_return).collect::<Vec<_>>(),
             ))),
             Cell::Text(format_number(mean(
-                &us.iter()
-                    .map(|u| u.final_mean_return_25)
-                    .collect::<Vec<_>>(),
+                &us.iter().map(|u| u.final_return()).collect::<Vec<_>>(),
             ))),
             Cell::Text(
                 if setting.noise_multiplier.unwrap_or(0.0) > 0.0 && !eps.is_empty() {
@@ -613,7 +758,6 @@ fn settings_table(
             ),
         ]);
     }
-    report.heading("Every setting");
     report.table(
         &[
             "setting",
@@ -623,7 +767,7 @@ fn settings_table(
             "solved",
             "mean solve step",
             "mean return",
-            "final mean of 25",
+            "final reward (last 50)",
             "ε per transition",
             "final C",
         ],
@@ -700,12 +844,246 @@ fn return_and_epsilon_plot(
     Ok(())
 }
 
+/// Episodes of each baseline policy in [`baselines_section`].
+const BASELINE_EPISODES: usize = 1000;
+
+/// The trivial policies a DQN return is read against: uniformly random, and always the same
+/// action. A greedy policy on a Q-network that has learned nothing is close to the latter (one
+/// action's Q-value is above the other's in most states), which is how a failed DQN ends below
+/// a random policy.
+fn baselines_section(report: &mut Report) -> Result<()> {
+    let mut rows = Vec::new();
+    for (name, policy) in [
+        ("uniformly random", None),
+        ("always action 0 (push left)", Some(0)),
+        ("always action 1 (push right)", Some(1)),
+    ] {
+        let returns = baseline_returns(policy, BASELINE_EPISODES, 0)?;
+        rows.push(vec![
+            Cell::Text(name.into()),
+            Cell::Number(BASELINE_EPISODES as f64),
+            Cell::Text(format_number(mean(&returns))),
+            Cell::Text(format_number(
+                returns.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            )),
+        ]);
+    }
+    report.heading("Trivial policies");
+    report.paragraph(&format!(
+        "{ENV}, {BASELINE_EPISODES} episodes each from seed 0. A run whose returns sit near the \
+         constant policies' has a greedy policy that (nearly) always picks one action: its \
+         Q-network did not learn to tell the two apart."
+    ));
+    report.table(&["policy", "episodes", "mean return", "max return"], rows);
+    Ok(())
+}
+
+/// `episodes` returns of `policy` (`None`: uniformly random from `seed`; `Some(a)`: always a).
+fn baseline_returns(policy: Option<usize>, episodes: usize, seed: u64) -> Result<Vec<f64>> {
+    let mut env = privrl_envs::make(ENV)?;
+    let mut random = privrl_envs::throughput::RandomActions::new(2, seed);
+    env.reset(Some(seed));
+    let mut returns = Vec::with_capacity(episodes);
+    for _ in 0..episodes {
+        let mut total = 0.0;
+        loop {
+            let step = env.step(policy.unwrap_or_else(|| random.sample()))?;
+            total += step.reward;
+            if step.done() {
+                break;
+            }
+        }
+        env.reset(None);
+        returns.push(total);
+    }
+    Ok(returns)
+}
+
+/// The diagnosis of σ = 0.3 ending below σ = 1 ([`lr_swap`]), judged by
+/// [`LR_SWAP_CRITERION`], written before its runs, on the judged seeds.
+fn lr_swap_section<'u>(
+    report: &mut Report,
+    args: &DpsgdArgs,
+    of: impl Fn(&str) -> Vec<&'u UnitSummary>,
+) {
+    let swap = lr_swap(&args.sigma_sweep);
+    let [(s1, lr1), (s2, lr2)] = match swap.as_slice() {
+        [a, b] => [*a, *b],
+        _ => return,
+    };
+    let c = args.clip;
+    let finals = |slug: String| -> Vec<f64> {
+        of(&slug)
+            .into_iter()
+            .filter(|u| u.judged())
+            .map(|u| u.final_return())
+            .collect()
+    };
+    let base1 = finals(format!("dp-sigma{s1}-c{c}"));
+    let base2 = finals(format!("dp-sigma{s2}-c{c}"));
+    let swap1 = finals(format!("dp-sigma{s1}-c{c}-lr{lr1}"));
+    let swap2 = finals(format!("dp-sigma{s2}-c{c}-lr{lr2}"));
+    let (verdict, measured) = lr_swap_verdict(&base1, &swap1, &base2, &swap2);
+    let earlier = |slug: String| -> String {
+        let v: Vec<f64> = of(&slug)
+            .into_iter()
+            .filter(|u| !u.judged())
+            .map(|u| u.final_return())
+            .collect();
+        mean_se(&v)
+    };
+    let lr = dqn_config().lr;
+    let replicates = if base1.len() >= MIN_SEEDS && base2.len() >= MIN_SEEDS {
+        let gap = two_standard_errors(&base1, &base2);
+        if mean(&base2) - mean(&base1) > gap {
+            "yes"
+        } else {
+            "no"
+        }
+    } else {
+        "too few seeds"
+    };
+    report.heading("Why σ = 0.3 ends below σ = 1: Adam's effective learning rate");
+    report.paragraph(&format!(
+        "On the earlier, unjudged units DP-SGD DQN at σ = {s1} ended at a final reward of {} \
+         and σ = {s2} at {}: less noise, less reward. Hypothesis, fixed before these runs: with DP noise of standard \
+         deviation σC/B per coordinate of the averaged gradient (B = 128), Adam's second moment \
+         estimates the noise's variance and its update is SGD at the effective learning rate \
+         lr·B/(σC) (\"DP-AdamBC: Your DP-Adam Is Actually DP-SGD (Unless You Apply Bias \
+         Correction)\", Tang et al., AAAI 2024): at lr = {lr}, {} at σ = {s1} against {} at σ = \
+         {s2}. The test swaps them: σ = {s1} at lr = {lr1} and σ = {s2} at lr = {lr2}. Does the \
+         anomaly replicate on the judged seeds (σ = {s1} below σ = {s2} by more than twice the \
+         standard error)? {replicates}.",
+        earlier(format!("dp-sigma{s1}-c{c}")),
+        earlier(format!("dp-sigma{s2}-c{c}")),
+        format_number(lr * 128.0 / (s1 * c)),
+        format_number(lr * 128.0 / (s2 * c)),
+    ));
+    report.table(
+        &["diagnosis", "criterion", "measured", "verdict"],
+        vec![vec![
+            Cell::Text("the ordering follows Adam's effective learning rate, not σ".into()),
+            Cell::Text(LR_SWAP_CRITERION.into()),
+            Cell::Text(measured),
+            Cell::Text(
+                match verdict {
+                    Verdict::Agrees => "Explained",
+                    Verdict::Disagrees => "Not explained",
+                    Verdict::Inconclusive => "Inconclusive",
+                }
+                .into(),
+            ),
+        ]],
+    );
+}
+
+/// The lr-swap diagnosis' criterion.
+const LR_SWAP_CRITERION: &str = "final reward (mean of the last 50 episodes), ≥ 5 judged seeds \
+     per setting: Explained if σ₁ at its swapped learning rate ends above σ₁ at the suite's \
+     and σ₂ at its swapped rate ends below σ₂ at the suite's, each by more than twice the \
+     standard error of the difference; Not explained if either moves the other way by more \
+     than twice that standard error; else Inconclusive";
+
+/// [`LR_SWAP_CRITERION`] on the final rewards of σ₁ at the suite's lr (`base1`) and at its
+/// swapped one (`swap1`), and the same for σ₂.
+fn lr_swap_verdict(
+    base1: &[f64],
+    swap1: &[f64],
+    base2: &[f64],
+    swap2: &[f64],
+) -> (Verdict, String) {
+    let measured = format!(
+        "σ₁: {} → {} swapped; σ₂: {} → {} swapped",
+        mean_se(base1),
+        mean_se(swap1),
+        mean_se(base2),
+        mean_se(swap2)
+    );
+    if [base1, swap1, base2, swap2]
+        .iter()
+        .any(|v| v.len() < MIN_SEEDS)
+    {
+        return (
+            Verdict::Inconclusive,
+            format!("{measured}; fewer than {MIN_SEEDS} seeds"),
+        );
+    }
+    let up1 = mean(swap1) - mean(base1);
+    let down2 = mean(base2) - mean(swap2);
+    let (gap1, gap2) = (
+        two_standard_errors(base1, swap1),
+        two_standard_errors(base2, swap2),
+    );
+    let verdict = if up1 > gap1 && down2 > gap2 {
+        Verdict::Agrees
+    } else if up1 < -gap1 || down2 < -gap2 {
+        Verdict::Disagrees
+    } else {
+        Verdict::Inconclusive
+    };
+    (verdict, measured)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::protocol::unit_dir;
     use super::*;
 
     use crate::backend::BackendChoice;
+
+    /// The swap gives each of the two smallest σ the other's lr·B/(σC) at the suite's 1e-3.
+    #[test]
+    fn the_lr_swap_exchanges_effective_learning_rates() {
+        let swap = lr_swap(&[3.0, 1.0, 0.3, 0.0]);
+        assert_eq!(swap, vec![(0.3, 0.0003), (1.0, 0.003333)]);
+        // σ₁ at its swapped rate has σ₂'s effective rate at 1e-3, and back (to the rounding).
+        assert!((swap[0].1 / 0.3 - 1e-3 / 1.0).abs() < 1e-9);
+        assert!((swap[1].1 / 1.0 - 1e-3 / 0.3).abs() < 1e-6);
+        assert!(lr_swap(&[1.0]).is_empty());
+        let mut args = DpsgdArgs::quick(0, BackendChoice::default(), 1);
+        args.control_groups = vec![Group::LrSwap];
+        let slugs: Vec<String> = settings(&args).into_iter().map(|s| s.slug).collect();
+        assert_eq!(
+            slugs,
+            ["dp-sigma0.3-c1-lr0.0003", "dp-sigma1-c1-lr0.003333"]
+        );
+    }
+
+    /// The diagnosis on hand-worked numbers: both moves beyond twice the standard error
+    /// explain; one the wrong way beyond it does not; within the noise, or four seeds, is
+    /// Inconclusive.
+    #[test]
+    fn the_lr_swap_criterion_follows_its_written_rule() {
+        let at = |m: f64| vec![m - 2.0, m - 1.0, m, m + 1.0, m + 2.0];
+        // Standard error of each: √(2.5/5) ≈ 0.707; twice that of a difference ≈ 2.
+        assert_eq!(
+            lr_swap_verdict(&at(10.0), &at(50.0), &at(90.0), &at(20.0)).0,
+            Verdict::Agrees
+        );
+        assert_eq!(
+            lr_swap_verdict(&at(10.0), &at(50.0), &at(90.0), &at(120.0)).0,
+            Verdict::Disagrees
+        );
+        assert_eq!(
+            lr_swap_verdict(&at(10.0), &at(11.0), &at(90.0), &at(20.0)).0,
+            Verdict::Inconclusive
+        );
+        let four = vec![10.0; 4];
+        assert_eq!(
+            lr_swap_verdict(&four, &at(50.0), &at(90.0), &at(20.0)).0,
+            Verdict::Inconclusive
+        );
+    }
+
+    /// A constant policy on CartPole falls within about ten steps; a random one lasts about
+    /// twice as long: the baselines a failed DQN is read against.
+    #[test]
+    fn trivial_policies_have_cartpoles_known_returns() {
+        let left = mean(&baseline_returns(Some(0), 200, 0).unwrap());
+        let random = mean(&baseline_returns(None, 200, 0).unwrap());
+        assert!((8.0..=11.0).contains(&left), "{left}");
+        assert!((18.0..=26.0).contains(&random), "{random}");
+    }
 
     #[test]
     fn a_unit_is_solved_at_the_first_step_whose_mean_of_25_reaches_475() {

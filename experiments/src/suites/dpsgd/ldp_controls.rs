@@ -32,8 +32,8 @@ use serde::{Deserialize, Serialize};
 use super::controls::CurveColumn;
 use super::plan::{dqn_config, DpsgdArgs, Method};
 use super::protocol::{
-    claims_section, finish, run_missing_units, solved_seeds_verdict, unit_path, unit_text,
-    write_unit, Claim, UnitSetting, UnitTask, Verdict,
+    self, claims_section, finish, run_missing_units, too_few_seeds, trade_off_verdict, unit_path,
+    unit_text, write_unit, Claim, UnitSetting, UnitTask, Verdict, FINAL_WINDOW,
 };
 use super::reinforce_controls::REINFORCE_EPISODES;
 use super::runs::warmup_states;
@@ -49,12 +49,6 @@ use crate::unit::Unit;
 /// no observation noise), and 110k left seed 2 barely 1% to spare; 150k is that slowest solve
 /// with 38% to spare, fixed before any LDP run and never from the judged seeds.
 pub const LDP_DQN_BUDGET: u64 = 150_000;
-
-/// The primary reward metric is the mean return of the last this many episodes.
-pub const FINAL_WINDOW: usize = 50;
-
-/// A claim is judged only with at least this many seeds per point (else Inconclusive).
-pub const MIN_SEEDS: usize = 5;
 
 /// The default seeds: fresh, none of those the budgets were fixed from.
 const DEFAULT_SEEDS: std::ops::Range<u64> = 10..15;
@@ -524,94 +518,12 @@ pub const CLAIMS: [Claim; 4] = [
     },
 ];
 
-/// Claims 1–2: solved in ≥ 2/3 of ≥ [`MIN_SEEDS`] seeds.
+/// Claims 1–2 on the LDP units: solved in ≥ 2/3 of ≥ [`MIN_SEEDS`] seeds.
 fn converges_verdict(units: &[&LdpUnit]) -> (Verdict, String) {
-    let (verdict, measured) = solved_seeds_verdict(
+    protocol::converges_verdict(
         units
             .iter()
             .map(|u| (u.solved_at_episode.is_some(), u.failed.is_some())),
-    );
-    if units.len() < MIN_SEEDS {
-        return (
-            Verdict::Inconclusive,
-            format!("{measured}; fewer than {MIN_SEEDS} seeds"),
-        );
-    }
-    (verdict, measured)
-}
-
-/// Inconclusive, with `measured`, when fewer than two noise levels or fewer than
-/// [`MIN_SEEDS`] seeds at some level are there to judge.
-fn too_few_seeds<T>(points: &[(f64, Vec<T>)], measured: &str) -> Option<(Verdict, String)> {
-    (points.len() < 2 || points.iter().any(|(_, v)| v.len() < MIN_SEEDS)).then(|| {
-        (
-            Verdict::Inconclusive,
-            format!("{measured}; fewer than {MIN_SEEDS} seeds"),
-        )
-    })
-}
-
-/// The standard error of the mean of `values` (0 for fewer than 2).
-fn standard_error(values: &[f64]) -> f64 {
-    let n = values.len();
-    if n < 2 {
-        return 0.0;
-    }
-    let m = mean(values);
-    let var = values.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1) as f64;
-    (var / n as f64).sqrt()
-}
-
-/// Claim 3's rule on one metric: `points` are (σ, one value per seed), σ ascending from 0.
-pub(super) fn falls_verdict(points: &[(f64, Vec<f64>)]) -> (Verdict, String) {
-    let measured = points
-        .iter()
-        .map(|(s, v)| match v.len() {
-            0 => format!("σ = {s}: – (0 seeds)"),
-            n => format!(
-                "σ = {s}: {} ± {} ({n} seeds)",
-                format_number(mean(v)),
-                format_number(standard_error(v)),
-            ),
-        })
-        .collect::<Vec<_>>()
-        .join("; ");
-    if let Some(inconclusive) = too_few_seeds(points, &measured) {
-        return inconclusive;
-    }
-    let gap =
-        |a: &[f64], b: &[f64]| 2.0 * (standard_error(a).powi(2) + standard_error(b).powi(2)).sqrt();
-    let (first, last) = (&points[0].1, &points[points.len() - 1].1);
-    let rises = points
-        .windows(2)
-        .any(|w| mean(&w[1].1) - mean(&w[0].1) > gap(&w[0].1, &w[1].1));
-    let verdict = if mean(last) >= mean(first) {
-        Verdict::Disagrees
-    } else if mean(first) - mean(last) > gap(first, last) && !rises {
-        Verdict::Agrees
-    } else {
-        Verdict::Inconclusive
-    };
-    (verdict, measured)
-}
-
-/// Claim 3: [`falls_verdict`] on the primary and the secondary metric; Inconclusive where they
-/// differ.
-pub(super) fn trade_off_verdict(
-    primary: &[(f64, Vec<f64>)],
-    secondary: &[(f64, Vec<f64>)],
-) -> (Verdict, String) {
-    let (p, pm) = falls_verdict(primary);
-    let (s, sm) = falls_verdict(secondary);
-    let verdict = if p == s { p } else { Verdict::Inconclusive };
-    (
-        verdict,
-        format!(
-            "mean ± standard error over seeds; primary, final reward (mean of last \
-             {FINAL_WINDOW}): {pm} → {}; secondary, mean training return: {sm} → {}",
-            p.name(),
-            s.name()
-        ),
     )
 }
 
@@ -787,7 +699,7 @@ fn mean_sd(values: &[f64]) -> String {
     if values.is_empty() {
         return "–".into();
     }
-    let sd = standard_error(values) * (values.len() as f64).sqrt();
+    let sd = protocol::standard_error(values) * (values.len() as f64).sqrt();
     format!("{} ± {}", format_number(mean(values)), format_number(sd))
 }
 
@@ -1089,55 +1001,6 @@ mod tests {
             failed: None,
             wall_s: 0.0,
         }
-    }
-
-    fn points(rows: &[(f64, [f64; 5])]) -> Vec<(f64, Vec<f64>)> {
-        rows.iter().map(|(s, v)| (*s, v.to_vec())).collect()
-    }
-
-    /// Claim 3 on hand-worked numbers: a clear fall agrees, a rise disagrees, a fall within
-    /// twice the standard error of the difference and a metric flip are Inconclusive.
-    #[test]
-    fn the_trade_off_criterion_follows_its_written_rule() {
-        let falling = points(&[
-            (0.0, [500.0, 490.0, 480.0, 470.0, 460.0]),
-            (0.1, [300.0, 310.0, 320.0, 330.0, 340.0]),
-            (1.0, [20.0, 22.0, 24.0, 26.0, 28.0]),
-        ]);
-        assert_eq!(falls_verdict(&falling).0, Verdict::Agrees);
-        let rising = points(&[
-            (0.0, [100.0; 5]),
-            (1.0, [140.0, 150.0, 160.0, 150.0, 150.0]),
-        ]);
-        assert_eq!(falls_verdict(&rising).0, Verdict::Disagrees);
-        // Means 14 and 12, each with standard error √10/√5 = √2: the difference 2 is below
-        // 2·√(2 + 2) = 4, so the fall is within the noise.
-        let within = points(&[
-            (0.0, [10.0, 12.0, 14.0, 16.0, 18.0]),
-            (1.0, [8.0, 10.0, 12.0, 14.0, 16.0]),
-        ]);
-        let (v, measured) = falls_verdict(&within);
-        assert_eq!(v, Verdict::Inconclusive);
-        assert!(measured.contains("σ = 0: 14 ± 1.414"), "{measured}");
-        // A significant rise in the middle (0 → 0.1) is not a trade-off either.
-        let bump = points(&[
-            (0.0, [100.0, 101.0, 102.0, 103.0, 104.0]),
-            (0.1, [300.0, 301.0, 302.0, 303.0, 304.0]),
-            (1.0, [10.0, 11.0, 12.0, 13.0, 14.0]),
-        ]);
-        assert_eq!(falls_verdict(&bump).0, Verdict::Inconclusive);
-        // Primary and secondary agree: that verdict; they differ: Inconclusive with both.
-        assert_eq!(trade_off_verdict(&falling, &falling).0, Verdict::Agrees);
-        assert_eq!(trade_off_verdict(&rising, &rising).0, Verdict::Disagrees);
-        let (v, measured) = trade_off_verdict(&falling, &rising);
-        assert_eq!(v, Verdict::Inconclusive);
-        assert!(
-            measured.contains("→ Agrees") && measured.contains("→ Disagrees"),
-            "{measured}"
-        );
-        // Four seeds at a point: never judged.
-        let few = vec![(0.0, vec![500.0; 4]), (1.0, vec![0.0; 4])];
-        assert_eq!(falls_verdict(&few).0, Verdict::Inconclusive);
     }
 
     /// The four claims on hand-made units: one setting where every claim agrees, one where the

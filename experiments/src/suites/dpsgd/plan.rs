@@ -6,6 +6,7 @@ use privrl_agents::{DqnConfig, PrivacyUnit, ReinforceConfig};
 use privrl_privacy::{AccountantKind, Adjacency};
 use serde::{Deserialize, Serialize};
 
+use super::controls::Group;
 use super::{ENV, SOLVED_RETURN, SOLVED_WINDOW, WARMUP_STEPS};
 use crate::backend::BackendChoice;
 use crate::noise_rng::NoiseRng;
@@ -133,6 +134,12 @@ pub struct DpsgdArgs {
     /// smallest σ > 0 is the one the slides' "converges with reasonable noise" is judged at.
     #[arg(long, value_delimiter = ',', default_values_t = [0.3, 1.0, 3.0])]
     pub sigma_sweep: Vec<f64>,
+    /// DQN controls: which settings to run, comma-separated: plain, clip-only, clip-sweep,
+    /// sigma-sweep, adaptive, huber, lr-swap (the two smallest σ of the σ sweep at each
+    /// other's effective Adam learning rate lr·B/(σC): the diagnosis of σ = 0.3 ending below
+    /// σ = 1). Default: all. The report covers every unit present whatever this is.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = Group::ALL)]
+    pub control_groups: Vec<Group>,
     /// Controls, adaptive clipping (Andrew et al. 2021): the target quantile γ of the
     /// per-transition gradient norms that C tracks.
     #[arg(long, default_value_t = 0.5)]
@@ -262,6 +269,7 @@ impl DpsgdArgs {
             control_sigma: 1.0,
             clip_sweep: vec![0.1, 1.0, 10.0],
             sigma_sweep: vec![0.3, 1.0, 3.0],
+            control_groups: Group::ALL.to_vec(),
             adaptive_quantile: 0.5,
             adaptive_lr: 0.2,
             adaptive_count_noise: None,

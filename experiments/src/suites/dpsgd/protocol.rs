@@ -31,9 +31,34 @@ pub(super) trait UnitOutcome {
     fn solved(&self) -> bool;
     /// Whether the run stopped early on an error (counted as unsolved, never dropped).
     fn failed(&self) -> bool;
-    /// Mean training return over the whole run.
+    /// Mean training return over the whole run (the secondary metric).
     fn mean_return(&self) -> f64;
+    /// Mean return of the last [`FINAL_WINDOW`] episodes (the primary metric).
+    fn final_return(&self) -> f64;
+    /// The unit's seed.
+    fn seed(&self) -> u64;
+    /// The commit the unit ran at, where it records one ([`crate::run::source_commit`]).
+    fn commit(&self) -> Option<&str>;
+
+    /// Whether the claims judge this unit: a seed from [`JUDGED_SEEDS_FROM`] on (none of
+    /// them fixed a budget) and a recorded commit (so that it provably ran after the
+    /// criterion that judges it).
+    fn judged(&self) -> bool {
+        self.seed() >= JUDGED_SEEDS_FROM && self.commit().is_some()
+    }
 }
+
+/// Episodes the primary metric averages at the end of a run: the final reward.
+pub const FINAL_WINDOW: usize = 50;
+
+/// Seeds a point needs before a claim is judged on it.
+pub const MIN_SEEDS: usize = 5;
+
+/// The first seed the controls' claims are judged on. The DQN budget was fixed from plain
+/// DQN's solves on seeds 0, 1, 2 and the REINFORCE budget from seed 0's, and seeds 0–9 ran
+/// before this criterion (under one that judged the mean training return on the budget's own
+/// seeds, a check that could not fail): those units stay in the tables, unjudged.
+pub const JUDGED_SEEDS_FROM: u64 = 10;
 
 /// One unit to run: `setting` at `seed`, written under `dir`.
 pub(super) struct UnitTask<'a, S> {
@@ -208,30 +233,115 @@ pub(super) fn solved_seeds_verdict(
     )
 }
 
-/// Claim 3 on the points (σ, mean returns of its seeds), σ ascending, σ = 0 first.
-pub(super) fn trade_off_verdict(points: &[(f64, Vec<f64>)]) -> (Verdict, String) {
+/// Claims 1–2: solved in ≥ 2/3 of ≥ [`MIN_SEEDS`] seeds ([`solved_seeds_verdict`]), each
+/// seed's (solved, failed).
+pub(super) fn converges_verdict(
+    seeds: impl IntoIterator<Item = (bool, bool)>,
+) -> (Verdict, String) {
+    let seeds: Vec<(bool, bool)> = seeds.into_iter().collect();
+    let (verdict, measured) = solved_seeds_verdict(seeds.iter().copied());
+    if seeds.len() < MIN_SEEDS {
+        return (
+            Verdict::Inconclusive,
+            format!("{measured}; fewer than {MIN_SEEDS} seeds"),
+        );
+    }
+    (verdict, measured)
+}
+
+/// Inconclusive, with `measured`, when fewer than two noise levels or fewer than
+/// [`MIN_SEEDS`] seeds at some level are there to judge.
+pub(super) fn too_few_seeds<T>(
+    points: &[(f64, Vec<T>)],
+    measured: &str,
+) -> Option<(Verdict, String)> {
+    (points.len() < 2 || points.iter().any(|(_, v)| v.len() < MIN_SEEDS)).then(|| {
+        (
+            Verdict::Inconclusive,
+            format!("{measured}; fewer than {MIN_SEEDS} seeds"),
+        )
+    })
+}
+
+/// The standard error of the mean of `values` (0 for fewer than 2).
+pub(super) fn standard_error(values: &[f64]) -> f64 {
+    let n = values.len();
+    if n < 2 {
+        return 0.0;
+    }
+    let m = mean(values);
+    let var = values.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1) as f64;
+    (var / n as f64).sqrt()
+}
+
+/// Twice the standard error of the difference of the means of `a` and `b`.
+pub(super) fn two_standard_errors(a: &[f64], b: &[f64]) -> f64 {
+    2.0 * (standard_error(a).powi(2) + standard_error(b).powi(2)).sqrt()
+}
+
+/// `mean ± standard error (n seeds)` of one point.
+pub(super) fn mean_se(values: &[f64]) -> String {
+    match values.len() {
+        0 => "– (0 seeds)".into(),
+        n => format!(
+            "{} ± {} ({n} seeds)",
+            format_number(mean(values)),
+            format_number(standard_error(values)),
+        ),
+    }
+}
+
+/// Claim 3's rule on one metric: `points` are (σ, one value per seed), σ ascending from 0.
+/// Agrees if the largest σ's mean is below σ = 0's by more than twice the standard error of
+/// the difference and no step up in σ raises it by more than twice its standard error;
+/// Disagrees if the largest σ's ≥ σ = 0's; else Inconclusive.
+pub(super) fn falls_verdict(points: &[(f64, Vec<f64>)]) -> (Verdict, String) {
     let measured = points
         .iter()
-        .map(|(s, r)| format!("σ = {s}: {} ({} seeds)", format_number(mean(r)), r.len()))
+        .map(|(s, v)| format!("σ = {s}: {}", mean_se(v)))
         .collect::<Vec<_>>()
         .join("; ");
-    if points.len() < 2 || points.iter().any(|(_, r)| r.len() < 2) {
-        return (Verdict::Inconclusive, measured);
+    if let Some(inconclusive) = too_few_seeds(points, &measured) {
+        return inconclusive;
     }
-    let means: Vec<f64> = points.iter().map(|(_, r)| mean(r)).collect();
-    let verdict = if means.windows(2).all(|w| w[1] < w[0]) {
-        Verdict::Agrees
-    } else if means[means.len() - 1] >= means[0] {
+    let (first, last) = (&points[0].1, &points[points.len() - 1].1);
+    let rises = points
+        .windows(2)
+        .any(|w| mean(&w[1].1) - mean(&w[0].1) > two_standard_errors(&w[0].1, &w[1].1));
+    let verdict = if mean(last) >= mean(first) {
         Verdict::Disagrees
+    } else if mean(first) - mean(last) > two_standard_errors(first, last) && !rises {
+        Verdict::Agrees
     } else {
         Verdict::Inconclusive
     };
     (verdict, measured)
 }
 
-/// The slides' three claims judged on a protocol's units: (1) the plain agent solves, (2) DP-SGD
-/// at the smallest σ > 0 of the sweep solves, (3) the mean return falls along σ = 0 (clip
-/// only), then the σ sweep. `units(slug)` gives a setting's finished units (one per seed);
+/// Claim 3: [`falls_verdict`] on the primary and the secondary metric; Inconclusive where they
+/// differ, with both.
+pub(super) fn trade_off_verdict(
+    primary: &[(f64, Vec<f64>)],
+    secondary: &[(f64, Vec<f64>)],
+) -> (Verdict, String) {
+    let (p, pm) = falls_verdict(primary);
+    let (s, sm) = falls_verdict(secondary);
+    let verdict = if p == s { p } else { Verdict::Inconclusive };
+    (
+        verdict,
+        format!(
+            "mean ± standard error over seeds; primary, final reward (mean of last \
+             {FINAL_WINDOW}): {pm} → {}; secondary, mean training return: {sm} → {}",
+            p.name(),
+            s.name()
+        ),
+    )
+}
+
+/// The slides' three claims judged on a protocol's [`UnitOutcome::judged`] units: (1) the
+/// plain agent solves, (2) DP-SGD at the smallest σ > 0 of the sweep solves, (3) the final
+/// reward (and the mean training return beside it) falls along σ = 0 (clip only), then the σ
+/// sweep. `units(slug)` gives a setting's finished units (one per seed);
 /// `sigma_slug(σ)` names the sweep's settings.
 pub(super) fn judge_claims<'u, U: UnitOutcome + 'u>(
     args: &DpsgdArgs,
@@ -240,14 +350,16 @@ pub(super) fn judge_claims<'u, U: UnitOutcome + 'u>(
     sigma_slug: impl Fn(f64) -> String,
     units: impl Fn(&str) -> Vec<&'u U>,
 ) -> [(Verdict, String); 3] {
+    let judged =
+        |slug: &str| -> Vec<&'u U> { units(slug).into_iter().filter(|u| u.judged()).collect() };
     let solved = |slug: &str| -> Vec<(bool, bool)> {
-        units(slug)
+        judged(slug)
             .iter()
             .map(|u| (u.solved(), u.failed()))
             .collect()
     };
-    let returns =
-        |slug: &str| -> Vec<f64> { units(slug).iter().map(|u| u.mean_return()).collect() };
+    let metric =
+        |slug: &str, f: fn(&U) -> f64| -> Vec<f64> { judged(slug).into_iter().map(f).collect() };
     let mut sweep: Vec<f64> = args
         .sigma_sweep
         .iter()
@@ -257,18 +369,20 @@ pub(super) fn judge_claims<'u, U: UnitOutcome + 'u>(
     sweep.sort_by(f64::total_cmp);
     let smallest = match sweep.first() {
         Some(&s) => {
-            let (v, m) = solved_seeds_verdict(solved(&sigma_slug(s)));
+            let (v, m) = converges_verdict(solved(&sigma_slug(s)));
             (v, format!("σ = {s}: {m}"))
         }
         None => (Verdict::Inconclusive, "no σ > 0 in the sweep".into()),
     };
-    let trade: Vec<(f64, Vec<f64>)> = std::iter::once((0.0, returns(clip_only_slug)))
-        .chain(sweep.iter().map(|&s| (s, returns(&sigma_slug(s)))))
-        .collect();
+    let along = |f: fn(&U) -> f64| -> Vec<(f64, Vec<f64>)> {
+        std::iter::once((0.0, metric(clip_only_slug, f)))
+            .chain(sweep.iter().map(|&s| (s, metric(&sigma_slug(s), f))))
+            .collect()
+    };
     [
-        solved_seeds_verdict(solved(plain_slug)),
+        converges_verdict(solved(plain_slug)),
         smallest,
-        trade_off_verdict(&trade),
+        trade_off_verdict(&along(U::final_return), &along(U::mean_return)),
     ]
 }
 
@@ -348,24 +462,135 @@ mod tests {
         assert!(solved_seeds_verdict([solved, failed])
             .1
             .contains("1 failed"));
-        let falling = [
-            (0.0, vec![90.0, 80.0]),
-            (1.0, vec![50.0, 60.0]),
-            (3.0, vec![20.0, 30.0]),
-        ];
-        assert_eq!(trade_off_verdict(&falling).0, Verdict::Agrees);
-        let rising = [(0.0, vec![20.0, 30.0]), (1.0, vec![50.0, 60.0])];
-        assert_eq!(trade_off_verdict(&rising).0, Verdict::Disagrees);
-        let bumpy = [
-            (0.0, vec![90.0, 80.0]),
-            (1.0, vec![20.0, 30.0]),
-            (3.0, vec![50.0, 60.0]),
-        ];
-        assert_eq!(trade_off_verdict(&bumpy).0, Verdict::Inconclusive);
         assert_eq!(
-            trade_off_verdict(&[(0.0, vec![1.0]), (1.0, vec![0.0])]).0,
+            converges_verdict([solved; 4]).0,
             Verdict::Inconclusive,
-            "one seed per point"
+            "four seeds"
         );
+        assert_eq!(converges_verdict([solved; 5]).0, Verdict::Agrees);
+    }
+
+    fn points(rows: &[(f64, [f64; 5])]) -> Vec<(f64, Vec<f64>)> {
+        rows.iter().map(|(s, v)| (*s, v.to_vec())).collect()
+    }
+
+    /// Claim 3 on hand-worked numbers: a clear fall agrees, a rise disagrees, a fall within
+    /// twice the standard error of the difference and a metric flip are Inconclusive.
+    #[test]
+    fn the_trade_off_criterion_follows_its_written_rule() {
+        let falling = points(&[
+            (0.0, [500.0, 490.0, 480.0, 470.0, 460.0]),
+            (0.1, [300.0, 310.0, 320.0, 330.0, 340.0]),
+            (1.0, [20.0, 22.0, 24.0, 26.0, 28.0]),
+        ]);
+        assert_eq!(falls_verdict(&falling).0, Verdict::Agrees);
+        let rising = points(&[
+            (0.0, [100.0; 5]),
+            (1.0, [140.0, 150.0, 160.0, 150.0, 150.0]),
+        ]);
+        assert_eq!(falls_verdict(&rising).0, Verdict::Disagrees);
+        // Means 14 and 12, each with standard error √10/√5 = √2: the difference 2 is below
+        // 2·√(2 + 2) = 4, so the fall is within the noise.
+        let within = points(&[
+            (0.0, [10.0, 12.0, 14.0, 16.0, 18.0]),
+            (1.0, [8.0, 10.0, 12.0, 14.0, 16.0]),
+        ]);
+        let (v, measured) = falls_verdict(&within);
+        assert_eq!(v, Verdict::Inconclusive);
+        assert!(measured.contains("σ = 0: 14 ± 1.414"), "{measured}");
+        // A significant rise in the middle (0 → 0.1) is not a trade-off either.
+        let bump = points(&[
+            (0.0, [100.0, 101.0, 102.0, 103.0, 104.0]),
+            (0.1, [300.0, 301.0, 302.0, 303.0, 304.0]),
+            (1.0, [10.0, 11.0, 12.0, 13.0, 14.0]),
+        ]);
+        assert_eq!(falls_verdict(&bump).0, Verdict::Inconclusive);
+        // Primary and secondary agree: that verdict; they differ: Inconclusive with both.
+        assert_eq!(trade_off_verdict(&falling, &falling).0, Verdict::Agrees);
+        assert_eq!(trade_off_verdict(&rising, &rising).0, Verdict::Disagrees);
+        let (v, measured) = trade_off_verdict(&falling, &rising);
+        assert_eq!(v, Verdict::Inconclusive);
+        assert!(
+            measured.contains("→ Agrees") && measured.contains("→ Disagrees"),
+            "{measured}"
+        );
+        // Four seeds at a point: never judged.
+        let few = vec![(0.0, vec![500.0; 4]), (1.0, vec![0.0; 4])];
+        assert_eq!(falls_verdict(&few).0, Verdict::Inconclusive);
+    }
+
+    struct Fake {
+        seed: u64,
+        commit: Option<&'static str>,
+        solved: bool,
+    }
+
+    impl UnitOutcome for Fake {
+        fn solved(&self) -> bool {
+            self.solved
+        }
+        fn failed(&self) -> bool {
+            false
+        }
+        fn mean_return(&self) -> f64 {
+            0.0
+        }
+        fn final_return(&self) -> f64 {
+            0.0
+        }
+        fn seed(&self) -> u64 {
+            self.seed
+        }
+        fn commit(&self) -> Option<&str> {
+            self.commit
+        }
+    }
+
+    /// Only seeds from 10 on that record a commit are judged: five solved seeds 0–4 (the
+    /// kind that fixed a budget) or five without a commit leave claim 1 Inconclusive.
+    #[test]
+    fn claims_judge_only_fresh_seeds_with_a_recorded_commit() {
+        let args = DpsgdArgs::quick(0, crate::backend::BackendChoice::default(), 1);
+        let judge = |units: &[Fake]| {
+            let refs: Vec<&Fake> = units.iter().collect();
+            judge_claims(
+                &args,
+                "plain",
+                "clip",
+                |s| format!("{s}"),
+                |slug| {
+                    if slug == "plain" {
+                        refs.clone()
+                    } else {
+                        Vec::new()
+                    }
+                },
+            )[0]
+            .0
+        };
+        let fresh: Vec<Fake> = (10..15)
+            .map(|seed| Fake {
+                seed,
+                commit: Some("abc"),
+                solved: true,
+            })
+            .collect();
+        assert_eq!(judge(&fresh), Verdict::Agrees);
+        let budget_seeds: Vec<Fake> = (0..5)
+            .map(|seed| Fake {
+                seed,
+                commit: Some("abc"),
+                solved: true,
+            })
+            .collect();
+        assert_eq!(judge(&budget_seeds), Verdict::Inconclusive);
+        let no_commit: Vec<Fake> = (10..15)
+            .map(|seed| Fake {
+                seed,
+                commit: None,
+                solved: true,
+            })
+            .collect();
+        assert_eq!(judge(&no_commit), Verdict::Inconclusive);
     }
 }

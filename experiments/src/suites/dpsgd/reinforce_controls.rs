@@ -30,7 +30,7 @@ use super::controls::CurveColumn;
 use super::plan::DpsgdArgs;
 use super::protocol::{
     claims_section, epsilon_by_accountant, finish, judge_claims, run_missing_units, seeds,
-    unit_path, unit_text, write_unit, Claim, UnitOutcome, UnitSetting, UnitTask,
+    unit_path, unit_text, write_unit, Claim, UnitOutcome, UnitSetting, UnitTask, FINAL_WINDOW,
 };
 use super::{mean, ENV, SOLVED_RETURN, SOLVED_WINDOW};
 use crate::backend::BackendTask;
@@ -143,6 +143,14 @@ pub struct ReinforceUnit {
     pub median_return: f64,
     /// Mean of the last 25 returns at the end.
     pub final_mean_return_25: f64,
+    /// The primary metric: the mean of the last [`FINAL_WINDOW`] returns at the end (`None`
+    /// in units written before it was recorded; read from their curve).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_mean_return: Option<f64>,
+    /// The commit the unit ran at ([`crate::run::source_commit`]; `None` in units written
+    /// before it was recorded, which no claim judges).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
     /// ε per episode at δ under `adjacency`, by `accountant`; `None` for ε = ∞ (σ = 0,
     /// plain).
     pub epsilon: Option<f64>,
@@ -184,6 +192,8 @@ pub fn run(args: &DpsgdArgs) -> Result<SuiteOutcome> {
             "--reinforce-batch-sweep values must be >= 1, got {l}"
         );
     }
+    // Fix the commit every unit of this invocation records before the first one runs.
+    let _ = crate::run::source_commit();
     run_missing_units(&protocol_dir(args), args, &settings(args), &seeds(args)?)?;
     write_report(args)
 }
@@ -197,6 +207,15 @@ impl UnitOutcome for ReinforceUnit {
     }
     fn mean_return(&self) -> f64 {
         self.mean_return
+    }
+    fn final_return(&self) -> f64 {
+        self.final_mean_return.unwrap_or(f64::NAN)
+    }
+    fn seed(&self) -> u64 {
+        self.seed
+    }
+    fn commit(&self) -> Option<&str> {
+        self.commit.as_deref()
     }
 }
 
@@ -281,6 +300,8 @@ impl BackendTask for UnitTask<'_, ReinforceSetting> {
             mean_return: mean(&log.returns),
             median_return: median(&log.returns),
             final_mean_return_25: log.mean_recent_return(SOLVED_WINDOW).unwrap_or(f64::NAN),
+            final_mean_return: Some(log.mean_recent_return(FINAL_WINDOW).unwrap_or(f64::NAN)),
+            commit: crate::run::source_commit(),
             epsilon: epsilon.is_finite().then_some(epsilon),
             accountant: args.accountant,
             adjacency: args.adjacency,
@@ -300,23 +321,31 @@ const CLAIMS: [Claim; 3] = [
         figure: "Fig. 5 (REINFORCE convergence on CartPole)",
         claim: "non-private REINFORCE (2-layer MLP, h = 128, dropout 0.5, one episode per \
                 gradient) converges on CartPole",
-        criterion: "plain REINFORCE (L = 1) solves (mean of 25 returns ≥ 475) within the \
-                    episode budget in ≥ 2/3 of ≥ 2 seeds: Agrees; in none of ≥ 2 seeds: \
+        criterion:
+            "plain REINFORCE (L = 1) solves (mean of 25 returns ≥ 475) within the budget in \
+                    ≥ 2/3 of ≥ 5 judged seeds (seeds 10 and up, each unit recording the commit it \
+                    ran at; the budget was fixed from plain REINFORCE on seed 0): Agrees; in none: \
                     Disagrees; else Inconclusive",
     },
     Claim {
         figure: "Figs. 8–9, conclusion",
         claim: "DP-SGD REINFORCE \"is able to converge with reasonable noise levels\"",
         criterion: "DP-SGD REINFORCE (L = 1, C = --clip) at the smallest σ > 0 of the σ sweep \
-                    solves within the budget in ≥ 2/3 of ≥ 2 seeds: Agrees; in none of ≥ 2 \
-                    seeds: Disagrees; else Inconclusive",
+                    solves within the budget in ≥ 2/3 of ≥ 5 judged seeds (seeds 10 and up, each \
+                    unit recording the commit it ran at; the budget was fixed from plain REINFORCE \
+                    on seed 0): Agrees; in none: Disagrees; else Inconclusive",
     },
     Claim {
         figure: "Figs. 8–9, conclusion",
         claim: "privacy vs sample-efficiency trade-off: more noise, less reward",
-        criterion: "mean training return (mean over seeds) falls at every step along σ = 0 \
-                    (clip only), then the σ sweep (L = 1), with ≥ 2 seeds per point: Agrees; \
-                    the largest σ's ≥ σ = 0's: Disagrees; else Inconclusive",
+        criterion:
+            "on the judged seeds (≥ 5 per point) along σ = 0 (clip only), then the σ sweep; \
+                    primary: final reward (mean of the last 50 episodes): Agrees if the largest \
+                    σ's mean is below σ = 0's by more than twice the standard error of the \
+                    difference and no step up in σ raises it by more than twice its standard \
+                    error; Disagrees if the largest σ's ≥ σ = 0's; else Inconclusive. The same \
+                    rule on the secondary metric (mean training return); if the two verdicts \
+                    differ: Inconclusive, with both",
     },
 ];
 
