@@ -27,9 +27,9 @@ use serde::{Deserialize, Serialize};
 
 use super::plan::{dqn_config, DpsgdArgs};
 use super::protocol::{
-    claims_section, epsilon_by_accountant, finish, judge_claims, mean_se, run_missing_units, seeds,
-    store, two_standard_errors, unit_path, unit_text, write_unit, Claim, UnitOutcome, UnitSetting,
-    UnitTask, Verdict, FINAL_WINDOW, JUDGED_SEEDS_FROM, MIN_SEEDS,
+    claims_section, epsilon_by_accountant, final_return_from_curve, finish, judge_claims, mean_se,
+    run_missing_units, seeds, settings_tables, store, two_standard_errors, unit_path, unit_text,
+    write_unit, Claim, UnitOutcome, UnitSetting, UnitTask, Verdict, FINAL_WINDOW, MIN_SEEDS,
 };
 use super::{dqn_budget_epsilon, mean, ENV, SOLVED_RETURN, SOLVED_WINDOW};
 use crate::backend::BackendTask;
@@ -529,16 +529,7 @@ fn read_units(dir: &Path) -> Result<Vec<(PathBuf, UnitSummary)>> {
     let mut units: Vec<(PathBuf, UnitSummary)> = store(dir).read_all()?;
     for (path, unit) in &mut units {
         if unit.final_mean_return.is_none() {
-            let curve = path.parent().unwrap_or(dir).join("curve.csv");
-            let text = std::fs::read_to_string(&curve)
-                .with_context(|| format!("reading {}", curve.display()))?;
-            let returns: Vec<f64> = text
-                .lines()
-                .skip(1)
-                .filter_map(|l| l.split(',').nth(CurveColumn::Return.index())?.parse().ok())
-                .collect();
-            let last = &returns[returns.len().saturating_sub(FINAL_WINDOW)..];
-            unit.final_mean_return = (last.len() == FINAL_WINDOW).then(|| mean(last));
+            unit.final_mean_return = final_return_from_curve(path)?;
         }
     }
     Ok(units)
@@ -585,30 +576,16 @@ pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
     let mut report = Report::new(dir, "DP-SGD DQN to a solving budget, with controls");
     report.paragraph(&protocol_paragraph(args));
     report.paragraph(&crate::report::PrivacyScope::DpSgdDqn.sentence());
-    let (judged, earlier): (Vec<_>, Vec<_>) = units.iter().cloned().partition(|(_, u)| u.judged());
-    report.heading("Every setting, judged seeds");
-    report.paragraph(&format!(
-        "Units of seed {JUDGED_SEEDS_FROM} and up that record the commit they ran at: the \
-         claims below are judged on these. Mean over seeds; final reward is the mean of the \
-         last {FINAL_WINDOW} episodes (the primary metric), mean return the mean training \
-         return (the secondary)."
-    ));
-    settings_table(&mut report, &settings, &judged, args.budget, args.adjacency);
-    if !earlier.is_empty() {
-        report.heading("Earlier units, not judged");
-        report.paragraph(
-            "Seeds 0–2 ran before the criterion below (the budget was fixed from plain DQN's \
-             solves on them, and the earlier criterion judged the mean training return on the \
-             same seeds, a check that could not fail); shown for the record.",
-        );
-        settings_table(
-            &mut report,
-            &settings,
-            &earlier,
-            args.budget,
-            args.adjacency,
-        );
-    }
+    settings_tables(
+        &mut report,
+        &units,
+        "Seeds 0–2 ran before the criterion below (the budget was fixed from plain DQN's \
+         solves on them, and the earlier criterion judged the mean training return on the \
+         same seeds, a check that could not fail); shown for the record.",
+        |report, units| settings_table(report, &settings, units, args.budget, args.adjacency),
+    );
+    let judged: Vec<(PathBuf, UnitSummary)> =
+        units.iter().filter(|(_, u)| u.judged()).cloned().collect();
     baselines_section(&mut report)?;
 
     // The slides' claims, judged by the criteria fixed in CLAIMS.

@@ -101,6 +101,46 @@ pub(super) fn unit_text(unit: &impl Serialize) -> Result<String> {
     Ok(serde_json::to_string_pretty(unit)?)
 }
 
+/// The primary metric of a unit written before it was recorded, from its `curve.csv` (the
+/// returns are its third column): the mean of the last [`FINAL_WINDOW`] returns, `None` for a
+/// shorter run.
+pub(super) fn final_return_from_curve(summary: &Path) -> Result<Option<f64>> {
+    let curve = summary.with_file_name("curve.csv");
+    let text =
+        std::fs::read_to_string(&curve).with_context(|| format!("reading {}", curve.display()))?;
+    let returns: Vec<f64> = text
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(',').nth(2)?.parse().ok())
+        .collect();
+    let last = &returns[returns.len().saturating_sub(FINAL_WINDOW)..];
+    Ok((last.len() == FINAL_WINDOW).then(|| mean(last)))
+}
+
+/// The "every setting" tables: one of the units the claims judge, then (where there are any)
+/// one of the earlier units, headed by `earlier_note`, each drawn by `table`.
+pub(super) fn settings_tables<U: UnitOutcome + Clone>(
+    report: &mut Report,
+    units: &[(PathBuf, U)],
+    earlier_note: &str,
+    mut table: impl FnMut(&mut Report, &[(PathBuf, U)]),
+) {
+    let (judged, earlier): (Vec<_>, Vec<_>) = units.iter().cloned().partition(|(_, u)| u.judged());
+    report.heading("Every setting, judged seeds");
+    report.paragraph(&format!(
+        "Units of seed {JUDGED_SEEDS_FROM} and up that record the commit they ran at: the \
+         claims below are judged on these. Mean over seeds; final reward is the mean of the \
+         last {FINAL_WINDOW} episodes (the primary metric), mean return the mean training \
+         return (the secondary)."
+    ));
+    table(report, &judged);
+    if !earlier.is_empty() {
+        report.heading("Earlier units, not judged");
+        report.paragraph(earlier_note);
+        table(report, &earlier);
+    }
+}
+
 /// The units of a protocol whose units and report live in `dir`.
 pub(super) fn store<U: Unit>(dir: &Path) -> UnitStore<U> {
     UnitStore::new(dir.join("units"))
