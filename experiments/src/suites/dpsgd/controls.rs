@@ -571,7 +571,14 @@ const CLAIMS: [Claim; 3] = [
 /// Writes `dir/report.md` and the return/ε plot from every unit present.
 pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
     let units = read_units(dir)?;
-    let settings = settings(args);
+    // The settings asked for, then any other setting a unit ran (e.g. an earlier invocation's
+    // `--control-groups` or sweeps), so that every unit present is in the tables.
+    let mut settings = settings(args);
+    for (_, unit) in &units {
+        if !settings.iter().any(|s| s.slug == unit.setting.slug) {
+            settings.push(unit.setting.clone());
+        }
+    }
     let of = |slug: &str| units_of(&units, slug, args.budget);
     let mut report = Report::new(dir, "DP-SGD DQN to a solving budget, with controls");
     report.paragraph(&protocol_paragraph(args));
