@@ -170,8 +170,11 @@ pub fn settings(args: &DpsgdArgs) -> Vec<Setting> {
             ..dp(Group::LrSwap, s, c, format!("dp-sigma{s}-c{c}-lr{lr}"))
         });
     }
+    // Groups first, then duplicates: σ = --control-sigma at C = --clip is in both sweeps, and
+    // the σ sweep must keep it when the C sweep is not asked for.
+    out.retain(|s| args.control_groups.contains(&s.group));
     let mut seen = std::collections::HashSet::new();
-    out.retain(|s| seen.insert(s.slug.clone()) && args.control_groups.contains(&s.group));
+    out.retain(|s| seen.insert(s.slug.clone()));
     out
 }
 
@@ -1031,6 +1034,10 @@ mod tests {
             slugs,
             ["dp-sigma0.3-c1-lr0.0003", "dp-sigma1-c1-lr0.003333"]
         );
+        // σ = 1 at C = 1 is in both sweeps: the σ sweep keeps it without the C sweep.
+        args.control_groups = vec![Group::SigmaSweep];
+        let slugs: Vec<String> = settings(&args).into_iter().map(|s| s.slug).collect();
+        assert_eq!(slugs, ["dp-sigma0.3-c1", "dp-sigma1-c1", "dp-sigma3-c1"]);
     }
 
     /// The diagnosis on hand-worked numbers: both moves beyond twice the standard error
