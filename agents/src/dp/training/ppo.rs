@@ -117,7 +117,8 @@ impl DpPpoConfig {
             return Err(AgentError::InvalidParameter {
                 name: "minibatch_episodes",
                 value: self.minibatch_episodes as f64,
-                expected: "<= episodes_per_rollout (the sampling rate q = minibatch / N is at most 1)",
+                expected:
+                    "<= episodes_per_rollout (the sampling rate q = minibatch / N is at most 1)",
             });
         }
         check_count("epochs", self.epochs)?;
@@ -139,7 +140,8 @@ impl DpPpoConfig {
 
     /// ⌈N / qN⌉ steps per epoch.
     pub fn steps_per_epoch(&self) -> usize {
-        self.episodes_per_rollout.div_ceil(self.minibatch_episodes.max(1))
+        self.episodes_per_rollout
+            .div_ceil(self.minibatch_episodes.max(1))
     }
 
     /// K = E·⌈N / qN⌉: the steps of one rollout, every one of which an episode of that rollout
@@ -276,7 +278,8 @@ impl<B: AutodiffBackend> EpisodeLosses<'_, B> {
         }
         let device = &self.device;
         let obs = matrix::<B>(&obs, self.obs_len, device).reshape([e, t_max, self.obs_len]);
-        let logits = traced_forward(&nets.actor, obs.clone(), tape).reshape([rows, self.num_actions]);
+        let logits =
+            traced_forward(&nets.actor, obs.clone(), tape).reshape([rows, self.num_actions]);
         let values = traced_forward(&nets.critic, obs, tape).reshape([rows]);
         let pi = Categorical::from_logits(logits);
         let log_prob = pi.log_prob(one_hot::<B>(&actions, self.num_actions, device));
@@ -290,8 +293,8 @@ impl<B: AutodiffBackend> EpisodeLosses<'_, B> {
         let surrogate = (ratio * advantages).min_pair(clipped);
         // eq. 9, negated to a loss: −L^CLIP + c₁ L^VF − c₂ H.
         let value_loss = (values - vector::<B>(&returns, device)).powi_scalar(2);
-        let step_loss = surrogate.neg() + value_loss * self.value_coef
-            - pi.entropy() * self.entropy_coef;
+        let step_loss =
+            surrogate.neg() + value_loss * self.value_coef - pi.entropy() * self.entropy_coef;
         (step_loss * vector::<B>(&mask, device))
             .reshape([e, t_max])
             .sum_dim(1)
@@ -394,7 +397,8 @@ impl<B: AutodiffBackend> DpPpo<B> {
                     env: "VecEnv".into(),
                     reason: "DP-PPO needs a discrete action space".into(),
                 })?;
-        let engine = PrivacyEngine::new(config.engine_config(), config.noise_rng.source(noise_seed))?;
+        let engine =
+            PrivacyEngine::new(config.engine_config(), config.noise_rng.source(noise_seed))?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let networks = PpoNetworks {
             actor: MlpConfig::new(obs_len, config.hidden.clone(), num_actions)
@@ -463,9 +467,11 @@ impl<B: AutodiffBackend> DpPpo<B> {
             entropy_coef: self.config.entropy_coef,
             device: self.device.clone(),
         };
-        let per_episode = Traced(|nets: &PpoNetworks<B>, records: &[usize], tape: &mut Tape<B>| {
-            losses.losses(nets, records, tape)
-        });
+        let per_episode = Traced(
+            |nets: &PpoNetworks<B>, records: &[usize], tape: &mut Tape<B>| {
+                losses.losses(nets, records, tape)
+            },
+        );
         for _ in 0..self.config.steps_per_rollout() {
             let batch = self.engine.sample()?;
             let released = self
