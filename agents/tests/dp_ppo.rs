@@ -204,3 +204,30 @@ fn a_seed_fixes_every_byte() {
     let (_, logits_c) = run(&config, 22, 2);
     assert_ne!(logits_a, logits_c, "another seed, another run");
 }
+
+#[test]
+fn a_resumed_run_continues_bit_for_bit_and_keeps_its_releases() {
+    use privrl_agents::Agent;
+    let config = small(DpPpoNoise::NoiseMultiplier(0.8));
+    let dir = std::env::temp_dir().join(format!("privrl-dp-ppo-{}", std::process::id()));
+    let mut first = agent(config.clone(), 31);
+    first.train_epoch().unwrap();
+    first.save_checkpoint(&dir).unwrap();
+    first.train_epoch().unwrap();
+    let mut resumed = agent(config, 31);
+    resumed.load_checkpoint(&dir).unwrap();
+    assert_eq!(
+        resumed.engine().steps(),
+        8,
+        "the releases before the checkpoint"
+    );
+    resumed.train_epoch().unwrap();
+    let obs = [0.01, -0.02, 0.03, 0.04];
+    assert_eq!(first.logits(&obs), resumed.logits(&obs));
+    assert_eq!(
+        first.epsilon_whole_run().unwrap(),
+        resumed.epsilon_whole_run().unwrap()
+    );
+    assert_eq!(first.episode_log(), resumed.episode_log());
+    std::fs::remove_dir_all(&dir).ok();
+}

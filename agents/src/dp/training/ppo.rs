@@ -1,5 +1,7 @@
 //! DP-PPO: PPO whose records are whole episodes, trained by the [`PrivacyEngine`].
 
+use std::path::Path;
+
 use burn::config::Config;
 use burn::module::{AutodiffModule, Module};
 use burn::tensor::backend::{AutodiffBackend, Backend};
@@ -10,13 +12,15 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use super::tally::PrivateState;
+use crate::agent::{load_module, save_module, ActMode, Agent, AgentState, EpisodeLog, EpochStats};
 use crate::autodiff;
 use crate::buffer::discount_cumsum;
 use crate::dp::{traced_forward, Tape, Traced};
 use crate::error::{
     check_count, check_hidden, check_non_negative, check_positive, check_unit_interval, AgentError,
 };
-use crate::heads::{host_log_prob, host_softmax, sample_categorical, Categorical};
+use crate::heads::{argmax, host_log_prob, host_softmax, sample_categorical, Categorical};
 use crate::network::HostMlp;
 use crate::nn::{Activation, Mlp, MlpConfig};
 use crate::optim::{AgentOptimizer, OptimizerKind};
@@ -375,6 +379,7 @@ pub struct DpPpo<B: AutodiffBackend> {
     rng: ChaCha8Rng,
     device: B::Device,
     rollouts: u64,
+    log: EpisodeLog,
 }
 
 impl<B: AutodiffBackend> DpPpo<B> {
@@ -419,6 +424,7 @@ impl<B: AutodiffBackend> DpPpo<B> {
             rng,
             device: device.clone(),
             rollouts: 0,
+            log: EpisodeLog::default(),
         })
     }
 
@@ -542,6 +548,8 @@ impl<B: AutodiffBackend> DpPpo<B> {
                         self.config.lam,
                         self.config.normalize_advantages_per_episode,
                     );
+                    self.log.env_steps += episode.len() as u64;
+                    self.log.record(episode.episode_return(), episode.len());
                     episodes.push(episode);
                     finished[i] += 1;
                 } else if current[i].len() >= self.config.max_episode_len {
@@ -597,5 +605,66 @@ impl<B: AutodiffBackend> DpPpo<B> {
     /// The policy's logits for one observation.
     pub fn logits(&self, obs: &[f32]) -> Vec<f32> {
         HostMlp::from_mlp(&self.networks.actor.valid()).forward(obs)
+    }
+}
+
+impl<B: AutodiffBackend> Agent for DpPpo<B> {
+    fn algorithm(&self) -> &'static str {
+        "dp-ppo"
+    }
+
+    fn act(&mut self, obs: &[f32], mode: ActMode) -> usize {
+        let logits = self.logits(obs);
+        match mode {
+            ActMode::Greedy => argmax(&logits),
+            ActMode::Stochastic => sample_categorical(&host_softmax(&logits), &mut self.rng),
+        }
+    }
+
+    /// One epoch: one rollout of N whole episodes and its K private steps
+    /// ([`DpPpo::train_rollout`]). The environment steps counted are those of the N episodes
+    /// (an idle slot's discarded steps are not). Extra columns: `epsilon_per_episode`,
+    /// `epsilon_whole_run`, `noise_multiplier`.
+    fn train_epoch(&mut self) -> Result<EpochStats, AgentError> {
+        let first_episode = self.log.episodes();
+        let stats = self.train_rollout()?;
+        let mut out =
+            EpochStats::from_log(&self.log, self.rollouts, self.engine.steps(), first_episode);
+        out.extra = vec![
+            ("epsilon_per_episode", stats.epsilon_per_episode),
+            ("epsilon_whole_run", stats.epsilon_whole_run),
+            ("noise_multiplier", self.noise_multiplier()),
+        ];
+        Ok(out)
+    }
+
+    fn episode_log(&self) -> &EpisodeLog {
+        &self.log
+    }
+
+    /// The networks, Adam's state, the generator, the counters and the engine's state
+    /// (releases, C, its generator). Rollouts start from an environment reset seeded by the
+    /// agent's generator, so a run resumed at a rollout boundary continues bit for bit.
+    fn save_checkpoint(&self, dir: &Path) -> Result<(), AgentError> {
+        save_module::<B, _>(&self.networks, dir, "networks")?;
+        self.optimizer.save(dir, "optimizer")?;
+        AgentState::capture(&self.rng, self.rollouts, self.engine.steps(), &self.log).save(dir)?;
+        PrivateState::save(&self.engine, dir)
+    }
+
+    /// Restores what [`DpPpo::save_checkpoint`] wrote; refused for another σ, δ, adjacency
+    /// or accountant.
+    fn load_checkpoint(&mut self, dir: &Path) -> Result<(), AgentError> {
+        PrivateState::load(&mut self.engine, dir)?;
+        self.networks = load_module::<B, _>(self.networks.clone(), dir, "networks", &self.device)?;
+        self.optimizer = self
+            .optimizer
+            .clone()
+            .load(dir, "optimizer", &self.device)?;
+        let state = AgentState::load(dir)?;
+        self.rng = state.rng();
+        self.rollouts = state.epoch;
+        self.log = state.log;
+        Ok(())
     }
 }
