@@ -154,6 +154,7 @@ mod tests {
             suite: "test".into(),
             shard: None,
             threads: 1,
+            dp_ppo: Default::default(),
         }
     }
 }

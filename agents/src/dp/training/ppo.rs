@@ -30,6 +30,10 @@ use crate::{
     PrivacyUnit,
 };
 
+/// What [`DpPpo::for_env`] XORs into the seed for the engine's generator, so that sampling
+/// and noise draw from another stream than the networks and the rollouts.
+const NOISE_STREAM: u64 = 0xd9_99_0045;
+
 /// Where DP-PPO's noise multiplier σ comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub enum DpPpoNoise {
@@ -48,6 +52,9 @@ pub struct DpPpoConfig {
     /// N: whole episodes collected per rollout, the records of the engine's dataset.
     #[config(default = 1024)]
     pub episodes_per_rollout: usize,
+    /// M: environment copies that [`DpPpo::for_env`] steps together (at most N are used).
+    #[config(default = 64)]
+    pub num_envs: usize,
     /// Expected episodes per minibatch step, qN (q = this / N, Poisson sampling).
     #[config(default = 256)]
     pub minibatch_episodes: usize,
@@ -117,6 +124,7 @@ impl DpPpoConfig {
     pub fn validate(&self) -> Result<(), AgentError> {
         check_count("episodes_per_rollout", self.episodes_per_rollout)?;
         check_count("minibatch_episodes", self.minibatch_episodes)?;
+        check_count("num_envs", self.num_envs)?;
         if self.minibatch_episodes > self.episodes_per_rollout {
             return Err(AgentError::InvalidParameter {
                 name: "minibatch_episodes",
@@ -426,6 +434,19 @@ impl<B: AutodiffBackend> DpPpo<B> {
             rollouts: 0,
             log: EpisodeLog::default(),
         })
+    }
+
+    /// DP-PPO on min(M, N) copies of the registered environment `env`
+    /// ([`privrl_envs::make`]), with the noise seeded by `seed` too (a stream of its own).
+    pub fn for_env(
+        config: DpPpoConfig,
+        env: &str,
+        device: &B::Device,
+        seed: u64,
+    ) -> Result<Self, AgentError> {
+        config.validate()?;
+        let envs = VecEnv::make(env, config.num_envs.min(config.episodes_per_rollout))?;
+        Self::new(config, envs, device, seed, seed ^ NOISE_STREAM)
     }
 
     /// The configuration.
