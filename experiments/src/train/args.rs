@@ -118,6 +118,10 @@ pub struct DpPpoArgs {
     /// dp-ppo: L2 bound C on each episode's joint actor-critic gradient (> 0); default 1.
     #[arg(long)]
     pub clip: Option<f64>,
+    /// dp-ppo: adaptive clipping, C tracking this quantile of the per-episode gradient norms
+    /// (0.5: the median), starting from --clip.
+    #[arg(long)]
+    pub adaptive_clip_quantile: Option<f64>,
     /// dp-ppo: N, whole episodes per rollout (the records one rollout's steps sample from).
     #[arg(long)]
     pub episodes_per_rollout: Option<usize>,
@@ -144,6 +148,10 @@ impl DpPpoArgs {
             ("--delta", self.delta.is_some()),
             ("--clip", self.clip.is_some()),
             (
+                "--adaptive-clip-quantile",
+                self.adaptive_clip_quantile.is_some(),
+            ),
+            (
                 "--episodes-per-rollout",
                 self.episodes_per_rollout.is_some(),
             ),
@@ -168,6 +176,9 @@ impl DpPpoArgs {
         }
         if let Some(clip) = self.clip {
             config.clip = Some(clip);
+        }
+        if let Some(quantile) = self.adaptive_clip_quantile {
+            config.adaptive_clip_quantile = Some(quantile);
         }
         if let Some(n) = self.episodes_per_rollout {
             config.episodes_per_rollout = n;

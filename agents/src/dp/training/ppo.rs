@@ -26,13 +26,13 @@ use crate::nn::{Activation, Mlp, MlpConfig};
 use crate::optim::{AgentOptimizer, OptimizerKind};
 use crate::tensor::{matrix, one_hot, vector};
 use crate::{
-    NoiseCalibration, PoissonSampling, PrivacyEngine, PrivacyEngineConfig, PrivacyTally,
-    PrivacyUnit,
+    AdaptiveClipping, NoiseCalibration, PoissonSampling, PrivacyEngine, PrivacyEngineConfig,
+    PrivacyTally, PrivacyUnit,
 };
 
 /// What [`DpPpo::for_env`] XORs into the seed for the engine's generator, so that sampling
 /// and noise draw from another stream than the networks and the rollouts.
-const NOISE_STREAM: u64 = 0xd9_99_0045;
+const NOISE_STREAM: u64 = 0xd999_0045;
 
 /// Where DP-PPO's noise multiplier σ comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -100,6 +100,14 @@ pub struct DpPpoConfig {
     /// allowed only with σ = 0.
     #[config(default = "Some(1.0)")]
     pub clip: Option<f64>,
+    /// Adaptive clipping (Andrew et al. 2021, "Differentially Private Learning with Adaptive
+    /// Clipping"): C tracks this quantile of the per-episode gradient norms (0.5: the median,
+    /// the DP literature's advice), starting from `clip`, at geometric rate 0.2 with noise
+    /// qN/20 on the count; the engine splits σ between gradient and count so the ε is that of
+    /// σ. An episode's gradient sums its steps, so its norm grows as episodes lengthen: a
+    /// fixed C that suits the first rollouts clips nearly everything later. `None`: C fixed.
+    #[config(default = "None")]
+    pub adaptive_clip_quantile: Option<f64>,
     /// σ, given or calibrated to a target ε per episode.
     #[config(default = "DpPpoNoise::NoiseMultiplier(1.0)")]
     pub noise: DpPpoNoise,
@@ -176,10 +184,18 @@ impl DpPpoConfig {
             dataset_size: self.episodes_per_rollout,
             sample_rate: self.sample_rate(),
         };
-        PrivacyEngineConfig::new(sampling, self.clip.unwrap_or(f64::INFINITY), noise)
+        let config = PrivacyEngineConfig::new(sampling, self.clip.unwrap_or(f64::INFINITY), noise)
             .with_delta(self.delta)
             .with_adjacency(self.adjacency)
-            .with_accountant(self.accountant)
+            .with_accountant(self.accountant);
+        match self.adaptive_clip_quantile {
+            Some(quantile) => config.with_adaptive_clipping(AdaptiveClipping::new(
+                quantile,
+                0.2,
+                self.minibatch_episodes as f64 / 20.0,
+            )),
+            None => config,
+        }
     }
 }
 
@@ -500,13 +516,7 @@ impl<B: AutodiffBackend> DpPpo<B> {
             },
         );
         for _ in 0..self.config.steps_per_rollout() {
-            let batch = self.engine.sample()?;
-            let released = self
-                .engine
-                .private_gradient(&self.networks, &batch, &per_episode)?;
-            let networks = self.networks.clone();
-            let grads = autodiff::exclusive(|| released.to_gradients_params(&networks))?;
-            self.networks = self.optimizer.step(self.config.lr, networks, grads);
+            self.private_step(&per_episode)?;
         }
         self.rollouts += 1;
         Ok(DpPpoStats {
@@ -516,6 +526,71 @@ impl<B: AutodiffBackend> DpPpo<B> {
             epsilon_per_episode: self.epsilon_per_episode()?,
             epsilon_whole_run: self.epsilon_whole_run()?,
         })
+    }
+
+    /// For `cargo xtask bench`: one rollout, then `steps` private steps on it and `steps` plain
+    /// PPO steps on the same rollout at the same expected minibatch (Poisson draws at the same
+    /// q from a generator of their own; the plain step sums the drawn episodes' losses and
+    /// takes one ordinary backward: no per-episode gradients, clipping or noise). Returns the
+    /// wall-clock seconds per private step and per plain step. The plain steps' parameters are
+    /// discarded and they are not releases; the private ones count as every step does.
+    pub fn time_private_and_plain_steps(&mut self, steps: usize) -> Result<(f64, f64), AgentError> {
+        let episodes = self.collect_rollout()?;
+        let losses = EpisodeLosses::<B> {
+            episodes: &episodes,
+            obs_len: self.obs_len,
+            num_actions: self.num_actions,
+            clip_ratio: self.config.clip_ratio,
+            value_coef: self.config.value_coef,
+            entropy_coef: self.config.entropy_coef,
+            device: self.device.clone(),
+        };
+        let (networks, optimizer) = (self.networks.clone(), self.optimizer.clone());
+        let mut draws = ChaCha8Rng::seed_from_u64(0);
+        let q = self.config.sample_rate();
+        let plain_start = std::time::Instant::now();
+        for _ in 0..steps {
+            let batch: Vec<usize> = (0..episodes.len())
+                .filter(|_| draws.random::<f64>() < q)
+                .collect();
+            if batch.is_empty() {
+                continue;
+            }
+            let nets = self.networks.clone();
+            let grads = autodiff::exclusive(|| {
+                let loss = losses.losses(&nets, &batch, &mut Tape::off()).sum();
+                burn::optim::GradientsParams::from_grads(autodiff::backward(&loss), &nets)
+            });
+            self.networks = self.optimizer.step(self.config.lr, nets, grads);
+        }
+        let plain = plain_start.elapsed().as_secs_f64() / steps.max(1) as f64;
+        (self.networks, self.optimizer) = (networks, optimizer);
+        let per_episode = Traced(
+            |nets: &PpoNetworks<B>, records: &[usize], tape: &mut Tape<B>| {
+                losses.losses(nets, records, tape)
+            },
+        );
+        let private_start = std::time::Instant::now();
+        for _ in 0..steps {
+            self.private_step(&per_episode)?;
+        }
+        let private = private_start.elapsed().as_secs_f64() / steps.max(1) as f64;
+        Ok((private, plain))
+    }
+
+    /// One DP-SGD step of the engine on the rollout's episodes and its Adam update.
+    fn private_step<F>(&mut self, per_episode: &Traced<F>) -> Result<(), AgentError>
+    where
+        F: Fn(&PpoNetworks<B>, &[usize], &mut Tape<B>) -> Tensor<B, 1> + Sync,
+    {
+        let batch = self.engine.sample()?;
+        let released = self
+            .engine
+            .private_gradient(&self.networks, &batch, per_episode)?;
+        let networks = self.networks.clone();
+        let grads = autodiff::exclusive(|| released.to_gradients_params(&networks))?;
+        self.networks = self.optimizer.step(self.config.lr, networks, grads);
+        Ok(())
     }
 
     /// N whole episodes from the current policy: slot i of the [`VecEnv`] plays
