@@ -234,11 +234,12 @@ fn a_resumed_run_continues_bit_for_bit_and_keeps_its_releases() {
 
 #[test]
 fn adaptive_clipping_moves_c_and_keeps_the_epsilon_of_sigma() {
-    let config = small(DpPpoNoise::NoiseMultiplier(1.1)).with_adaptive_clip_quantile(Some(0.5));
+    // The count's noise qN/20 = 0.2 must exceed σ/2 (the engine's split of σ): σ = 0.3.
+    let config = small(DpPpoNoise::NoiseMultiplier(0.3)).with_adaptive_clip_quantile(Some(0.5));
     let mut dp = agent(config, 9);
     dp.train_rollout().unwrap();
     assert_ne!(dp.engine().clip(), 1.0, "C follows the median episode norm");
-    let expected = step_by_step(0.25, 1.1, 8);
+    let expected = step_by_step(0.25, 0.3, 8);
     let got = dp.epsilon_per_episode().unwrap();
     assert!(
         (got - expected).abs() <= 1e-9 * expected,
