@@ -95,8 +95,9 @@ pub struct DpPpoUnit {
     pub final_mean_return_100: f64,
     /// Environment steps when the last-100 mean first reached [`SOLVED_RETURN`].
     pub solved_at_env_steps: Option<u64>,
-    /// Per rollout: (environment steps, mean return of the last 100 episodes, whole-run ε).
-    pub curve: Vec<(u64, f64, f64)>,
+    /// Per rollout: (environment steps, mean return of the last 100 episodes, whole-run ε;
+    /// `None` for ε = ∞).
+    pub curve: Vec<(u64, f64, Option<f64>)>,
     /// Wall-clock seconds.
     pub wall_s: f64,
 }
@@ -166,7 +167,9 @@ fn plan(args: &DpPpoSuiteArgs) -> Result<Plan> {
             .with_minibatch_episodes(16)
             .with_epochs(2)
             .with_num_envs(16)
-            .with_hidden(vec![32]);
+            .with_hidden(vec![32])
+            // qN = 16 leaves adaptive clipping's count noise (qN/20) below σ/2 at ε = 1.
+            .with_adaptive_clip_quantile(None);
         (
             vec![Point(Some(TARGET_EPSILON)), Point(None)],
             vec![0],
@@ -186,6 +189,13 @@ fn plan(args: &DpPpoSuiteArgs) -> Result<Plan> {
     let steps = args.steps.unwrap_or(steps);
     ensure!(steps >= 1, "--steps must be at least 1");
     config.validate()?;
+    // Every point's σ and clipping checked (named errors) before any unit runs.
+    for &point in &points {
+        point_config(&config, point)
+            .engine_config()
+            .check()
+            .with_context(|| format!("the point ε = {}", point.label()))?;
+    }
     Ok(Plan {
         dir: args.dir.clone().unwrap_or(dir),
         points,
@@ -219,14 +229,14 @@ impl BackendTask for UnitTask {
         let start = Instant::now();
         let mut agent =
             DpPpo::<Autodiff<B>>::for_env(self.config.clone(), ENV, &device, self.seed)?;
+        let finite = |e: f64| e.is_finite().then_some(e);
         let mut curve = Vec::new();
         while agent.episode_log().env_steps < self.steps {
             let stats = agent.train_epoch()?;
-            let whole = agent.epsilon_whole_run()?;
+            let whole = finite(agent.epsilon_whole_run()?);
             curve.push((stats.env_steps, stats.mean_return_100, whole));
         }
         let log = agent.episode_log();
-        let finite = |e: f64| e.is_finite().then_some(e);
         Ok(DpPpoUnit {
             target_epsilon: self.point.0,
             seed: self.seed,
