@@ -55,8 +55,9 @@ pub struct DpPpoSuiteArgs {
     /// Environment steps per unit (default 2,000,000; --quick: 20,000).
     #[arg(long)]
     pub steps: Option<u64>,
-    /// A DpPpoConfig as JSON (its noise is replaced by each point's target ε); the suite's
-    /// large-batch defaults otherwise ([`suite_config`]).
+    /// A DpPpoConfig as JSON (its noise is replaced by each point's target ε); otherwise the
+    /// suite's large-batch defaults: 2048 episodes per rollout, an expected 512 per step, one
+    /// epoch, C tracking the median episode norm.
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Where units and report go (default results/dp-ppo; --quick: runs/dp-ppo).

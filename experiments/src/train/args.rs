@@ -254,7 +254,7 @@ impl AgentConfig {
                 let given = args.dp_ppo.given();
                 if !given.is_empty() {
                     bail!(
-                        "{} apply to --algo dp-ppo only, not {}",
+                        "only --algo dp-ppo takes {}, not {}",
                         given.join(", "),
                         args.algo
                     );

@@ -160,7 +160,7 @@ fn train_seed<B: AutodiffBackend>(
                 _ => ("-", f64::NAN),
             };
             tracing::info!(
-                "{} seed {seed}, rollout {}: {} env steps, mean return (100) {}, ε = {} per episode ({adjacency}, δ = {delta}; every step of the run composed: {})",
+                "{} seed {seed}, rollout {}: {} env steps, mean return (100) {}, ε = {} per episode ({adjacency}, δ = {delta:e}; every step of the run composed: {})",
                 args.algo,
                 stats.epoch,
                 stats.env_steps,
