@@ -221,7 +221,7 @@ proptest! {
         } else {
             NoiseCalibration::NoiseMultiplier(sigma)
         };
-        let config = PrivacyEngineConfig::new(PoissonSampling { dataset_size: dataset_size, sample_rate: sample_rate }, clip, noise).with_delta(delta);
+        let config = PrivacyEngineConfig::new(PoissonSampling { dataset_size, sample_rate }, clip, noise).with_delta(delta);
         if let Err(error) = config.clone().check() {
             prop_assert!(!error.to_string().is_empty());
         }

@@ -16,6 +16,7 @@
 //! | `dpsgd --ldp-controls` | `LdpUnit` | `<dir>/ldp/units/<slug>-seed<k>/summary.json` |
 //! | `pgc --ablation`, `--tables` | `pgc::units::Unit` | `<results>/<kind>/<setting>/seed<k>.json` |
 //! | `kickstart` | `StudentSummary` | `<out>/kickstart[-<env>]/<setting>-seed<k>/summary.json` |
+//! | `dp-ppo` | `DpPpoUnit` | `<dir>/units/eps<ε>-seed<k>/summary.json` |
 //!
 //! Where a unit is a whole run directory (`config.json`, `metrics.csv`, `summary.json`: the
 //! kickstart suite's students and teacher, the DP-SGD σ sweep, the inversion suite's attack

@@ -12,7 +12,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use privrl_experiments::backend::{self, BackendChoice};
-use privrl_experiments::suites::{audit, dpsgd, inversion, kickstart, leakage, pgc};
+use privrl_experiments::suites::{audit, dp_ppo, dpsgd, inversion, kickstart, leakage, pgc};
 use privrl_experiments::{bench, doctor, quickstart, sweep, train};
 
 /// privrl experiment runner.
@@ -91,6 +91,11 @@ enum SuiteCommand {
     /// under DP-SGD (σ sweep), Laplace and projected random sign (ε sweep), beside the ε and
     /// the utility of the DP-SGD and PGC suites; writes runs/leakage/report.md.
     Leakage(leakage::LeakageArgs),
+    /// DP-PPO on CartPole-v1 with one episode as the unit of privacy: the privacy–utility
+    /// frontier over ε per episode ∈ {0.5, 1, 2, 4, 8, ∞}, ≥ 5 seeds, resumable units;
+    /// writes results/dp-ppo/report.md (runs/dp-ppo/ with --quick).
+    #[command(name = "dp-ppo")]
+    DpPpo(dp_ppo::DpPpoSuiteArgs),
 }
 
 /// Keeps freed buffers of up to 32 MiB for reuse instead of handing them back to the OS.
@@ -164,6 +169,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Suite(SuiteCommand::Kickstart(args)) => kickstart::run(args).map(print_headline),
         Command::Suite(SuiteCommand::Pgc(args)) => pgc::run(args).map(print_headline),
         Command::Suite(SuiteCommand::Leakage(args)) => leakage::run(args).map(print_headline),
+        Command::Suite(SuiteCommand::DpPpo(args)) => dp_ppo::run(args).map(print_headline),
         Command::Pgc(cmd) => pgc_cmd::run(cmd),
         Command::Check(cmd) => check::run(cmd),
         Command::Privacy(cmd) => privacy_cli::run(cmd),

@@ -45,6 +45,10 @@ pub struct BenchArgs {
     /// PPO epochs (4000 env steps each) timed for the agent throughput row.
     #[arg(long, default_value_t = 3)]
     pub ppo_epochs: usize,
+    /// DP-PPO and plain PPO steps timed (each) for the DP-PPO cost row, at the dp-ppo suite's
+    /// batch (2048 episodes per rollout, expected 512 per step); 0 skips it.
+    #[arg(long, default_value_t = 4)]
+    pub dp_ppo_steps: usize,
     /// DQN gradient steps timed for the agent throughput row.
     #[arg(long, default_value_t = 1000)]
     pub dqn_updates: usize,
@@ -471,6 +475,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
         .transpose()?;
     let ppo_steps_per_s = crate::train::bench_ppo_steps_per_s(args.backend, args.ppo_epochs)?;
     let dqn_updates_per_s = crate::train::bench_dqn_updates_per_s(args.backend, args.dqn_updates)?;
+    let dp_ppo = (args.dp_ppo_steps > 0)
+        .then(|| crate::train::bench_dp_ppo_step_cost(args.backend, args.dp_ppo_steps))
+        .transpose()?;
     let delta = dirichlet_delta_time()?;
     write_json(
         &dir.join("bench.json"),
@@ -480,6 +487,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             "dirichlet_delta_mc_1e6_m6_ms": delta.ms,
             "ppo_cartpole_env_steps_per_s": ppo_steps_per_s,
             "dqn_batch128_updates_per_s": dqn_updates_per_s,
+            "dp_ppo_step_cost": dp_ppo,
             "qgi": qgi,
             "qgi_pytorch": torch,
         }),
@@ -499,6 +507,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         &dp_sgd.backend,
         ppo_steps_per_s,
         dqn_updates_per_s,
+        dp_ppo.as_ref(),
     );
     privacy_section(&mut report, &args, &dp_sgd, &delta);
     if let Some(qgi) = &qgi {
@@ -551,7 +560,35 @@ fn agents_section(
     backend: &impl std::fmt::Display,
     ppo_steps_per_s: f64,
     dqn_updates_per_s: f64,
+    dp_ppo: Option<&crate::train::DpPpoStepCost>,
 ) {
+    let mut rows = vec![
+        vec![
+            Cell::from("PPO env steps/s (end to end)"),
+            Cell::from(ppo_steps_per_s),
+        ],
+        vec![
+            Cell::from("DQN updates/s (batch 128)"),
+            Cell::from(dqn_updates_per_s),
+        ],
+    ];
+    if let Some(cost) = dp_ppo {
+        rows.push(vec![
+            Cell::from(format!(
+                "DP-PPO step / plain PPO step, same rollout of {} episodes, expected {} per step (goal ≤ 1.15)",
+                cost.episodes_per_rollout, cost.minibatch_episodes
+            )),
+            Cell::from(cost.ratio),
+        ]);
+        rows.push(vec![
+            Cell::from("DP-PPO step, ms"),
+            Cell::from(cost.private_s * 1e3),
+        ]);
+        rows.push(vec![
+            Cell::from("plain PPO step on the same batch, ms"),
+            Cell::from(cost.plain_s * 1e3),
+        ]);
+    }
     report
         .heading("Agents")
         .paragraph(&format!(
@@ -562,19 +599,7 @@ fn agents_section(
              replay buffer, target computation, forward, backward and Adam, {} updates.",
             backend, args.ppo_epochs, args.dqn_updates
         ))
-        .table(
-            &["measurement", "value"],
-            vec![
-                vec![
-                    Cell::from("PPO env steps/s (end to end)"),
-                    Cell::from(ppo_steps_per_s),
-                ],
-                vec![
-                    Cell::from("DQN updates/s (batch 128)"),
-                    Cell::from(dqn_updates_per_s),
-                ],
-            ],
-        );
+        .table(&["measurement", "value"], rows);
 }
 
 /// DP-SGD DQN's step against plain DQN's, and the Dirichlet δ's Monte Carlo time.
@@ -748,12 +773,13 @@ fn inversion_section(
 fn reproduce_command(args: &BenchArgs) -> String {
     format!(
         "cargo xtask bench --env-steps {} --num-envs {} --train-steps {} --ppo-epochs {} \
-         --dqn-updates {} --qgi-res {} --qgi-iterations {} --backend {}{}",
+         --dqn-updates {} --dp-ppo-steps {} --qgi-res {} --qgi-iterations {} --backend {}{}",
         args.env_steps,
         args.num_envs,
         args.train_steps,
         args.ppo_epochs,
         args.dqn_updates,
+        args.dp_ppo_steps,
         args.qgi_res,
         args.qgi_iterations,
         args.backend,

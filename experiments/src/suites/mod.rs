@@ -7,6 +7,7 @@
 //! `config.json` is unchanged ([`crate::run::RunDir::completed_with`]).
 
 pub mod audit;
+pub mod dp_ppo;
 pub mod dpsgd;
 pub mod inversion;
 pub mod kickstart;

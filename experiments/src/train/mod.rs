@@ -31,7 +31,8 @@ pub use self::args::{AgentConfig, Algorithm, TrainArgs};
 pub use self::quick::quick_ppo;
 pub use self::seed::{SeedResult, TrainSummary};
 pub use self::throughput::{
-    bench_dqn_updates_per_s, bench_ppo_steps_per_s, DqnThroughput, PpoThroughput,
+    bench_dp_ppo_step_cost, bench_dqn_updates_per_s, bench_ppo_steps_per_s, DpPpoStepCost,
+    DpPpoStepTimes, DqnThroughput, PpoThroughput,
 };
 
 /// Runs `train` and prints where the results went.
@@ -154,6 +155,7 @@ mod tests {
             suite: "test".into(),
             shard: None,
             threads: 1,
+            dp_ppo: Default::default(),
         }
     }
 }

@@ -46,6 +46,7 @@ fn quick_ppo_in(
         suite: suite.into(),
         shard: None,
         threads,
+        dp_ppo: Default::default(),
     };
     let config = AgentConfig::resolve(&args)?;
     let results = dispatch(

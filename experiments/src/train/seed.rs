@@ -59,6 +59,22 @@ pub struct TrainSummary {
     pub wall_s: f64,
     /// Environment steps per second, end to end (acting and updating).
     pub env_steps_per_s: f64,
+    /// dp-ppo: ε per episode at the end (one rollout's steps; `null` for the non-private
+    /// algorithms, and for σ = 0, whose ε is ∞).
+    #[serde(default)]
+    pub epsilon_per_episode: Option<f64>,
+    /// dp-ppo: ε composing every step of the run (conservative; `null` as above).
+    #[serde(default)]
+    pub epsilon_whole_run: Option<f64>,
+}
+
+/// The value of the extra column `name` of an epoch's stats, if the algorithm has it.
+fn extra(stats: &EpochStats, name: &str) -> Option<f64> {
+    stats
+        .extra
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|&(_, v)| v)
 }
 
 fn reward_threshold(env: &str) -> Option<f64> {
@@ -126,9 +142,32 @@ fn train_seed<B: AutodiffBackend>(
             by_steps.push((stats.env_steps as f64, stats.mean_return_100));
             by_episodes.push((stats.episodes as f64, stats.mean_return_100));
         }
+        let epsilon = extra(&stats, "epsilon_per_episode");
         if let Some(bar) = &bar {
             bar.set_position(stats.env_steps.min(args.steps));
-            bar.set_message(format!("return {}", format_number(stats.mean_return_100)));
+            bar.set_message(match epsilon {
+                Some(e) => format!(
+                    "return {}, ε {} per episode",
+                    format_number(stats.mean_return_100),
+                    format_number(e)
+                ),
+                None => format!("return {}", format_number(stats.mean_return_100)),
+            });
+        } else if let Some(e) = epsilon {
+            // One seed runs without a bar: the privacy spent, rollout by rollout.
+            let (adjacency, delta) = match config {
+                AgentConfig::DpPpo(c) => (c.adjacency.name(), c.delta),
+                _ => ("-", f64::NAN),
+            };
+            tracing::info!(
+                "{} seed {seed}, rollout {}: {} env steps, mean return (100) {}, ε = {} per episode ({adjacency}, δ = {delta:e}; every step of the run composed: {})",
+                args.algo,
+                stats.epoch,
+                stats.env_steps,
+                format_number(stats.mean_return_100),
+                format_number(e),
+                format_number(extra(&stats, "epsilon_whole_run").unwrap_or(f64::NAN)),
+            );
         }
         last = Some(stats);
         let solved = threshold.and_then(|t| agent.episode_log().first_solved(100, t));
@@ -155,6 +194,14 @@ fn train_seed<B: AutodiffBackend>(
         solved_at_episodes: solved.map(|s| s.0),
         wall_s,
         env_steps_per_s: log.env_steps as f64 / wall_s.max(1e-9),
+        epsilon_per_episode: last
+            .as_ref()
+            .and_then(|s| extra(s, "epsilon_per_episode"))
+            .filter(|e| e.is_finite()),
+        epsilon_whole_run: last
+            .as_ref()
+            .and_then(|s| extra(s, "epsilon_whole_run"))
+            .filter(|e| e.is_finite()),
     };
     let (x_label, curve) = curve_axis(args.algo, &by_steps, &by_episodes);
     let plot = LearningCurves::new(format!("{} on {}, seed {seed}", args.algo, args.env))
@@ -267,5 +314,38 @@ mod tests {
                 "mean_return_100"
             ]
         );
+    }
+
+    #[test]
+    fn a_dp_ppo_run_records_its_epsilon_per_episode() {
+        let root = crate::run::tests::temp_dir("train-dp-ppo");
+        let mut a = args(Algorithm::DpPpo);
+        a.steps = 500;
+        a.dp_ppo.target_epsilon = Some(2.0);
+        a.dp_ppo.episodes_per_rollout = Some(16);
+        a.dp_ppo.minibatch_episodes = Some(8);
+        a.dp_ppo.num_envs = Some(4);
+        let config = AgentConfig::resolve(&a).unwrap();
+        let result = train_seed::<Autodiff<burn::backend::NdArray>>(
+            &a,
+            &config,
+            1,
+            &Default::default(),
+            None,
+            &root,
+        )
+        .unwrap();
+        let epsilon = result.summary.epsilon_per_episode.unwrap();
+        assert!(epsilon <= 2.0 && epsilon > 1.9, "{epsilon}");
+        assert!(result.summary.epsilon_whole_run.unwrap() > epsilon);
+        assert_eq!(
+            result.summary.episodes % 16,
+            0,
+            "whole rollouts of 16 episodes"
+        );
+        let run = root.join("test").join("dp-ppo-cartpole-v1-seed1");
+        crate::run::tests::assert_complete_run(&run);
+        let metrics = crate::run::read_metrics(&run.join("metrics.csv")).unwrap();
+        assert!(metrics.columns.iter().any(|c| c == "epsilon_per_episode"));
     }
 }

@@ -6,8 +6,9 @@ use std::time::Instant;
 use anyhow::Result;
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
-use privrl_agents::{Agent, Dqn, DqnConfig, Ppo, PpoConfig};
+use privrl_agents::{Agent, DpPpo, Dqn, DqnConfig, Ppo, PpoConfig};
 use rand::SeedableRng;
+use serde::Serialize;
 
 use crate::backend::{dispatch, BackendChoice, BackendTask};
 
@@ -81,4 +82,54 @@ impl BackendTask for DqnThroughput {
 /// [`DqnThroughput`] on the chosen backend.
 pub fn bench_dqn_updates_per_s(backend: BackendChoice, updates: usize) -> Result<f64> {
     dispatch(backend, DqnThroughput { updates })
+}
+
+/// DP-PPO's step against a plain PPO step at the same batch
+/// ([`DpPpo::time_private_and_plain_steps`]): the suite's configuration
+/// ([`crate::suites::dp_ppo::suite_config`]: 2048 episodes per rollout, expected 512 per step)
+/// at a target ε of 1, on CartPole-v1 with a fresh policy, after one warm-up step of each.
+pub struct DpPpoStepTimes {
+    /// Steps of each kind to time.
+    pub steps: usize,
+}
+
+/// What [`DpPpoStepTimes`] measured.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct DpPpoStepCost {
+    /// Episodes per rollout N.
+    pub episodes_per_rollout: usize,
+    /// Expected episodes per step qN.
+    pub minibatch_episodes: usize,
+    /// Seconds per DP-PPO step (sampling, per-episode gradients, clipping, noise, Adam).
+    pub private_s: f64,
+    /// Seconds per plain step (the drawn episodes' summed loss, one backward, Adam).
+    pub plain_s: f64,
+    /// private_s / plain_s (the goal: ≤ 1.15).
+    pub ratio: f64,
+}
+
+impl BackendTask for DpPpoStepTimes {
+    type Output = DpPpoStepCost;
+
+    fn run<B: Backend>(self, device: B::Device) -> Result<DpPpoStepCost> {
+        let config = crate::suites::dp_ppo::suite_config()
+            .with_noise(privrl_agents::DpPpoNoise::TargetEpsilon(1.0));
+        let (episodes_per_rollout, minibatch_episodes) =
+            (config.episodes_per_rollout, config.minibatch_episodes);
+        let mut agent = DpPpo::<Autodiff<B>>::for_env(config, "CartPole-v1", &device, 0)?;
+        agent.time_private_and_plain_steps(1)?;
+        let (private_s, plain_s) = agent.time_private_and_plain_steps(self.steps.max(1))?;
+        Ok(DpPpoStepCost {
+            episodes_per_rollout,
+            minibatch_episodes,
+            private_s,
+            plain_s,
+            ratio: private_s / plain_s,
+        })
+    }
+}
+
+/// [`DpPpoStepTimes`] on the chosen backend.
+pub fn bench_dp_ppo_step_cost(backend: BackendChoice, steps: usize) -> Result<DpPpoStepCost> {
+    dispatch(backend, DpPpoStepTimes { steps })
 }

@@ -126,3 +126,29 @@ impl<B: AutodiffBackend> GradSampleLayer<B, 2> for Dense<B> {
         Some((self.weight.id, self.bias.as_ref().map(|b| b.id)))
     }
 }
+
+/// A [`Dense`] layer on `[records, positions, d]`: every position of a record goes through the
+/// same weights, so a record's gradient is Σ_t a_tᵀ δ_t over its positions (DP-PPO's records
+/// are whole episodes, one position per step: [`crate::DpPpo`]). Always materialised
+/// (`[records, d_in·d_out]`): the factored norms ‖a_i‖‖δ_i‖ hold for one position only.
+impl<B: AutodiffBackend> GradSampleLayer<B, 3> for Dense<B> {
+    fn forward_layer(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
+        let [records, positions, d_in] = x.dims();
+        let y = self.forward(x.reshape([records * positions, d_in]));
+        let d_out = y.dims()[1];
+        y.reshape([records, positions, d_out])
+    }
+
+    fn grad_samples(
+        &self,
+        activations: Tensor<B::InnerBackend, 3>,
+        backprops: Tensor<B::InnerBackend, 3>,
+    ) -> Result<Vec<(ParamId, Tensor<B::InnerBackend, 2>)>, EngineError> {
+        Ok(linear_param_samples(
+            self.weight.id,
+            self.bias.as_ref().map(|b| b.id),
+            activations,
+            backprops,
+        ))
+    }
+}

@@ -19,9 +19,9 @@ use privrl_privacy::{Clipping, DpSgd};
 use rand::Rng;
 
 use crate::autodiff;
-use crate::dp::Tape;
+use crate::dp::{GradSampleLayer, Tape};
 use crate::error::AgentError;
-use crate::nn::Mlp;
+use crate::nn::{Dense, Mlp};
 use crate::record::{GradientRecord, NamedGradient};
 use crate::tensor::{float_options, to_host};
 
@@ -70,12 +70,16 @@ pub fn probed_forward<B: AutodiffBackend>(mlp: &Mlp<B>, x: Tensor<B, 2>) -> Prob
 
 /// `mlp.forward(x)` with every Dense layer passed through `tape`, so that an [`Mlp`] takes the
 /// [`crate::PrivacyEngine`]'s fast path ([`crate::dp::Traced`]); the same
-/// layers, activation and dropout as [`probed_forward`].
-pub fn traced_forward<B: AutodiffBackend>(
+/// layers, activation and dropout as [`probed_forward`]. On `[records, positions, d]` (D = 3)
+/// a record's gradient sums over its positions (DP-PPO's episodes of steps).
+pub fn traced_forward<B: AutodiffBackend, const D: usize>(
     mlp: &Mlp<B>,
-    x: Tensor<B, 2>,
+    x: Tensor<B, D>,
     tape: &mut Tape<B>,
-) -> Tensor<B, 2> {
+) -> Tensor<B, D>
+where
+    Dense<B>: GradSampleLayer<B, D>,
+{
     let last = mlp.layers.len().saturating_sub(1);
     let mut h = x;
     for (i, layer) in mlp.layers.iter().enumerate() {

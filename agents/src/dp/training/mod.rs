@@ -68,11 +68,13 @@
 mod config;
 mod dqn;
 mod observation;
+mod ppo;
 mod reinforce;
 mod tally;
 
 pub use config::DpSgdTrainingConfig;
 pub use dqn::{private_td_gradient, DpSgdDqn};
 pub use observation::NoisyObservationEnv;
+pub use ppo::{DpPpo, DpPpoConfig, DpPpoNoise, DpPpoStats};
 pub use reinforce::DpSgdReinforce;
 pub use tally::{PrivacyTally, PrivacyUnit};

@@ -1,0 +1,444 @@
+//! `cargo xtask suite dp-ppo [--quick]`: DP-PPO on CartPole-v1 with an episode as the unit of
+//! privacy, the privacy–utility frontier over ε per episode (docs/dp-ppo.md).
+//!
+//! Resumable units on the template of [`crate::unit`]: one file per ε × seed,
+//! `<dir>/units/<eps>-seed<k>/summary.json`, written atomically as it finishes, planned
+//! seed-major; a rerun runs only the missing ones and the report is regenerated from every unit
+//! on disk, saying how many.
+//!
+//! The criterion is fixed here, before any run ([`FRONTIER_EPSILONS`], [`MIN_SEEDS`],
+//! [`SOLVED_RETURN`], [`point_solved`]): a point ε is **solved** when at least 5 seeds have
+//! finished and the mean over seeds of each seed's final mean return of its last 100 training
+//! episodes is ≥ 475. The headline: the smallest solved ε, visible if it is ≤ 1 per episode at
+//! δ = 1e-5.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{ensure, Context, Result};
+use burn::backend::Autodiff;
+use burn::config::Config;
+use burn::tensor::backend::Backend;
+use clap::Args;
+use privrl_agents::{Agent, DpPpo, DpPpoConfig, DpPpoNoise};
+use serde::{Deserialize, Serialize};
+
+use crate::backend::{dispatch, BackendChoice, BackendTask};
+use crate::report::{format_mean_std, format_number, Cell, Report};
+use crate::summary::{Headline, SuiteOutcome};
+use crate::sweep::{run_parallel, Job, Seeds};
+use crate::unit::{seed_major, Unit, UnitStore};
+
+/// The frontier's ε per episode (δ = 1e-5); `None` is ε = ∞ (σ = 0, clipping kept).
+pub const FRONTIER_EPSILONS: [Option<f64>; 6] =
+    [Some(0.5), Some(1.0), Some(2.0), Some(4.0), Some(8.0), None];
+/// Seeds a point needs before it can count as solved.
+pub const MIN_SEEDS: usize = 5;
+/// CartPole-v1's reward threshold: the mean return of the last 100 episodes that solves it.
+pub const SOLVED_RETURN: f64 = 475.0;
+/// The ε per episode the issue asks CartPole to be solved at.
+pub const TARGET_EPSILON: f64 = 1.0;
+/// δ of every ε of the suite.
+pub const DELTA: f64 = 1e-5;
+const ENV: &str = "CartPole-v1";
+
+/// Arguments of `suite dp-ppo`.
+#[derive(Args, Debug, Clone)]
+pub struct DpPpoSuiteArgs {
+    /// A few minutes on 2 cores: ε ∈ {1, ∞}, one seed, a small budget, written under
+    /// runs/dp-ppo/ (not results/). It checks the pipeline, not the frontier.
+    #[arg(long)]
+    pub quick: bool,
+    /// Seeds: `0..5`, `0..=4`, `0,3,7` (default 0..5; --quick: 0).
+    #[arg(long)]
+    pub seeds: Option<Seeds>,
+    /// Environment steps per unit (default 2,000,000; --quick: 20,000).
+    #[arg(long)]
+    pub steps: Option<u64>,
+    /// A DpPpoConfig as JSON (its noise is replaced by each point's target ε); otherwise the
+    /// suite's large-batch defaults: 2048 episodes per rollout, an expected 512 per step, one
+    /// epoch, C tracking the median episode norm.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Where units and report go (default results/dp-ppo; --quick: runs/dp-ppo).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Units run at once (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    /// Backend.
+    #[arg(long, value_enum, default_value_t = BackendChoice::default())]
+    pub backend: BackendChoice,
+}
+
+/// One finished unit: one ε × seed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DpPpoUnit {
+    /// Target ε per episode; `None`: ∞ (σ = 0).
+    pub target_epsilon: Option<f64>,
+    /// Seed.
+    pub seed: u64,
+    /// The agent's full configuration.
+    pub config: DpPpoConfig,
+    /// The commit the unit ran at.
+    pub commit: Option<String>,
+    /// σ, calibrated.
+    pub noise_multiplier: f64,
+    /// ε per episode at [`DELTA`] (`None` for σ = 0, ε = ∞).
+    pub epsilon_per_episode: Option<f64>,
+    /// ε composing every step of the run (conservative; `None` for σ = 0).
+    pub epsilon_whole_run: Option<f64>,
+    /// Environment steps of the collected episodes.
+    pub env_steps: u64,
+    /// Episodes.
+    pub episodes: u64,
+    /// Mean return of the last 100 episodes at the end (outside the guarantee).
+    pub final_mean_return_100: f64,
+    /// Environment steps when the last-100 mean first reached [`SOLVED_RETURN`].
+    pub solved_at_env_steps: Option<u64>,
+    /// Per rollout: (environment steps, mean return of the last 100 episodes, whole-run ε;
+    /// `None` for ε = ∞).
+    pub curve: Vec<(u64, f64, Option<f64>)>,
+    /// Wall-clock seconds.
+    pub wall_s: f64,
+}
+
+/// One point of the frontier.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Point(pub Option<f64>);
+
+impl Point {
+    fn slug(self) -> String {
+        match self.0 {
+            Some(e) => format!("eps{e}"),
+            None => "eps-inf".into(),
+        }
+    }
+
+    fn label(self) -> String {
+        self.0.map_or("∞".into(), format_number)
+    }
+}
+
+impl Unit for DpPpoUnit {
+    type Setting = Point;
+    fn path(root: &Path, setting: &Point, seed: u64) -> PathBuf {
+        root.join(format!("{}-seed{seed}", setting.slug()))
+            .join("summary.json")
+    }
+}
+
+/// The suite's defaults, after the DP literature's large-batch advice (docs/dp-ppo.md): 2048
+/// episodes per rollout, an expected 512 per step (q = 1/4), one epoch (K = 4 steps per
+/// rollout), C tracking the median episode norm.
+pub fn suite_config() -> DpPpoConfig {
+    DpPpoConfig::new()
+        .with_episodes_per_rollout(2048)
+        .with_minibatch_episodes(512)
+        .with_epochs(1)
+        .with_num_envs(256)
+        .with_adaptive_clip_quantile(Some(0.5))
+}
+
+/// Whether a point is solved by the criterion, from its units' final last-100 means: at least
+/// [`MIN_SEEDS`] of them and their mean ≥ [`SOLVED_RETURN`].
+pub fn point_solved(final_means: &[f64]) -> bool {
+    final_means.len() >= MIN_SEEDS
+        && final_means.iter().sum::<f64>() / final_means.len() as f64 >= SOLVED_RETURN
+}
+
+struct Plan {
+    dir: PathBuf,
+    points: Vec<Point>,
+    seeds: Vec<u64>,
+    steps: u64,
+    config: DpPpoConfig,
+}
+
+fn plan(args: &DpPpoSuiteArgs) -> Result<Plan> {
+    let mut config = match &args.config {
+        Some(path) => DpPpoConfig::load(path)
+            .with_context(|| format!("reading the DP-PPO config {}", path.display()))?,
+        None => suite_config(),
+    };
+    config.delta = DELTA;
+    let (points, seeds, steps, dir) = if args.quick {
+        config = config
+            .with_episodes_per_rollout(64)
+            .with_minibatch_episodes(16)
+            .with_epochs(2)
+            .with_num_envs(16)
+            .with_hidden(vec![32])
+            // qN = 16 leaves adaptive clipping's count noise (qN/20) below σ/2 at ε = 1.
+            .with_adaptive_clip_quantile(None);
+        (
+            vec![Point(Some(TARGET_EPSILON)), Point(None)],
+            vec![0],
+            20_000,
+            crate::run::runs_root().join("dp-ppo"),
+        )
+    } else {
+        (
+            FRONTIER_EPSILONS.iter().map(|&e| Point(e)).collect(),
+            (0..MIN_SEEDS as u64).collect(),
+            2_000_000,
+            PathBuf::from("results/dp-ppo"),
+        )
+    };
+    let seeds = args.seeds.as_ref().map_or(seeds, |s| s.0.clone());
+    ensure!(!seeds.is_empty(), "--seeds is empty");
+    let steps = args.steps.unwrap_or(steps);
+    ensure!(steps >= 1, "--steps must be at least 1");
+    config.validate()?;
+    // Every point's σ and clipping checked (named errors) before any unit runs.
+    for &point in &points {
+        point_config(&config, point)
+            .engine_config()
+            .check()
+            .with_context(|| format!("the point ε = {}", point.label()))?;
+    }
+    Ok(Plan {
+        dir: args.dir.clone().unwrap_or(dir),
+        points,
+        seeds,
+        steps,
+        config,
+    })
+}
+
+/// The configuration of one point.
+fn point_config(base: &DpPpoConfig, point: Point) -> DpPpoConfig {
+    let mut config = base.clone();
+    config.noise = match point.0 {
+        Some(epsilon) => DpPpoNoise::TargetEpsilon(epsilon),
+        None => DpPpoNoise::NoiseMultiplier(0.0),
+    };
+    config
+}
+
+struct UnitTask {
+    config: DpPpoConfig,
+    point: Point,
+    seed: u64,
+    steps: u64,
+}
+
+impl BackendTask for UnitTask {
+    type Output = DpPpoUnit;
+
+    fn run<B: Backend>(self, device: B::Device) -> Result<DpPpoUnit> {
+        let start = Instant::now();
+        let mut agent =
+            DpPpo::<Autodiff<B>>::for_env(self.config.clone(), ENV, &device, self.seed)?;
+        let finite = |e: f64| e.is_finite().then_some(e);
+        let mut curve = Vec::new();
+        while agent.episode_log().env_steps < self.steps {
+            let stats = agent.train_epoch()?;
+            let whole = finite(agent.epsilon_whole_run()?);
+            curve.push((stats.env_steps, stats.mean_return_100, whole));
+        }
+        let log = agent.episode_log();
+        Ok(DpPpoUnit {
+            target_epsilon: self.point.0,
+            seed: self.seed,
+            config: self.config,
+            commit: crate::run::source_commit(),
+            noise_multiplier: agent.noise_multiplier(),
+            epsilon_per_episode: finite(agent.epsilon_per_episode()?),
+            epsilon_whole_run: finite(agent.epsilon_whole_run()?),
+            env_steps: log.env_steps,
+            episodes: log.episodes() as u64,
+            final_mean_return_100: log.mean_recent_return(100).unwrap_or(f64::NAN),
+            solved_at_env_steps: log.first_solved(100, SOLVED_RETURN).map(|s| s.1),
+            curve,
+            wall_s: start.elapsed().as_secs_f64(),
+        })
+    }
+}
+
+/// Runs every missing unit (seed-major), then writes the report from every unit on disk.
+pub fn run(args: DpPpoSuiteArgs) -> Result<SuiteOutcome> {
+    let plan = plan(&args)?;
+    // Fix the commit every unit of this invocation records before the first one runs.
+    let _ = crate::run::source_commit();
+    let store = UnitStore::<DpPpoUnit>::new(plan.dir.join("units"));
+    let missing = store.missing(&seed_major(&plan.points, plan.seeds.iter().copied()));
+    let jobs = missing
+        .into_iter()
+        .map(|(point, seed)| Job::new(format!("{}-seed{seed}", point.slug()), (point, seed)))
+        .collect();
+    let outcomes = run_parallel(jobs, args.threads, |(point, seed), _| {
+        let unit = dispatch(
+            args.backend,
+            UnitTask {
+                config: point_config(&plan.config, point),
+                point,
+                seed,
+                steps: plan.steps,
+            },
+        )?;
+        store.write(&point, seed, &unit)?;
+        Ok(())
+    })?;
+    let failures: Vec<String> = outcomes
+        .failures()
+        .map(|o| format!("{}: {:#}", o.name, o.result.as_ref().unwrap_err()))
+        .collect();
+    let outcome = write_report(&plan, &store, args.quick)?;
+    ensure!(
+        failures.is_empty(),
+        "{} units failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    Ok(outcome)
+}
+
+fn write_report(plan: &Plan, store: &UnitStore<DpPpoUnit>, quick: bool) -> Result<SuiteOutcome> {
+    let units: Vec<DpPpoUnit> = store.read_all()?.into_iter().map(|(_, u)| u).collect();
+    let mut report = Report::new(
+        &plan.dir,
+        "DP-PPO on CartPole-v1: one episode as the unit of privacy",
+    );
+    report.paragraph(&format!(
+        "{} units on disk. ε per episode, add/remove one episode, δ = {DELTA}, RDP accountant \
+         (docs/dp-ppo.md). A point is solved when ≥ {MIN_SEEDS} seeds have finished and the mean \
+         over seeds of each seed's final mean return of its last 100 episodes is ≥ {SOLVED_RETURN} \
+         (criterion fixed in experiments/src/suites/dp_ppo.rs before any run). Returns are \
+         computed from the private episodes without noise: outside the guarantee.",
+        units.len()
+    ));
+    let mut rows = Vec::new();
+    let mut smallest_solved: Option<f64> = None;
+    for &point in &plan.points {
+        let of_point: Vec<&DpPpoUnit> = units
+            .iter()
+            .filter(|u| u.target_epsilon == point.0)
+            .collect();
+        let finals: Vec<f64> = of_point.iter().map(|u| u.final_mean_return_100).collect();
+        let solved = point_solved(&finals);
+        if solved {
+            let e = point.0.unwrap_or(f64::INFINITY);
+            smallest_solved = Some(smallest_solved.map_or(e, |s: f64| s.min(e)));
+        }
+        let sigma = of_point.first().map_or(f64::NAN, |u| u.noise_multiplier);
+        let per_episode = of_point
+            .first()
+            .and_then(|u| u.epsilon_per_episode)
+            .unwrap_or(f64::INFINITY);
+        let whole: Vec<f64> = of_point
+            .iter()
+            .map(|u| u.epsilon_whole_run.unwrap_or(f64::INFINITY))
+            .collect();
+        rows.push(vec![
+            Cell::from(point.label()),
+            Cell::from(format!("{}", of_point.len())),
+            Cell::from(format_number(sigma)),
+            Cell::from(format_number(per_episode)),
+            Cell::from(format_mean_std(&whole)),
+            Cell::from(format_mean_std(&finals)),
+            Cell::from(format!(
+                "{}",
+                finals.iter().filter(|&&f| f >= SOLVED_RETURN).count()
+            )),
+            Cell::from(if solved { "yes" } else { "no" }),
+        ]);
+    }
+    report.heading("Privacy–utility frontier").table(
+        &[
+            "target ε",
+            "seeds",
+            "σ",
+            "ε per episode",
+            "ε whole run (all steps)",
+            "final mean return (100)",
+            "seeds ≥ 475",
+            "solved",
+        ],
+        rows,
+    );
+    let headline = Headline {
+        effect: format!(
+            "CartPole-v1 solved at ε ≤ {TARGET_EPSILON} per episode (δ = {DELTA}), ≥ {MIN_SEEDS} seeds{}",
+            if quick { " (quick: one seed, small budget; cannot be visible)" } else { "" }
+        ),
+        measured: match smallest_solved {
+            Some(e) => format!("smallest solved ε per episode: {}", format_number(e)),
+            None => "no point solved".into(),
+        },
+        visible: smallest_solved.is_some_and(|e| e <= TARGET_EPSILON),
+    };
+    headline.add_to(&mut report);
+    report.reproduce([if quick {
+        "cargo xtask suite dp-ppo --quick".to_string()
+    } else {
+        "cargo xtask suite dp-ppo".to_string()
+    }]);
+    let path = report.write()?;
+    Ok(SuiteOutcome {
+        report: path,
+        headline,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_criterion_needs_five_seeds_and_a_mean_of_475() {
+        assert!(!point_solved(&[500.0; 4]), "four seeds are too few");
+        assert!(point_solved(&[500.0, 500.0, 500.0, 450.0, 480.0]));
+        assert!(!point_solved(&[500.0, 500.0, 400.0, 450.0, 480.0]));
+    }
+
+    #[test]
+    fn the_frontier_is_the_issues() {
+        assert_eq!(
+            FRONTIER_EPSILONS,
+            [Some(0.5), Some(1.0), Some(2.0), Some(4.0), Some(8.0), None]
+        );
+        let c = suite_config();
+        assert_eq!(c.steps_per_rollout(), 4);
+        assert!(c.validate().is_ok() && c.engine_config().check().is_ok());
+    }
+
+    #[test]
+    fn the_quick_suite_writes_units_resumes_and_reports() {
+        let dir = crate::run::tests::temp_dir("dp-ppo-suite");
+        let args = DpPpoSuiteArgs {
+            quick: true,
+            seeds: None,
+            steps: Some(300),
+            config: None,
+            dir: Some(dir.to_path_buf()),
+            threads: 1,
+            backend: BackendChoice::default(),
+        };
+        let outcome = run(args.clone()).unwrap();
+        let store = UnitStore::<DpPpoUnit>::new(dir.join("units"));
+        let units = store.read_all().unwrap();
+        assert_eq!(units.len(), 2, "ε = 1 and ∞ at seed 0");
+        let private = units
+            .iter()
+            .map(|(_, u)| u)
+            .find(|u| u.target_epsilon == Some(1.0))
+            .unwrap();
+        let epsilon = private.epsilon_per_episode.unwrap();
+        assert!(epsilon <= 1.0 && epsilon > 0.99, "{epsilon}");
+        assert!(!outcome.headline.visible, "one seed cannot solve a point");
+        let report = std::fs::read_to_string(&outcome.report).unwrap();
+        assert!(report.contains("2 units on disk"), "{report}");
+        // A rerun finds both units and runs nothing: the files are untouched.
+        let before = std::fs::metadata(store.path(&Point(Some(1.0)), 0))
+            .unwrap()
+            .modified()
+            .unwrap();
+        run(args).unwrap();
+        let after = std::fs::metadata(store.path(&Point(Some(1.0)), 0))
+            .unwrap()
+            .modified()
+            .unwrap();
+        assert_eq!(before, after);
+    }
+}
