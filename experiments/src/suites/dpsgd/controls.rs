@@ -930,7 +930,9 @@ fn lr_swap_section<'u>(
     } else {
         "too few seeds"
     };
-    report.heading("Why σ = 0.3 ends below σ = 1: Adam's effective learning rate");
+    report.heading(&format!(
+        "σ = {s1} against σ = {s2}, and Adam's effective learning rate"
+    ));
     report.paragraph(&format!(
         "On the earlier, unjudged units DP-SGD DQN at σ = {s1} ended at a final reward of {} \
          and σ = {s2} at {}: less noise, less reward. Hypothesis, fixed before these runs: with DP noise of standard \
