@@ -35,6 +35,20 @@ pub(super) struct Problem<'a, B: Backend, M> {
     /// The signal of the objective when the attacker knows it (`SignalRule::Known`, or a
     /// registered rule that knows it), resolved once: its value and the `[1]` constant J uses.
     pub(super) fixed_signal: Option<(f64, Tensor<Outer<B>, 1>)>,
+    /// The batched attack's own shared gradients, one per sample (`None` for the attack of
+    /// one gradient, whose targets are `targets`).
+    pub(super) each: Option<SampleTargets<B, M>>,
+}
+
+/// What the batched attack ([`attack_each`](super::attack_each)) matches: every sample's own
+/// shared gradient, stacked, and the model with untracked parameters for the probed forward.
+#[derive(Clone)]
+pub(super) struct SampleTargets<B: Backend, M> {
+    /// Per parameter: g_k of every sample `[samples, numel]` and each ‖g_k‖².
+    pub(super) params: HashMap<String, (Tensor<Inner<B>, 2>, Vec<f64>)>,
+    /// The victim's network with its parameters untracked: the batched attack takes every
+    /// gradient from probes, never from the parameters.
+    pub(super) net: M,
 }
 
 impl<'a, B: Backend, M: InvertibleModel<Outer<B>>> Problem<'a, B, M> {
@@ -135,6 +149,125 @@ impl<'a, B: Backend, M: InvertibleModel<Outer<B>>> Problem<'a, B, M> {
             error_direction,
             fixed_action,
             fixed_signal,
+            each: None,
+        })
+    }
+
+    /// The batched attack's problem: `records[k]` is sample k's own shared gradient, each
+    /// checked against the victim as [`Problem::new`] checks one; eq. 6's error direction is
+    /// one row per sample. Only the error-direction source is batched (checked by the caller).
+    pub(super) fn new_each(
+        victim: &'a Victim<B, M>,
+        records: &[GradientRecord],
+        config: &'a AttackConfig,
+    ) -> Result<Self, AttackError> {
+        let device = victim.device();
+        let mut sizes = ParamSizes::default();
+        visit_params(victim.net(), &mut sizes);
+        let samples = records.len();
+        let mut params = HashMap::new();
+        for entry in &records[0].params {
+            let expected = sizes
+                .sizes
+                .iter()
+                .find(|(name, _)| *name == entry.name)
+                .map(|(_, n)| *n)
+                .ok_or(AttackError::MissingGradient {
+                    name: format!(
+                        "{} (named by the record, not a parameter of the victim)",
+                        entry.name
+                    ),
+                })?;
+            let mut values = Vec::with_capacity(samples * expected);
+            let mut norms = Vec::with_capacity(samples);
+            for record in records {
+                let own = record
+                    .get(&entry.name)
+                    .ok_or_else(|| AttackError::MissingGradient {
+                        name: entry.name.clone(),
+                    })?;
+                if own.values.len() != expected {
+                    return Err(AttackError::GradientShape {
+                        name: entry.name.clone(),
+                        expected,
+                        got: own.values.len(),
+                    });
+                }
+                norms.push(own.values.iter().map(|v| f64::from(*v).powi(2)).sum());
+                values.extend_from_slice(&own.values);
+            }
+            params.insert(
+                entry.name.clone(),
+                (matrix::<Inner<B>>(&values, expected, device), norms),
+            );
+        }
+        if let Some(extra) = records
+            .iter()
+            .flat_map(|r| &r.params)
+            .find(|e| !params.contains_key(&e.name))
+        {
+            return Err(AttackError::MissingGradient {
+                name: format!(
+                    "{} (in one sample's record, not in the first's)",
+                    extra.name
+                ),
+            });
+        }
+        let needed_by = "the error-direction surrogate (eq. 6)";
+        let bias = victim
+            .last_bias_name()
+            .ok_or(AttackError::NoLastBias { needed_by })?;
+        let mut directions = Vec::new();
+        for record in records {
+            let own = record
+                .get(&bias)
+                .ok_or_else(|| AttackError::MissingGradient { name: bias.clone() })?;
+            directions.extend_from_slice(&own.values);
+        }
+        let actions = directions.len() / samples;
+        Ok(Self {
+            victim,
+            batch: samples,
+            config,
+            targets: HashMap::new(),
+            bias_gradient: None,
+            error_direction: Some(matrix::<Outer<B>>(&directions, actions, device)),
+            fixed_action: None,
+            fixed_signal: None,
+            each: Some(SampleTargets {
+                params,
+                net: victim.net().clone().no_grad(),
+            }),
+        })
+    }
+
+    /// What the rules that recover one sample's action and signal need from its record: the
+    /// output layer's bias gradient (and nothing to match).
+    pub(super) fn for_recovery(
+        victim: &'a Victim<B, M>,
+        record: &GradientRecord,
+        config: &'a AttackConfig,
+    ) -> Result<Self, AttackError> {
+        let bias_gradient = match victim.last_bias_name() {
+            Some(name) => Some(
+                record
+                    .get(&name)
+                    .ok_or(AttackError::MissingGradient { name })?
+                    .values
+                    .clone(),
+            ),
+            None => None,
+        };
+        Ok(Self {
+            victim,
+            batch: 1,
+            config,
+            targets: HashMap::new(),
+            bias_gradient,
+            error_direction: None,
+            fixed_action: None,
+            fixed_signal: None,
+            each: None,
         })
     }
 }
