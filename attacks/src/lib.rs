@@ -105,6 +105,7 @@ pub use recovery::{
 pub use signal::{register_signal_rule, SignalSource};
 pub use suite::{
     best_matching, evaluate_defended_batch_inversion, evaluate_defended_inversion,
-    evaluate_inversion, score_reconstruction, InversionRow, ReconstructedState,
+    evaluate_defended_inversion_batched, evaluate_inversion, score_reconstruction, InversionRow,
+    ReconstructedState,
 };
 pub use victim::{Inner, LinearPartInput, LinearPartOutput, Outer, Sample, Victim, VictimKind};
