@@ -193,6 +193,7 @@ fn report(args: &BenchArgs, machine: &[String], backend: &str, repeats: &[Vec<Ti
                 false => Cell::from(median(&ratios)),
             },
             Cell::from(match ratios.is_empty() {
+                _ if batch == 1 => "reference",
                 true => "-",
                 false if median(&ratios) >= GOAL => "met",
                 false => "not met",
