@@ -224,7 +224,7 @@ impl GradientMatchingLoss {
                 parts
                     .into_iter()
                     .map(|part| {
-                        let d = part.reconstructed.materialise() - part.target;
+                        let d = part.reconstructed.materialise() - part.target.materialise();
                         (d.clone() * d).sum_dim(1).reshape([samples])
                     })
                     .collect(),
@@ -251,8 +251,35 @@ impl GradientMatchingLoss {
 pub(crate) struct SampleMatched<BB: Backend> {
     /// g_rec,k of every sample.
     pub(crate) reconstructed: SampleGradients<BB>,
-    /// g_k of every sample, `[samples, numel]` (row-major in the parameter's shape).
-    pub(crate) target: Tensor<BB, 2>,
+    /// g_k of every sample.
+    pub(crate) target: SampleTarget<BB>,
+}
+
+/// The samples' shared gradients of one parameter, formed or by their rank-one factors.
+pub(crate) enum SampleTarget<BB: Backend> {
+    /// `[samples, numel]` (row-major in the parameter's shape).
+    Rows(Tensor<BB, 2>),
+    /// g_k = u_k v_kᵀ for a `[rows, cols]` parameter: u `[samples, rows]`, v `[samples, cols]`.
+    RankOne { u: Tensor<BB, 2>, v: Tensor<BB, 2> },
+}
+
+impl<BB: Backend> SampleTarget<BB> {
+    fn device(&self) -> BB::Device {
+        match self {
+            SampleTarget::Rows(t) | SampleTarget::RankOne { u: t, .. } => t.device(),
+        }
+    }
+
+    fn materialise(self) -> Tensor<BB, 2> {
+        match self {
+            SampleTarget::Rows(t) => t,
+            SampleTarget::RankOne { u, v } => SampleGradients::Factored {
+                inputs: u,
+                errors: v,
+            }
+            .materialise(),
+        }
+    }
 }
 
 /// Per-sample reconstructed gradients of one parameter, formed or by their factors.
@@ -284,10 +311,22 @@ impl<BB: Backend> SampleGradients<BB> {
     }
 
     /// ⟨g_rec,k, g_k⟩ and ‖g_rec,k‖², `[samples]` each.
-    fn dot_and_norm_sq(self, target: Tensor<BB, 2>) -> (Tensor<BB, 1>, Tensor<BB, 1>) {
+    fn dot_and_norm_sq(self, target: SampleTarget<BB>) -> (Tensor<BB, 1>, Tensor<BB, 1>) {
+        let target = match (self, target) {
+            // ⟨a_kᵀ δ_k, u_k v_kᵀ⟩ = (a_k · u_k)(δ_k · v_k): g_k is never read.
+            (SampleGradients::Factored { inputs, errors }, SampleTarget::RankOne { u, v }) => {
+                let [samples, _] = inputs.dims();
+                let rows = |t: Tensor<BB, 2>| t.sum_dim(1).reshape([samples]);
+                let dot = rows(inputs.clone() * u) * rows(errors.clone() * v);
+                let norm_sq = rows(inputs.clone() * inputs) * rows(errors.clone() * errors);
+                return (dot, norm_sq);
+            }
+            (gradients, target) => (gradients, target.materialise()),
+        };
+        let (gradients, target) = target;
         let [samples, _] = target.dims();
         let rows = |t: Tensor<BB, 2>| t.sum_dim(1).reshape([samples]);
-        match self {
+        match gradients {
             SampleGradients::Rows(g) => (rows(g.clone() * target), rows(g.clone() * g)),
             SampleGradients::Factored { inputs, errors } => {
                 let [_, d_in] = inputs.dims();

@@ -376,6 +376,12 @@ mod tests {
             .map(|s| victim.shared_gradient(std::slice::from_ref(s)).unwrap())
             .collect();
         assert!(attack_each_batches(&victim, config));
+        // The Dense weights are matched through the gradients' rank-one factors, the
+        // convolutions and the biases through their full gradients: both are compared below.
+        let problem = Problem::new_each(&victim, &records[..3], config).unwrap();
+        let each = problem.each.as_ref().unwrap();
+        assert!(each.rank_one.contains_key("head.layers.0.weight"));
+        assert!(each.rank_one.contains_key("vector_layers.0.weight"));
         let batched = attack_each(&victim, &records[..3], config).unwrap();
         assert_eq!(batched.len(), 3);
         for (k, (record, got)) in records.iter().zip(&batched).enumerate() {

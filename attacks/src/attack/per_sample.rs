@@ -22,7 +22,7 @@ use super::problem::{Problem, SampleTargets};
 use super::reconstruction::Stage;
 use super::variables::Vars;
 use crate::model::{InvertibleModel, SplitLayers};
-use crate::parts::{SampleGradients, SampleMatched};
+use crate::parts::{GradientMatchingLoss, SampleGradients, SampleMatched, SampleTarget};
 use crate::victim::{Inner, Outer};
 
 /// A layer's output probe and what its per-sample gradients are formed from.
@@ -182,7 +182,11 @@ impl<B: Backend, M: InvertibleModel<Outer<B>>> Problem<'_, B, M> {
         vars: Vars<Inner<B>>,
         fixed_vector: Option<&Tensor<Inner<B>, 2>>,
     ) -> Tensor<Inner<B>, 1> {
-        let SampleTargets { params, net } = self.each.as_ref().expect("the batched attack");
+        let SampleTargets {
+            params,
+            rank_one,
+            net,
+        } = self.each.as_ref().expect("the batched attack");
         let split = net.linear_split().expect("checked by attack_each");
         let SplitLayers {
             rgb: rgb_encoder,
@@ -274,9 +278,20 @@ impl<B: Backend, M: InvertibleModel<Outer<B>>> Problem<'_, B, M> {
             for (total, norm) in norm_sq.iter_mut().zip(norms) {
                 *total += norm;
             }
+            let target = match (&reconstructed, rank_one.get(&name)) {
+                (SampleGradients::Factored { .. }, Some((u, v)))
+                    if self.config.matching != GradientMatchingLoss::SquaredL2 =>
+                {
+                    SampleTarget::RankOne {
+                        u: u.clone(),
+                        v: v.clone(),
+                    }
+                }
+                _ => SampleTarget::Rows(target.clone()),
+            };
             parts.push(SampleMatched {
                 reconstructed,
-                target: target.clone(),
+                target,
             });
         }
         let mut loss = self.config.matching.loss_per_sample(parts, &norm_sq);
