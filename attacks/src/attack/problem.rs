@@ -40,6 +40,9 @@ pub(super) struct Problem<'a, B: Backend, M> {
     pub(super) each: Option<SampleTargets<B, M>>,
 }
 
+/// u `[samples, rows]` and v `[samples, cols]` of rank-one shared gradients g_k = u_k v_kᵀ.
+pub(super) type RankOneFactors<B> = (Tensor<Inner<B>, 2>, Tensor<Inner<B>, 2>);
+
 /// What the batched attack ([`attack_each`](super::attack_each)) matches: every sample's own
 /// shared gradient, stacked, and the model with untracked parameters for the probed forward.
 #[derive(Clone)]
@@ -49,7 +52,7 @@ pub(super) struct SampleTargets<B: Backend, M> {
     /// The matrices whose g_k are all of rank one, g_k = u_k v_kᵀ: u `[samples, rows]` and v
     /// `[samples, cols]`. A Dense weight's ⟨a_kᵀ δ_k, u_k v_kᵀ⟩ = (a_k · u_k)(δ_k · v_k) then
     /// never reads g_k, the attack's largest cost per sample at 150 px (docs/bench.md).
-    pub(super) rank_one: HashMap<String, (Tensor<Inner<B>, 2>, Tensor<Inner<B>, 2>)>,
+    pub(super) rank_one: HashMap<String, RankOneFactors<B>>,
     /// The victim's network with its parameters untracked: the batched attack takes every
     /// gradient from probes, never from the parameters.
     pub(super) net: M,
