@@ -128,10 +128,11 @@ pub use kickstart::{
 };
 pub use network::{trainable_from_inner, HostMlp, Network, TrainableNetwork};
 pub use nn::{
-    conv2d_im2col, fast_tanh, matmul_by_row_blocks, Activation, Conv2dLayer, Conv2dLayerConfig,
-    Conv2dLayerRecord, ConvEncoder, ConvEncoderConfig, ConvEncoderRecord, ConvNet, ConvNetConfig,
-    ConvNetRecord, Dense, DenseConfig, DenseRecord, ImageShape, LinearInputs, Mlp, MlpConfig,
-    MlpRecord, MultimodalNet, MultimodalNetConfig, MultimodalNetRecord,
+    conv2d_im2col, fast_tanh, im2col, matmul_by_row_blocks, Activation, Conv2dLayer,
+    Conv2dLayerConfig, Conv2dLayerRecord, ConvEncoder, ConvEncoderConfig, ConvEncoderRecord,
+    ConvNet, ConvNetConfig, ConvNetRecord, Dense, DenseConfig, DenseRecord, ImageShape,
+    LinearInputs, Mlp, MlpConfig, MlpRecord, MultimodalNet, MultimodalNetConfig,
+    MultimodalNetRecord,
 };
 pub use optim::{AgentOptimizer, FlatAdam, OptimizerKind, ADAM_EPSILON};
 pub use pgc::{

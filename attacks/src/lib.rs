@@ -81,8 +81,8 @@ mod victim;
 
 pub use adam::{TensorAdam, TensorAdamConfig};
 pub use attack::{
-    attack, attack_batch, batch_action_assignments, AttackConfig, LossRecord, Reconstruction,
-    Stage, MAX_BATCH,
+    attack, attack_batch, attack_each, attack_each_batches, batch_action_assignments, AttackConfig,
+    LossRecord, Reconstruction, Stage, MAX_BATCH,
 };
 pub use defence::Defence;
 pub use error::AttackError;
@@ -92,7 +92,7 @@ pub use metrics::{
     score_rgb, score_single_channel, ssim, ImageNormalisation, ImageScores, SSIM_SIGMA,
     SSIM_WINDOW,
 };
-pub use model::{InvertibleModel, LinearSplit, ObservationParts};
+pub use model::{InvertibleModel, LinearSplit, ObservationParts, SplitLayers};
 pub use parts::{
     gaussian_noise, register_image_prior, total_variation, ActionRecovery, ActionRule,
     GradientMatchingLoss, GradientSource, ImagePrior, ImageRegulariser, LrSchedule,
@@ -105,6 +105,7 @@ pub use recovery::{
 pub use signal::{register_signal_rule, SignalSource};
 pub use suite::{
     best_matching, evaluate_defended_batch_inversion, evaluate_defended_inversion,
-    evaluate_inversion, score_reconstruction, InversionRow, ReconstructedState,
+    evaluate_defended_inversion_batched, evaluate_inversion, score_reconstruction, InversionRow,
+    ReconstructedState,
 };
 pub use victim::{Inner, LinearPartInput, LinearPartOutput, Outer, Sample, Victim, VictimKind};

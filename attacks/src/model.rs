@@ -63,7 +63,7 @@
 use burn::module::Module;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
-use privrl_agents::{ConvNet, ImageShape, Mlp, MultimodalNet};
+use privrl_agents::{Activation, ConvEncoder, ConvNet, Dense, ImageShape, Mlp, MultimodalNet};
 use serde::{Deserialize, Serialize};
 
 /// The observation parts a model reads and their geometry. A [`crate::Sample`] carries one
@@ -157,6 +157,33 @@ pub trait LinearSplit<B: Backend>: Sync {
     fn is_linear_parameter(&self, name: &str) -> bool {
         name.starts_with(self.head_prefix())
     }
+
+    /// The layers before the head, for the per-sample gradients of the batched attack
+    /// ([`attack_each`](crate::attack_each)), or `None` (the default), in which case it attacks
+    /// the samples one at a time. `Some` promises that [`LinearSplit::image_features`] is
+    /// the encoders' forwards and that [`LinearSplit::head_input`] is
+    /// `cat([rgb features, depth features, vector branch(s_c)], 1)` over the parts present.
+    fn layers(&self) -> Option<SplitLayers<'_, B>> {
+        None
+    }
+}
+
+/// The layers of a split model before its head: what the batched attack probes to get each
+/// sample's own gradient of every parameter (a Dense layer's as the factors `a_kᵀ δ_k`, a
+/// convolution's as `δ_k` times its im2col columns), where the model's ordinary backward
+/// would give only their sum over the batch.
+pub struct SplitLayers<'a, B: Backend> {
+    /// The colour encoder with its parameter path prefix (`"rgb."`).
+    pub rgb: Option<(&'a ConvEncoder<B>, &'static str)>,
+    /// The depth encoder with its parameter path prefix (`"depth."`).
+    pub depth: Option<(&'a ConvEncoder<B>, &'static str)>,
+    /// The vector branch's Dense layers, input to output, each followed by `activation`.
+    pub vector: &'a [Dense<B>],
+    /// Path prefix of the vector branch's layers (`"vector_layers."`: layer `i`'s weight is
+    /// `vector_layers.{i}.weight`).
+    pub vector_prefix: &'static str,
+    /// The vector branch's non-linearity.
+    pub activation: Activation,
 }
 
 impl<B: Backend> InvertibleModel<B> for MultimodalNet<B> {
@@ -243,6 +270,16 @@ impl<B: Backend> LinearSplit<B> for MultimodalNet<B> {
     fn is_linear_parameter(&self, name: &str) -> bool {
         name.starts_with("vector_layers.") || name.starts_with("head.")
     }
+
+    fn layers(&self) -> Option<SplitLayers<'_, B>> {
+        Some(SplitLayers {
+            rgb: self.rgb.as_ref().map(|e| (e, "rgb.")),
+            depth: self.depth.as_ref().map(|e| (e, "depth.")),
+            vector: &self.vector_layers,
+            vector_prefix: "vector_layers.",
+            activation: self.activation,
+        })
+    }
 }
 
 /// An image-only CNN: a colour image when it has 3 channels, the depth part otherwise.
@@ -316,6 +353,18 @@ impl<B: Backend> LinearSplit<B> for ConvNet<B> {
     fn head_prefix(&self) -> &'static str {
         "head."
     }
+
+    fn layers(&self) -> Option<SplitLayers<'_, B>> {
+        let encoder = Some((&self.encoder, "encoder."));
+        let colour = self.image.channels == 3;
+        Some(SplitLayers {
+            rgb: encoder.filter(|_| colour),
+            depth: encoder.filter(|_| !colour),
+            vector: &[],
+            vector_prefix: "",
+            activation: self.encoder.activation,
+        })
+    }
 }
 
 /// An MLP on vector states: the whole network is the linear part, its input the state.
@@ -374,5 +423,15 @@ impl<B: Backend> LinearSplit<B> for Mlp<B> {
 
     fn head_prefix(&self) -> &'static str {
         ""
+    }
+
+    fn layers(&self) -> Option<SplitLayers<'_, B>> {
+        Some(SplitLayers {
+            rgb: None,
+            depth: None,
+            vector: &[],
+            vector_prefix: "",
+            activation: self.activation,
+        })
     }
 }

@@ -181,6 +181,17 @@ impl GradientMatchingLoss {
         // eq. 5; the ε inside the square roots keeps the derivative finite at g_rec = 0.
         let norm_rec = (total(rec) + 1e-20).sqrt();
         let norm_target = (target + (target_known + 1e-20)).sqrt();
+        self.cosine_and_magnitude(dot, norm_rec, norm_target)
+    }
+
+    /// Eq. 5 (and the magnitude term) from ⟨g_rec, g⟩, ‖g_rec‖ and ‖g‖, element by element:
+    /// one value per sample in the batched attack.
+    fn cosine_and_magnitude<BB: Backend>(
+        &self,
+        dot: Tensor<BB, 1>,
+        norm_rec: Tensor<BB, 1>,
+        norm_target: Tensor<BB, 1>,
+    ) -> Tensor<BB, 1> {
         let cosine_loss = (dot / (norm_rec.clone() * norm_target.clone())).neg() + 1.0;
         match self {
             GradientMatchingLoss::CosineAndMagnitude { weight } => {
@@ -188,6 +199,147 @@ impl GradientMatchingLoss {
                 cosine_loss + (ratio.clone() * ratio) * *weight
             }
             _ => cosine_loss,
+        }
+    }
+
+    /// L(g_rec,k, g_k) of every sample k of the batched attack, `[samples]`: each sample's
+    /// reconstructed gradients against its own shared gradient, with nothing summed across
+    /// samples, so that the gradient of the summed losses with respect to sample k's
+    /// variables is the gradient of sample k's loss alone. `target_norm_sq[k]` is ‖g_k‖²
+    /// over the matched parameters.
+    pub(crate) fn loss_per_sample<BB: Backend>(
+        &self,
+        parts: Vec<SampleMatched<BB>>,
+        target_norm_sq: &[f64],
+    ) -> Tensor<BB, 1> {
+        let total = |terms: Vec<Tensor<BB, 1>>| {
+            terms
+                .into_iter()
+                .reduce(|a, b| a + b)
+                .expect("at least one gradient")
+        };
+        let samples = target_norm_sq.len();
+        if *self == GradientMatchingLoss::SquaredL2 {
+            return total(
+                parts
+                    .into_iter()
+                    .map(|part| {
+                        let d = part.reconstructed.materialise() - part.target.materialise();
+                        (d.clone() * d).sum_dim(1).reshape([samples])
+                    })
+                    .collect(),
+            );
+        }
+        let (mut dot, mut rec) = (Vec::new(), Vec::new());
+        let mut device = None;
+        for part in parts {
+            device.get_or_insert_with(|| part.target.device());
+            let (d, r) = part.reconstructed.dot_and_norm_sq(part.target);
+            dot.push(d);
+            rec.push(r);
+        }
+        let device = device.expect("at least one gradient");
+        let target: Vec<f32> = target_norm_sq.iter().map(|n| (n + 1e-20) as f32).collect();
+        let norm_rec = (total(rec) + 1e-20).sqrt();
+        let norm_target = privrl_agents::tensor::vector::<BB>(&target, &device).sqrt();
+        self.cosine_and_magnitude(total(dot), norm_rec, norm_target)
+    }
+}
+
+/// One parameter's reconstructed gradients in the batched attack, one row per sample, beside
+/// the samples' own shared gradients.
+pub(crate) struct SampleMatched<BB: Backend> {
+    /// g_rec,k of every sample.
+    pub(crate) reconstructed: SampleGradients<BB>,
+    /// g_k of every sample.
+    pub(crate) target: SampleTarget<BB>,
+}
+
+/// The samples' shared gradients of one parameter, formed or by their rank-one factors.
+pub(crate) enum SampleTarget<BB: Backend> {
+    /// `[samples, numel]` (row-major in the parameter's shape).
+    Rows(Tensor<BB, 2>),
+    /// g_k = u_k v_kᵀ for a `[rows, cols]` parameter: u `[samples, rows]`, v `[samples, cols]`.
+    RankOne { u: Tensor<BB, 2>, v: Tensor<BB, 2> },
+}
+
+impl<BB: Backend> SampleTarget<BB> {
+    fn device(&self) -> BB::Device {
+        match self {
+            SampleTarget::Rows(t) | SampleTarget::RankOne { u: t, .. } => t.device(),
+        }
+    }
+
+    fn materialise(self) -> Tensor<BB, 2> {
+        match self {
+            SampleTarget::Rows(t) => t,
+            SampleTarget::RankOne { u, v } => SampleGradients::Factored {
+                inputs: u,
+                errors: v,
+            }
+            .materialise(),
+        }
+    }
+}
+
+/// Per-sample reconstructed gradients of one parameter, formed or by their factors.
+pub(crate) enum SampleGradients<BB: Backend> {
+    /// `[samples, numel]`.
+    Rows(Tensor<BB, 2>),
+    /// A Dense layer's: sample k's gradient is a_kᵀ δ_k, from the inputs `[samples, d_in]` and
+    /// the output errors `[samples, d_out]` (rank one per sample, so ‖a_kᵀ δ_k‖² =
+    /// ‖a_k‖² ‖δ_k‖² and ⟨a_kᵀ δ_k, g_k⟩ = (a_k g_k) · δ_k).
+    Factored {
+        inputs: Tensor<BB, 2>,
+        errors: Tensor<BB, 2>,
+    },
+}
+
+impl<BB: Backend> SampleGradients<BB> {
+    fn materialise(self) -> Tensor<BB, 2> {
+        match self {
+            SampleGradients::Rows(g) => g,
+            SampleGradients::Factored { inputs, errors } => {
+                let [samples, d_in] = inputs.dims();
+                let [_, d_out] = errors.dims();
+                inputs
+                    .reshape([samples, d_in, 1])
+                    .matmul(errors.reshape([samples, 1, d_out]))
+                    .reshape([samples, d_in * d_out])
+            }
+        }
+    }
+
+    /// ⟨g_rec,k, g_k⟩ and ‖g_rec,k‖², `[samples]` each.
+    fn dot_and_norm_sq(self, target: SampleTarget<BB>) -> (Tensor<BB, 1>, Tensor<BB, 1>) {
+        let target = match (self, target) {
+            // ⟨a_kᵀ δ_k, u_k v_kᵀ⟩ = (a_k · u_k)(δ_k · v_k): g_k is never read.
+            (SampleGradients::Factored { inputs, errors }, SampleTarget::RankOne { u, v }) => {
+                let [samples, _] = inputs.dims();
+                let rows = |t: Tensor<BB, 2>| t.sum_dim(1).reshape([samples]);
+                let dot = rows(inputs.clone() * u) * rows(errors.clone() * v);
+                let norm_sq = rows(inputs.clone() * inputs) * rows(errors.clone() * errors);
+                return (dot, norm_sq);
+            }
+            (gradients, target) => (gradients, target.materialise()),
+        };
+        let (gradients, target) = target;
+        let [samples, _] = target.dims();
+        let rows = |t: Tensor<BB, 2>| t.sum_dim(1).reshape([samples]);
+        match gradients {
+            SampleGradients::Rows(g) => (rows(g.clone() * target), rows(g.clone() * g)),
+            SampleGradients::Factored { inputs, errors } => {
+                let [_, d_in] = inputs.dims();
+                let [_, d_out] = errors.dims();
+                let projected = inputs
+                    .clone()
+                    .reshape([samples, 1, d_in])
+                    .matmul(target.reshape([samples, d_in, d_out]))
+                    .reshape([samples, d_out]);
+                let dot = rows(projected * errors.clone());
+                let norm_sq = rows(inputs.clone() * inputs) * rows(errors.clone() * errors);
+                (dot, norm_sq)
+            }
         }
     }
 }

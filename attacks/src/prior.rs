@@ -23,6 +23,19 @@ use crate::error::AttackError;
 pub trait ImageRegulariser<BB: Backend>: Send + Sync + 'static {
     /// R(x), unweighted, as a one-element tensor.
     fn penalty(&self, images: Tensor<BB, 4>) -> Tensor<BB, 1>;
+
+    /// R of each image of the batch on its own, `[batch]`: the batched attack's prior, where
+    /// each sample's penalty must depend on its own image only. The default applies
+    /// [`ImageRegulariser::penalty`] to one image at a time.
+    fn penalty_per_sample(&self, images: Tensor<BB, 4>) -> Tensor<BB, 1> {
+        let [batch, _, _, _] = images.dims();
+        Tensor::cat(
+            (0..batch)
+                .map(|k| self.penalty(images.clone().narrow(0, k, 1)))
+                .collect(),
+            0,
+        )
+    }
 }
 
 /// Anisotropic total variation ([`total_variation`]; Rudin et al., as Geiping et al.
@@ -33,6 +46,10 @@ pub struct TotalVariation;
 impl<BB: Backend> ImageRegulariser<BB> for TotalVariation {
     fn penalty(&self, images: Tensor<BB, 4>) -> Tensor<BB, 1> {
         total_variation(images)
+    }
+
+    fn penalty_per_sample(&self, images: Tensor<BB, 4>) -> Tensor<BB, 1> {
+        total_variation_per_sample(images)
     }
 }
 
@@ -83,6 +100,20 @@ impl ImagePrior {
                 let regulariser = registered::<BB>(name)
                     .unwrap_or_else(|| panic!("image prior `{name}` is not registered"));
                 regulariser.penalty(images) * *weight
+            }
+        }
+    }
+
+    /// [`ImagePrior::penalty`] of each image of the batch on its own, `[batch]`.
+    pub fn penalty_per_sample<BB: Backend>(&self, images: Tensor<BB, 4>) -> Tensor<BB, 1> {
+        match self {
+            ImagePrior::TotalVariation { weight } => {
+                ImageRegulariser::<BB>::penalty_per_sample(&TotalVariation, images) * *weight
+            }
+            ImagePrior::Registered { name, weight } => {
+                let regulariser = registered::<BB>(name)
+                    .unwrap_or_else(|| panic!("image prior `{name}` is not registered"));
+                regulariser.penalty_per_sample(images) * *weight
             }
         }
     }
@@ -173,6 +204,25 @@ pub fn total_variation<BB: Backend>(images: Tensor<BB, 4>) -> Tensor<BB, 1> {
     if w > 1 {
         let dx = images.clone().narrow(3, 1, w - 1) - images.narrow(3, 0, w - 1);
         tv = tv + dx.abs().mean();
+    }
+    tv
+}
+
+/// [`total_variation`] of each image of the batch on its own, `[batch]`: the means run over
+/// one image's differences.
+pub(crate) fn total_variation_per_sample<BB: Backend>(images: Tensor<BB, 4>) -> Tensor<BB, 1> {
+    let [batch, _, h, w] = images.dims();
+    let device = images.device();
+    let mean_of_each =
+        |t: Tensor<BB, 4>| t.reshape([batch as i32, -1]).mean_dim(1).reshape([batch]);
+    let mut tv = Tensor::<BB, 1>::zeros([batch], float_options::<BB>(&device));
+    if h > 1 {
+        let dy = images.clone().narrow(2, 1, h - 1) - images.clone().narrow(2, 0, h - 1);
+        tv = tv + mean_of_each(dy.abs());
+    }
+    if w > 1 {
+        let dx = images.clone().narrow(3, 1, w - 1) - images.narrow(3, 0, w - 1);
+        tv = tv + mean_of_each(dx.abs());
     }
     tv
 }

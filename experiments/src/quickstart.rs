@@ -276,6 +276,7 @@ fn inversion_section(
         convergence: None,
         results_dir: None,
         rooms: crate::suites::inversion::RoomSelection::Balanced,
+        attack_batch: crate::suites::inversion::DEFAULT_ATTACK_BATCH,
     })?;
     report.heading("Gradient inversion").paragraph(&format!(
         "QGI and RGI on the active-perception rooms in quick mode (16×16 images, 4 samples, \

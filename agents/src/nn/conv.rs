@@ -108,8 +108,30 @@ pub fn conv2d_im2col<B: Backend>(
     stride: usize,
     padding: usize,
 ) -> Tensor<B, 4> {
+    let [batch, _, h, w] = x.dims();
+    let [channels_out, channels_in, kernel, _] = weight.dims();
+    let h_out = conv_output_size(h, kernel, stride, padding);
+    let w_out = conv_output_size(w, kernel, stride, padding);
+    let columns = im2col(x, kernel, stride, padding);
+    let out = weight
+        .reshape([channels_out, channels_in * kernel * kernel])
+        .matmul(columns)
+        + bias.reshape([channels_out, 1]);
+    out.reshape([channels_out, batch, h_out, w_out])
+        .swap_dims(0, 1)
+}
+
+/// The columns of [`conv2d_im2col`]: `[batch, c_in, h, w]` → `[c_in·k², batch·h'·w']`, rows
+/// ordered as a `[c_out, c_in, k, k]` weight's (c, ki, kj), columns sample by sample. A
+/// sample's weight gradient is its output error `[c_out, h'·w']` times its block of columns
+/// transposed, which is how the batched attack forms per-sample convolution gradients.
+pub fn im2col<B: Backend>(
+    x: Tensor<B, 4>,
+    kernel: usize,
+    stride: usize,
+    padding: usize,
+) -> Tensor<B, 2> {
     let [batch, channels_in, h, w] = x.dims();
-    let [channels_out, _, kernel, _] = weight.dims();
     let h_out = conv_output_size(h, kernel, stride, padding);
     let w_out = conv_output_size(w, kernel, stride, padding);
     let x = if padding > 0 {
@@ -137,14 +159,10 @@ pub fn conv2d_im2col<B: Backend>(
     }
     let patch_len = channels_in * kernel * kernel;
     // [batch, c_in, k², h', w'] -> [c_in·k², batch·h'·w'], rows ordered as the weight's (c, ki, kj).
-    let columns = Tensor::stack::<5>(patches, 2)
+    Tensor::stack::<5>(patches, 2)
         .reshape([batch, patch_len, h_out * w_out])
         .swap_dims(0, 1)
-        .reshape([patch_len, batch * h_out * w_out]);
-    let out =
-        weight.reshape([channels_out, patch_len]).matmul(columns) + bias.reshape([channels_out, 1]);
-    out.reshape([channels_out, batch, h_out, w_out])
-        .swap_dims(0, 1)
+        .reshape([patch_len, batch * h_out * w_out])
 }
 
 /// Configuration of a [`ConvEncoder`].

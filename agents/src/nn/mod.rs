@@ -20,7 +20,7 @@ mod params;
 
 pub use self::activation::{fast_tanh, Activation};
 pub use self::conv::{
-    conv2d_im2col, Conv2dLayer, Conv2dLayerConfig, Conv2dLayerRecord, ConvEncoder,
+    conv2d_im2col, im2col, Conv2dLayer, Conv2dLayerConfig, Conv2dLayerRecord, ConvEncoder,
     ConvEncoderConfig, ConvEncoderRecord,
 };
 pub use self::conv_net::{ConvNet, ConvNetConfig, ConvNetRecord};

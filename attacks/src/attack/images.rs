@@ -44,7 +44,7 @@ impl<B: Backend, M: InvertibleModel<Outer<B>>> Problem<'_, B, M> {
             layout.push(Block::Depth, shape.len() * self.batch);
         }
         if with_vector {
-            layout.push(Block::Vector, parts.vector);
+            layout.push(Block::Vector, parts.vector * self.batch);
         }
         layout
     }

@@ -20,6 +20,12 @@ impl<B: Backend, M: InvertibleModel<Outer<B>>> Problem<'_, B, M> {
         rng: &mut ChaCha8Rng,
         history: &mut Vec<LossRecord>,
     ) -> (f64, Values) {
+        let layout = self.linear_layout();
+        self.run_restarts(Stage::LinearPart, layout, supervision, None, rng, history)
+    }
+
+    /// Stage 1's free variables: the conv features and s_c of every sample.
+    pub(super) fn linear_layout(&self) -> Layout {
         let (rgb, depth) = self
             .victim
             .net()
@@ -32,7 +38,7 @@ impl<B: Backend, M: InvertibleModel<Outer<B>>> Problem<'_, B, M> {
             Block::Vector,
             self.victim.observation_parts().vector * self.batch,
         );
-        self.run_restarts(Stage::LinearPart, layout, supervision, None, rng, history)
+        layout
     }
 
     /// Stage 1's result split into one [`LinearPartInput`] per sample.

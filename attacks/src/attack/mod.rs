@@ -22,14 +22,18 @@
 //! - `state`: the state, by the two stages or the joint ablation;
 //! - `supervision`: the action and the signal, by the rules or jointly optimised;
 //! - `batch`: the batch attack's action enumeration;
+//! - `each`: the batched attack of many samples' own gradients in one optimisation
+//!   ([`attack_each`]), and `per_sample`: its loss, each sample against its own gradient;
 //! - `reconstruction`: what an attack returns ([`Reconstruction`], [`LossRecord`]).
 
 mod batch;
 mod config;
+mod each;
 mod images;
 mod linear_part;
 mod matching;
 mod optimisation;
+mod per_sample;
 mod problem;
 mod reconstruction;
 mod state;
@@ -49,6 +53,7 @@ use crate::victim::{Inner, Outer, Victim};
 
 pub use batch::batch_action_assignments;
 pub use config::AttackConfig;
+pub use each::{attack_each, attack_each_batches};
 pub use reconstruction::{LossRecord, Reconstruction, Stage};
 
 use problem::Problem;

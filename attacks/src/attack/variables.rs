@@ -70,6 +70,42 @@ impl Layout {
             .collect()
     }
 
+    /// The layout of one sample's values, where this layout holds `samples` samples' blocks
+    /// side by side (each block `samples` equal rows, as [`Problem::split`] reads them).
+    pub(super) fn per_sample(&self, samples: usize) -> Layout {
+        let mut layout = Layout::default();
+        for &(block, _, len) in &self.blocks {
+            layout.push(block, len / samples);
+        }
+        layout
+    }
+
+    /// This layout's values from each sample's values in [`Layout::per_sample`]'s layout.
+    pub(super) fn interleave(&self, each: &[Vec<f32>]) -> Vec<f32> {
+        let one = self.per_sample(each.len());
+        let mut theta = Vec::with_capacity(self.len);
+        for &(block, _, _) in &self.blocks {
+            for values in each {
+                theta.extend(one.read(block, values).unwrap_or_default());
+            }
+        }
+        theta
+    }
+
+    /// Each of `samples` samples' values, in [`Layout::per_sample`]'s layout.
+    pub(super) fn deinterleave(&self, samples: usize, theta: &[f32]) -> Vec<Vec<f32>> {
+        let mut each = vec![Vec::new(); samples];
+        for &(_, offset, len) in &self.blocks {
+            for (k, row) in split_rows(&theta[offset..offset + len], samples)
+                .into_iter()
+                .enumerate()
+            {
+                each[k].extend(row);
+            }
+        }
+        each
+    }
+
     fn slice<BB: Backend>(&self, block: Block, theta: &Tensor<BB, 1>) -> Option<Tensor<BB, 1>> {
         self.range(block)
             .map(|(offset, len)| theta.clone().narrow(0, offset, len))

@@ -2,6 +2,7 @@
 //! against like-for-like PyTorch peers ([`compare`]), with `--compare-gymnasium` the Gymnasium
 //! bridge against native Gymnasium ([`bridge`]).
 
+mod batches;
 pub mod bridge;
 pub mod compare;
 
@@ -82,6 +83,14 @@ pub struct BenchArgs {
     /// Needs a build with `--features privrl-envs/gymnasium` and a Python with Gymnasium.
     #[arg(long, conflicts_with = "compare_pytorch")]
     pub compare_gymnasium: bool,
+    /// Run only the batched attack's throughput: QGI at --qgi-res with --qgi-iterations per
+    /// stage on as many room samples as the largest batch, each batch size b (comma-separated,
+    /// e.g. 1,4,16,64) attacking b samples' own gradients in one optimisation (batch 1 is the
+    /// one-sample attack), in turn in each of --repeats repeats; writes
+    /// `<results-dir>/<UTC date>-attack-batches.md` with samples × iterations per second, the
+    /// ratio to batch 1 and the machine with its load.
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["compare_pytorch", "compare_gymnasium"])]
+    pub attack_batches: Vec<usize>,
     /// --compare-gymnasium: the environment, as written after `gymnasium:` in a privrl name
     /// (the Atari games need ale-py).
     #[arg(long, default_value = "ALE/AirRaid-v5?obs_type=ram")]
@@ -93,8 +102,8 @@ pub struct BenchArgs {
     /// to the number of cores).
     #[arg(long, value_delimiter = ',')]
     pub workers: Vec<usize>,
-    /// --compare-pytorch, --compare-gymnasium: repeats of the whole comparison (the reference
-    /// first, then privrl).
+    /// --compare-pytorch, --compare-gymnasium, --attack-batches: repeats of the whole
+    /// comparison (the reference first, then privrl).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
     pub repeats: u64,
     /// --compare-pytorch: torch thread counts to run each peer at (comma-separated; 0 is
@@ -108,7 +117,8 @@ pub struct BenchArgs {
     /// both sides (the complexity table).
     #[arg(long)]
     pub complexity: bool,
-    /// --compare-pytorch, --compare-gymnasium: where the dated results file goes [default:
+    /// --compare-pytorch, --compare-gymnasium, --attack-batches: where the dated results file
+    /// goes [default:
     /// the workspace's bench/results].
     #[arg(long)]
     pub results_dir: Option<std::path::PathBuf>,
@@ -455,6 +465,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
     if args.compare_gymnasium {
         return bridge::run(&args);
+    }
+    if !args.attack_batches.is_empty() {
+        return batches::run(&args);
     }
     let dir = suite_dir("bench")?;
     // PyTorch first: run after privrl's benches from this process, it measured 5.3-5.5

@@ -354,6 +354,7 @@ fn attack_rooms(
             setting,
             samples: truth.clone(),
             batch_size: args.batch_size,
+            attack_batch: 1,
             width: args.victim,
             normalisation: paper_normalisation(setting),
         },

@@ -295,6 +295,7 @@ mod tests {
             convergence: Some(vec![3, 2]),
             results_dir: Some(dir.join("convergence")),
             rooms: super::super::RoomSelection::Balanced,
+            attack_batch: super::super::DEFAULT_ATTACK_BATCH,
         };
         let outcome = run(&args, &[3, 2]).unwrap();
         let text = std::fs::read_to_string(&outcome.report).unwrap();

@@ -5,7 +5,8 @@ use anyhow::Result;
 use burn::tensor::backend::Backend;
 use privrl_agents::{ConvEncoderConfig, MultimodalNetConfig};
 use privrl_attacks::{
-    evaluate_defended_batch_inversion, ImageNormalisation, InversionRow, Sample, Victim,
+    evaluate_defended_batch_inversion, evaluate_defended_inversion_batched, ImageNormalisation,
+    InversionRow, Sample, Victim,
 };
 use privrl_envs::room::{sample_observations, RoomConfig, RoomSetting, RoomType};
 use rand::{Rng, SeedableRng};
@@ -132,6 +133,9 @@ pub(crate) struct InversionJob {
     pub(crate) samples: Vec<Sample>,
     /// Samples per shared gradient (1: the paper's single-sample gradients).
     pub(crate) batch_size: usize,
+    /// With single-sample gradients, the samples attacked in one optimisation
+    /// (`--attack-batch`; 1: one at a time).
+    pub(crate) attack_batch: usize,
     /// The victim's encoder width.
     pub(crate) width: VictimWidth,
     /// How reconstructions are mapped to `[0, 1]` before scoring.
@@ -154,15 +158,28 @@ impl BackendTask for InversionJob {
         )?;
         // `None` draws nothing from the generator; with batches of one this is
         // `evaluate_inversion`.
-        Ok(evaluate_defended_batch_inversion(
-            &victim,
-            &self.samples,
-            &config,
-            self.normalisation,
-            &privrl_privacy::GradientMechanismConfig::None,
-            &mut rand_chacha::ChaCha8Rng::seed_from_u64(0),
-            self.batch_size,
-        )?)
+        let defence = privrl_privacy::GradientMechanismConfig::None;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
+        Ok(match self.batch_size {
+            1 => evaluate_defended_inversion_batched(
+                &victim,
+                &self.samples,
+                &config,
+                self.normalisation,
+                &defence,
+                &mut rng,
+                self.attack_batch,
+            )?,
+            batch_size => evaluate_defended_batch_inversion(
+                &victim,
+                &self.samples,
+                &config,
+                self.normalisation,
+                &defence,
+                &mut rng,
+                batch_size,
+            )?,
+        })
     }
 }
 
@@ -184,6 +201,7 @@ mod tests {
                 setting: RoomSetting::S2,
                 samples: truth,
                 batch_size: 2,
+                attack_batch: 1,
                 width: VictimWidth::Paper,
                 normalisation: ImageNormalisation::Clamp,
             },

@@ -32,7 +32,9 @@ pub use self::method::Method;
 pub use self::model_job::ModelArg;
 pub(crate) use self::plan::InversionPlan;
 pub(crate) use self::plan::ENTROPY_WEIGHT;
-pub use self::plan::{InversionArgs, NormalisationArg, RoomSelection, VictimWidth};
+pub use self::plan::{
+    InversionArgs, NormalisationArg, RoomSelection, VictimWidth, DEFAULT_ATTACK_BATCH,
+};
 pub(crate) use self::report::{failure_rate, summary, FAILURE_NOTE};
 use self::run_files::AttackCell;
 pub(crate) use self::run_files::{reconstruction_sheet, write_rows};
@@ -129,6 +131,7 @@ fn attack_cells(args: &InversionArgs) -> Result<AttackedCells> {
             setting: cell.setting,
             samples: truth_of(cell.setting).to_vec(),
             batch_size: 1,
+            attack_batch: args.attack_batch,
             width: cell.width,
             normalisation: args.normalisation.of(cell.setting),
         };
@@ -151,6 +154,7 @@ fn attack_cells(args: &InversionArgs) -> Result<AttackedCells> {
             args.normalisation,
             truth_of(cell.setting),
             &rows,
+            args.attack_batch,
         )?;
         Ok((cell, rows))
     })?
@@ -209,6 +213,7 @@ pub(crate) mod tests {
             convergence: None,
             results_dir: Some(results.clone()),
             rooms: super::plan::RoomSelection::Balanced,
+            attack_batch: 2,
         };
         let report = run(args.clone()).unwrap().report;
         let text = std::fs::read_to_string(&report).unwrap();
@@ -238,6 +243,7 @@ pub(crate) mod tests {
         let config: serde_json::Value =
             crate::run::read_json(&results.join("qgi-s1-seed0/config.json")).unwrap();
         assert_eq!(config["plan"]["rooms"], "balanced");
+        assert_eq!(config["attack_batch"], 2);
         // Seven S1 cells on the paper's victim (QGI, RGI, five ablations) and two in S2.
         let cells: Vec<_> = std::fs::read_dir(&results)
             .unwrap()
@@ -276,6 +282,21 @@ pub(crate) mod tests {
                 .collect::<Vec<_>>()
         };
         assert_eq!(scores(&after), scores(&before), "same seed, same scores");
+        // Another attack batch is read back (cells attacked one at a time before the flag
+        // stay valid): nothing is attacked again.
+        run(InversionArgs {
+            attack_batch: 1,
+            ..args.clone()
+        })
+        .unwrap();
+        assert_eq!(
+            std::fs::metadata(qgi.join("summary.json"))
+                .unwrap()
+                .modified()
+                .unwrap(),
+            modified,
+            "a cell finished at another attack batch was attacked again"
+        );
         // Another plan is not read back: every cell runs again.
         let other = InversionArgs {
             iterations: Some(4),

@@ -75,7 +75,20 @@ pub struct InversionArgs {
     /// type (how the runs before the balanced rule chose, kept so that they reproduce).
     #[arg(long, value_enum, default_value_t = RoomSelection::Balanced)]
     pub rooms: RoomSelection,
+    /// Samples attacked in one optimisation: the single-sample gradients of each consecutive
+    /// N samples of a cell are attacked together, stacked on a batch axis, each matched
+    /// against its own gradient (`privrl_attacks::attack_each`; QGI, RGI and the ablations
+    /// that use eq. 6; DLG and Inverting Gradients always attack one at a time). Each
+    /// sample's result equals its attack alone to float rounding, so a cell finished at
+    /// another N (the cells committed before this flag ran one at a time) is read back, and
+    /// its config.json records the N it ran with (absent: 1). Same seed, same bytes for the
+    /// same N. 1 attacks one sample at a time.
+    #[arg(long, default_value_t = DEFAULT_ATTACK_BATCH, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=4096))]
+    pub attack_batch: usize,
 }
+
+/// `--attack-batch`'s default: samples attacked in one optimisation.
+pub const DEFAULT_ATTACK_BATCH: usize = 16;
 
 /// `--rooms`: how the attacked views are chosen among the sampled ones that show the target.
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]

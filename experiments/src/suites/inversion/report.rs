@@ -934,6 +934,9 @@ pub(super) fn reproduce_command(args: &InversionArgs, plan: &InversionPlan) -> S
     if plan.rooms == RoomSelection::First {
         command.push_str(" --rooms first");
     }
+    if args.attack_batch != super::plan::DEFAULT_ATTACK_BATCH {
+        command.push_str(&format!(" --attack-batch {}", args.attack_batch));
+    }
     if let Some(dir) = &args.results_dir {
         command.push_str(&format!(" --results-dir {}", dir.display()));
     }

@@ -37,6 +37,15 @@ struct CellConfig<'a> {
     /// The commit the cell ran at (`None` outside a git checkout): criteria must predate it.
     #[serde(skip_serializing_if = "Option::is_none")]
     commit: Option<String>,
+    /// Samples attacked in one optimisation (`--attack-batch`), absent for 1 (one at a time,
+    /// as every cell before the flag ran). Like the commit, not compared when a finished cell
+    /// is read back: it changes the rows by float rounding only.
+    #[serde(skip_serializing_if = "is_one")]
+    attack_batch: usize,
+}
+
+fn is_one(n: &usize) -> bool {
+    *n == 1
 }
 
 impl AttackCell {
@@ -71,6 +80,7 @@ impl AttackCell {
                 .method
                 .attack_config(plan.iterations, plan.seed, plan.tv_weight),
             commit: None,
+            attack_batch: 1,
         }
     }
 
@@ -85,6 +95,7 @@ impl AttackCell {
         let drop_commit = |mut recorded: serde_json::Value| {
             if let Some(map) = recorded.as_object_mut() {
                 map.remove("commit");
+                map.remove("attack_batch");
             }
             recorded
         };
@@ -106,9 +117,11 @@ impl AttackCell {
         normalisation: NormalisationArg,
         truth: &[Sample],
         rows: &[InversionRow],
+        attack_batch: usize,
     ) -> Result<()> {
         run.write_config(&CellConfig {
             commit: source_commit(),
+            attack_batch,
             ..self.config(plan, normalisation)
         })?;
         reconstruction_sheet(
@@ -239,6 +252,7 @@ mod tests {
                     setting: RoomSetting::S1,
                     samples: truth.clone(),
                     batch_size: 1,
+                    attack_batch: 1,
                     width: VictimWidth::Paper,
                     normalisation: paper_normalisation(RoomSetting::S1),
                 },

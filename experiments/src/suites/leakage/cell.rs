@@ -216,6 +216,7 @@ mod tests {
                     setting: RoomSetting::S1,
                     samples: samples.clone(),
                     batch_size: 1,
+                    attack_batch: 1,
                     width: VictimWidth::Wide,
                     normalisation: ImageNormalisation::Clamp,
                 },
