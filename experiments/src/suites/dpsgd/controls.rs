@@ -628,6 +628,11 @@ pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
              --control-groups plain,clip-only,sigma-sweep,lr-swap",
             args.budget
         ),
+        format!(
+            "cargo xtask suite dpsgd --dqn-controls --budget {} --seeds 10..15 --threads 2 \
+             --control-groups clip-sweep --control-sigma 0 --clip-sweep 10,100",
+            args.budget
+        ),
     ]);
     finish(report, &CLAIMS, &verdicts)
 }
