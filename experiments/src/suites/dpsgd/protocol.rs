@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use privrl_privacy::AccountantKind;
 use serde::Serialize;
 
+use super::controls::CurveColumn;
 use super::mean;
 use super::plan::DpsgdArgs;
 use crate::backend::{dispatch, BackendTask};
@@ -102,8 +103,8 @@ pub(super) fn unit_text(unit: &impl Serialize) -> Result<String> {
 }
 
 /// The primary metric of a unit written before it was recorded, from its `curve.csv` (the
-/// returns are its third column): the mean of the last [`FINAL_WINDOW`] returns, `None` for a
-/// shorter run.
+/// returns are its [`CurveColumn::Return`] column): the mean of the last [`FINAL_WINDOW`]
+/// returns, `None` for a shorter run.
 pub(super) fn final_return_from_curve(summary: &Path) -> Result<Option<f64>> {
     let curve = summary.with_file_name("curve.csv");
     let text =
@@ -111,7 +112,7 @@ pub(super) fn final_return_from_curve(summary: &Path) -> Result<Option<f64>> {
     let returns: Vec<f64> = text
         .lines()
         .skip(1)
-        .filter_map(|l| l.split(',').nth(2)?.parse().ok())
+        .filter_map(|l| l.split(',').nth(CurveColumn::Return.index())?.parse().ok())
         .collect();
     let last = &returns[returns.len().saturating_sub(FINAL_WINDOW)..];
     Ok((last.len() == FINAL_WINDOW).then(|| mean(last)))
