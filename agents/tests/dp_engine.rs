@@ -13,8 +13,8 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Tensor, TensorData};
 use privrl_agents::autodiff;
 use privrl_agents::dp::{
-    adaptive_gradient_noise, clip_per_sample, per_sample_norms, select_records, MicroBatches,
-    ParamLayout, PerSampleGradients, Tape, Traced,
+    adaptive_gradient_noise, clip_per_sample, per_sample_norms, select_records, GivenGradients,
+    MicroBatches, ParamLayout, PerSampleGradients, Tape, Traced,
 };
 use privrl_agents::GradientRecord;
 use privrl_agents::{
@@ -300,6 +300,50 @@ fn without_noise_and_clipping_the_release_is_the_plain_mean_gradient() {
         "{} vs {plain_loss}",
         diagnostics.mean_loss
     );
+}
+
+#[test]
+fn the_diagnostics_count_the_norms_the_clip_cut_at_the_steps_c() {
+    // Records of norms 0.5, 2, 4 and 3 along different coordinates at C = 1. Sorted 0.5, 2,
+    // 3, 4: the p-th percentile sits at rank 3p, so 0.5 + 0.3·1.5 = 0.95, (2 + 3)/2 = 2.5 and
+    // 3 + 0.7·1 = 3.7; three exceed C. Adaptive clipping then moves C, but the step's counts
+    // are at the C it clipped to.
+    let device = Default::default();
+    let net = Mlp::<B>::new(&device);
+    let width = ParamLayout::of(&net).num_values();
+    let rows: Vec<Vec<f32>> = [0.5f32, 2.0, 4.0, 3.0]
+        .iter()
+        .enumerate()
+        .map(|(i, &norm)| {
+            let mut row = vec![0.0; width];
+            row[i] = norm;
+            row
+        })
+        .collect();
+    for adaptive in [false, true] {
+        let mut config = PrivacyEngineConfig::new(
+            PoissonSampling {
+                dataset_size: 4,
+                sample_rate: 1.0,
+            },
+            1.0,
+            NoiseCalibration::NoiseMultiplier(0.0),
+        );
+        if adaptive {
+            config = config.with_adaptive_clipping(AdaptiveClipping::new(0.5, 0.2, 0.0));
+        }
+        let mut engine = PrivacyEngine::new(config, RandomnessSource::Seeded(3)).unwrap();
+        let step = engine
+            .private_step(&net, &[0, 1, 2, 3], &GivenGradients(rows.clone()))
+            .unwrap();
+        let diagnostics = step.non_private_diagnostics();
+        assert_eq!(diagnostics.batch_size, 4);
+        for (got, want) in diagnostics.norm_percentiles.iter().zip([0.95, 2.5, 3.7]) {
+            assert!((got - want).abs() < 1e-6, "{diagnostics:?}");
+        }
+        assert_eq!(diagnostics.clipped, 3, "adaptive = {adaptive}");
+        assert_eq!(engine.clip() != 1.0, adaptive, "adaptive clipping moved C");
+    }
 }
 
 #[test]

@@ -319,6 +319,12 @@ pub struct NonPrivateDiagnostics {
     pub mean_loss: f64,
     /// Records in the drawn batch.
     pub batch_size: usize,
+    /// The 10th, 50th and 90th percentiles of the batch's per-record gradient norms ‖g_i‖₂
+    /// before clipping (linear interpolation between order statistics, numpy's default; NaN
+    /// for an empty batch): set beside C, they say how much of each gradient the clip keeps.
+    pub norm_percentiles: [f64; 3],
+    /// Records whose gradient norm exceeded the step's C (the clip scaled them down).
+    pub clipped: usize,
 }
 
 impl PrivateGradient {
@@ -326,6 +332,25 @@ impl PrivateGradient {
     pub fn non_private_diagnostics(&self) -> NonPrivateDiagnostics {
         self.diagnostics
     }
+}
+
+/// The 10th, 50th and 90th percentiles of `norms` (linear interpolation between order
+/// statistics; NaN if empty) and how many exceed `clip`.
+fn norm_statistics(norms: &[f32], clip: f64) -> ([f64; 3], usize) {
+    let mut sorted: Vec<f64> = norms.iter().map(|&n| f64::from(n)).collect();
+    sorted.sort_by(f64::total_cmp);
+    let percentile = |p: f64| {
+        if sorted.is_empty() {
+            return f64::NAN;
+        }
+        let h = p * (sorted.len() - 1) as f64;
+        let (low, high) = (h.floor() as usize, h.ceil() as usize);
+        sorted[low] + (h - low as f64) * (sorted[high] - sorted[low])
+    };
+    (
+        [percentile(0.1), percentile(0.5), percentile(0.9)],
+        sorted.iter().filter(|&&x| x > clip).count(),
+    )
 }
 
 /// How the mechanisms of an engine drawing from `source` sample: a seeded source keeps the
@@ -504,6 +529,8 @@ impl PrivacyEngine {
             expected,
             &mut self.rng,
         )?;
+        // Counted at the C this step clipped to, before adaptive clipping moves it.
+        let (norm_percentiles, clipped) = norm_statistics(&released.norms, self.config.clip);
         if let Some(adaptive) = self.config.adaptive_clipping {
             self.adapt_clip(&adaptive, &released.norms, expected)?;
         }
@@ -514,6 +541,8 @@ impl PrivacyEngine {
             diagnostics: NonPrivateDiagnostics {
                 mean_loss: released.loss_sum / batch.len() as f64,
                 batch_size: batch.len(),
+                norm_percentiles,
+                clipped,
             },
         })
     }

@@ -20,7 +20,9 @@ use crate::heads::q_of_actions;
 use crate::nn::Mlp;
 use crate::record::GradientRecord;
 use crate::tensor::{matrix, one_hot};
-use crate::{DpSgdTrainingConfig, PrivacyEngine, PrivacyTally, PrivacyUnit};
+use crate::{
+    DpSgdTrainingConfig, NonPrivateDiagnostics, PrivacyEngine, PrivacyTally, PrivacyUnit,
+};
 
 use super::tally::PrivateState;
 
@@ -29,6 +31,7 @@ use super::tally::PrivateState;
 pub struct DpSgdDqn<B: AutodiffBackend> {
     agent: Dqn<B>,
     engine: PrivacyEngine,
+    last_step: Option<NonPrivateDiagnostics>,
 }
 
 impl<B: AutodiffBackend> DpSgdDqn<B> {
@@ -42,7 +45,11 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
         let batch = agent.config().batch_size;
         // N and q are set before every step, from the buffer's size.
         let engine = config.engine(1, 1.0, batch as f64, noise_seed)?;
-        Ok(Self { agent, engine })
+        Ok(Self {
+            agent,
+            engine,
+            last_step: None,
+        })
     }
 
     /// The wrapped agent.
@@ -53,6 +60,13 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
     /// The engine that samples, clips, noises and accounts every gradient step.
     pub fn engine(&self) -> &PrivacyEngine {
         &self.engine
+    }
+
+    /// The unnoised statistics of the last gradient step's batch (`None` before the first):
+    /// outside the (ε, δ) guarantee ([`NonPrivateDiagnostics`]), for diagnosis such as
+    /// per-transition gradient norms against C.
+    pub fn last_step_diagnostics(&self) -> Option<NonPrivateDiagnostics> {
+        self.last_step
     }
 
     /// The releases so far, per transition.
@@ -80,6 +94,7 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
     pub fn step(&mut self) -> Result<Option<f64>, AgentError> {
         let batch_size = self.agent.config().batch_size as f64;
         let engine = &mut self.engine;
+        let last_step = &mut self.last_step;
         let trained = self.agent.step_with(|dqn| {
             let n = dqn.replay().len().max(1);
             engine.set_sampling(n, (batch_size / n as f64).min(1.0))?;
@@ -100,6 +115,7 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
                 });
             }
             dqn.apply_gradient(&released.gradient)?;
+            *last_step = Some(diagnostics);
             Ok((diagnostics.mean_loss, f64::NAN))
         })?;
         Ok(trained.map(|(loss, _)| loss))

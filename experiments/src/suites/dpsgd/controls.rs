@@ -19,13 +19,16 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use clap::ValueEnum;
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
-use privrl_agents::{Agent, DpSgdDqn, DpSgdTrainingConfig, Dqn, DqnConfig, TdLoss};
+use privrl_agents::{
+    Agent, DpSgdDqn, DpSgdTrainingConfig, Dqn, DqnConfig, NonPrivateDiagnostics, TdLoss,
+};
 use privrl_privacy::{AccountantKind, Adjacency};
 use serde::{Deserialize, Serialize};
 
-use super::plan::{dqn_config, DpsgdArgs};
+use super::plan::{dqn_config, DpsgdArgs, CONTROL_BUDGET};
 use super::protocol::{
     claims_section, epsilon_by_accountant, final_return_from_curve, finish, judge_claims, mean_se,
     run_missing_units, seeds, settings_tables, store, two_standard_errors, unit_path, unit_text,
@@ -348,6 +351,7 @@ impl BackendTask for UnitTask<'_, Setting> {
                 UnitAgent::Private(DpSgdDqn::new(dqn, &config, seed ^ 0xd9_5e0d)?)
             }
         };
+        let mut norms = NormLog::default();
         let bar = self.progress.bar(args.budget);
         // The curve's ε after every episode is RDP's: a PLD ε composes the whole schedule
         // (thousands of distinct q_t), minutes each; the header says which.
@@ -355,7 +359,7 @@ impl BackendTask for UnitTask<'_, Setting> {
         let mut failed = None;
         let start = Instant::now();
         while agent.log().env_steps < args.budget {
-            if let Err(e) = agent.train_episode() {
+            if let Err(e) = agent.train_episode(&mut norms) {
                 failed = Some(e.to_string());
                 break;
             }
@@ -400,7 +404,81 @@ impl BackendTask for UnitTask<'_, Setting> {
             failed,
             wall_s: start.elapsed().as_secs_f64(),
         };
+        if let UnitAgent::Private(_) = agent {
+            let unit = store::<UnitSummary>(self.dir).dir(setting, seed)?;
+            let path = unit.join(NormLog::FILE);
+            std::fs::write(&path, norms.finish(log.env_steps))
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
         write_unit(self.dir, setting, seed, &rows, &summary)
+    }
+}
+
+/// The per-transition TD-gradient norms of a DP-SGD DQN unit's gradient steps, in windows of
+/// [`NormLog::WINDOW`] environment steps, written to `norms.csv` beside the curve: unnoised
+/// statistics of the sampled transitions (outside the unit's ε, like the TD loss), read to set
+/// the norms beside C. Each column but the counts is the mean over the window's gradient
+/// steps of that step's batch statistic.
+#[derive(Default)]
+struct NormLog {
+    rows: String,
+    steps: usize,
+    records: usize,
+    clipped: usize,
+    percentiles: [f64; 3],
+    next: u64,
+}
+
+impl NormLog {
+    const FILE: &'static str = "norms.csv";
+    const WINDOW: u64 = 5000;
+    const HEADER: &'static str =
+        "env_steps,gradient_steps,records,norm_p10,norm_p50,norm_p90,clipped_fraction\n";
+
+    /// One gradient step's batch (an empty batch has no norms and is skipped).
+    fn add(&mut self, step: NonPrivateDiagnostics) {
+        if step.batch_size == 0 {
+            return;
+        }
+        self.steps += 1;
+        self.records += step.batch_size;
+        self.clipped += step.clipped;
+        for (sum, p) in self.percentiles.iter_mut().zip(step.norm_percentiles) {
+            *sum += p;
+        }
+    }
+
+    /// Closes the window if `env_steps` has reached its end.
+    fn window_end(&mut self, env_steps: u64) {
+        if self.next == 0 {
+            self.next = Self::WINDOW;
+        }
+        if env_steps >= self.next {
+            self.flush(env_steps);
+            self.next = (env_steps / Self::WINDOW + 1) * Self::WINDOW;
+        }
+    }
+
+    fn flush(&mut self, env_steps: u64) {
+        if self.steps == 0 {
+            return;
+        }
+        let n = self.steps as f64;
+        let [p10, p50, p90] = self.percentiles.map(|sum| sum / n);
+        self.rows.push_str(&format!(
+            "{env_steps},{},{},{p10},{p50},{p90},{}\n",
+            self.steps,
+            self.records,
+            self.clipped as f64 / self.records as f64
+        ));
+        (self.steps, self.records, self.clipped) = (0, 0, 0);
+        self.percentiles = [0.0; 3];
+    }
+
+    /// The file's text, the last partial window included.
+    fn finish(mut self, env_steps: u64) -> String {
+        self.flush(env_steps);
+        format!("{}{}", Self::HEADER, self.rows)
     }
 }
 
@@ -419,7 +497,7 @@ impl<B: burn::tensor::backend::AutodiffBackend> UnitAgent<B> {
         }
     }
 
-    fn train_episode(&mut self) -> Result<(), privrl_agents::AgentError> {
+    fn train_episode(&mut self, norms: &mut NormLog) -> Result<(), privrl_agents::AgentError> {
         match self {
             UnitAgent::Plain(d) => {
                 let episodes = d.episode_log().episodes();
@@ -428,7 +506,19 @@ impl<B: burn::tensor::backend::AutodiffBackend> UnitAgent<B> {
                 }
                 Ok(())
             }
-            UnitAgent::Private(p) => p.train_episode().map(|_| ()),
+            UnitAgent::Private(p) => {
+                // `DpSgdDqn::train_episode`'s loop, reading each gradient step's norms.
+                let episodes = p.agent().episode_log().episodes();
+                while p.agent().episode_log().episodes() == episodes {
+                    if p.step()?.is_some() {
+                        if let Some(step) = p.last_step_diagnostics() {
+                            norms.add(step);
+                        }
+                    }
+                    norms.window_end(p.agent().episode_log().env_steps);
+                }
+                Ok(())
+            }
         }
     }
 
@@ -596,6 +686,7 @@ pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
     );
     let judged: Vec<(PathBuf, UnitSummary)> =
         units.iter().filter(|(_, u)| u.judged()).cloned().collect();
+    norms_section(&mut report, &units, args.budget)?;
     baselines_section(&mut report)?;
 
     // The slides' claims, judged by the criteria fixed in CLAIMS.
@@ -618,23 +709,83 @@ pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
     );
     lr_swap_section(&mut report, args, of);
     return_and_epsilon_plot(&mut report, dir, args, &judged, &settings)?;
-    report.reproduce([
-        format!(
-            "cargo xtask suite dpsgd --dqn-controls --budget {} --seeds 0,1,2 --threads 2",
-            args.budget
-        ),
-        format!(
-            "cargo xtask suite dpsgd --dqn-controls --budget {} --seeds 10..15 --threads 2 \
-             --control-groups plain,clip-only,sigma-sweep,lr-swap",
-            args.budget
-        ),
-        format!(
-            "cargo xtask suite dpsgd --dqn-controls --budget {} --seeds 10..15 --threads 2 \
-             --control-groups clip-sweep --control-sigma 0 --clip-sweep 10,100",
-            args.budget
-        ),
-    ]);
+    report.reproduce(reproduce_commands(args, &units));
     finish(report, &CLAIMS, &verdicts)
+}
+
+/// The commands that made the report's units. At the default budget and directory, the three
+/// invocations behind `results/dpsgd` (seeds 0–2, then the judged seeds and the C sweep);
+/// elsewhere (e.g. five times the budget in `results/dpsgd/long`) one command built from the
+/// units present at `args.budget`: their seeds, groups and sweep values, so the line names
+/// what was run rather than the default protocol.
+fn reproduce_commands(args: &DpsgdArgs, units: &[(PathBuf, UnitSummary)]) -> Vec<String> {
+    let default_dir = std::path::Path::new("results/dpsgd");
+    if args.budget == CONTROL_BUDGET && args.controls_dir == default_dir {
+        let b = args.budget;
+        return vec![
+            format!("cargo xtask suite dpsgd --dqn-controls --budget {b} --seeds 0,1,2 --threads 2"),
+            format!(
+                "cargo xtask suite dpsgd --dqn-controls --budget {b} --seeds 10..15 --threads 2 \
+                 --control-groups plain,clip-only,sigma-sweep,lr-swap"
+            ),
+            format!(
+                "cargo xtask suite dpsgd --dqn-controls --budget {b} --seeds 10..15 --threads 2 \
+                 --control-groups clip-sweep --control-sigma 0 --clip-sweep 10,100"
+            ),
+        ];
+    }
+    let here: Vec<&UnitSummary> = units
+        .iter()
+        .map(|(_, u)| u)
+        .filter(|u| u.budget == args.budget)
+        .collect();
+    let list = |mut v: Vec<String>| {
+        v.dedup();
+        v.join(",")
+    };
+    let mut seeds: Vec<u64> = here.iter().map(|u| u.seed).collect();
+    seeds.sort_unstable();
+    let groups: Vec<Group> = Group::ALL
+        .into_iter()
+        .filter(|g| here.iter().any(|u| u.setting.group == *g))
+        .collect();
+    let values = |group: Group, of: fn(&Setting) -> Option<f64>| {
+        let mut v: Vec<f64> = here
+            .iter()
+            .filter(|u| u.setting.group == group)
+            .filter_map(|u| of(&u.setting))
+            .collect();
+        v.sort_by(f64::total_cmp);
+        list(v.iter().map(f64::to_string).collect())
+    };
+    let mut command = format!(
+        "cargo xtask suite dpsgd --dqn-controls --budget {} --seeds {} --threads 2 \
+         --controls-dir {} --control-groups {}",
+        args.budget,
+        list(seeds.iter().map(u64::to_string).collect()),
+        args.controls_dir.display(),
+        list(
+            groups
+                .iter()
+                .filter_map(|g| g.to_possible_value())
+                .map(|v| v.get_name().to_string())
+                .collect()
+        ),
+    );
+    if args.clip != 1.0 {
+        command += &format!(" --clip {}", args.clip);
+    }
+    if groups.contains(&Group::SigmaSweep) {
+        command += &format!(" --sigma-sweep {}", values(Group::SigmaSweep, |s| s.noise_multiplier));
+    }
+    if groups.contains(&Group::ClipSweep) {
+        command += &format!(
+            " --clip-sweep {} --control-sigma {}",
+            values(Group::ClipSweep, |s| s.clip),
+            args.control_sigma
+        );
+    }
+    vec![command]
 }
 
 /// The units of setting `slug` run to `budget`.
@@ -654,8 +805,7 @@ fn units_of<'u>(
 fn protocol_paragraph(args: &DpsgdArgs) -> String {
     format!(
         "{ENV}; the suite's DQN (3-layer MLP, h = 128, |B| = 128, Adam 1e-3, a gradient step \
-         every 2nd environment step, buffer 10k); budget {} environment steps per run (where \
-         non-private DQN solved on seeds 0, 1, 2). Solved: the mean of {SOLVED_WINDOW} \
+         every 2nd environment step, buffer 10k); budget {} environment steps per run{}. Solved: the mean of {SOLVED_WINDOW} \
          consecutive returns reaches {SOLVED_RETURN}. ε per transition (one replay-buffer \
          transition is the record), composed over every gradient step at its own Poisson \
          rate q_t = min(1, 128/n_t) by the accountant named beside it, {}, δ = {}, at the \
@@ -665,9 +815,26 @@ fn protocol_paragraph(args: &DpsgdArgs) -> String {
          summary.json). Units: `units/<setting>-seed<k>/`; this report is regenerated from \
          whichever exist.",
         args.budget,
+        budget_origin(args.budget),
         args.adjacency.name(),
         args.delta
     )
+}
+
+/// Where a budget comes from: the default is where non-private DQN solved on seeds 0–2; any
+/// other is stated as a multiple of it, so a long run's report does not claim the default's
+/// origin.
+fn budget_origin(budget: u64) -> String {
+    if budget == CONTROL_BUDGET {
+        " (where non-private DQN solved on seeds 0, 1, 2)".to_string()
+    } else {
+        format!(
+            " ({}× the default {CONTROL_BUDGET}, where non-private DQN solved on seeds 0, 1, 2; \
+             settings not run at this budget, e.g. plain DQN, are judged at the default budget \
+             in the default directory's report, not here)",
+            format_number(budget as f64 / CONTROL_BUDGET as f64)
+        )
+    }
 }
 
 /// The table of every setting: seeds, failures, solves, returns, ε and the final clip.
@@ -842,6 +1009,87 @@ const BASELINE_EPISODES: usize = 1000;
 /// The trivial policies a DQN return is read against: uniformly random, and always the same
 /// action. A greedy policy on a Q-network that has learned nothing is close to the latter (one
 /// action's Q-value is above the other's in most states), which is how a failed DQN ends below
+/// The per-transition TD-gradient norms of every unit at `budget` that logged them
+/// (`norms.csv`; units written before the log existed have none), per setting and set beside
+/// its C: the measured side of the clip sweep's reading.
+fn norms_section(
+    report: &mut Report,
+    units: &[(PathBuf, UnitSummary)],
+    budget: u64,
+) -> Result<()> {
+    // Per setting: (C, per seed: the first window's median, and the whole run's percentiles
+    // and clipped fraction, weighted by gradient steps or records).
+    let mut settings: Vec<(String, f64, Vec<(f64, [f64; 3], f64)>)> = Vec::new();
+    for (path, unit) in units.iter().filter(|(_, u)| u.budget == budget) {
+        let file = path.with_file_name(NormLog::FILE);
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        let rows: Vec<Vec<f64>> = text
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').map(|c| c.parse().unwrap_or(f64::NAN)).collect())
+            .filter(|r: &Vec<f64>| r.len() == 7)
+            .collect();
+        let Some(first) = rows.first() else { continue };
+        let steps: f64 = rows.iter().map(|r| r[1]).sum();
+        let records: f64 = rows.iter().map(|r| r[2]).sum();
+        let percentiles = [3, 4, 5].map(|c| rows.iter().map(|r| r[c] * r[1]).sum::<f64>() / steps);
+        let clipped = rows.iter().map(|r| r[6] * r[2]).sum::<f64>() / records;
+        let entry = (first[4], percentiles, clipped);
+        let clip = unit.setting.clip.unwrap_or(f64::INFINITY);
+        match settings.iter_mut().find(|(slug, ..)| *slug == unit.setting.slug) {
+            Some((_, _, seeds)) => seeds.push(entry),
+            None => settings.push((unit.setting.slug.clone(), clip, vec![entry])),
+        }
+    }
+    if settings.is_empty() {
+        return Ok(());
+    }
+    report.heading("Per-transition gradient norms against C");
+    report.paragraph(&format!(
+        "Each DP-SGD unit run since the log existed records, for every gradient step, the 10th, \
+         50th and 90th percentiles of its sampled transitions' TD-gradient norms ‖g_i‖₂ before \
+         clipping and how many exceeded C (`units/<setting>-seed<k>/{}`, windows of {} \
+         environment steps). These are unnoised statistics of the private transitions, outside \
+         the units' ε, like the TD loss. Below: per setting, the mean over seeds of the first \
+         window's median and of the whole run's percentiles (means over gradient steps), and \
+         the share of all sampled transitions the clip scaled down.",
+        NormLog::FILE,
+        NormLog::WINDOW
+    ));
+    let rows = settings
+        .into_iter()
+        .map(|(slug, clip, seeds)| {
+            let over = |f: &dyn Fn(&(f64, [f64; 3], f64)) -> f64| {
+                format_number(mean(&seeds.iter().map(f).collect::<Vec<_>>()))
+            };
+            vec![
+                Cell::Text(slug),
+                Cell::Text(format_number(clip)),
+                Cell::Number(seeds.len() as f64),
+                Cell::Text(over(&|s| s.0)),
+                Cell::Text(over(&|s| s.1[1])),
+                Cell::Text(format!("{} – {}", over(&|s| s.1[0]), over(&|s| s.1[2]))),
+                Cell::Text(over(&|s| s.2)),
+            ]
+        })
+        .collect();
+    report.table(
+        &[
+            "setting",
+            "C",
+            "seeds",
+            "median ‖g_i‖, first window",
+            "median ‖g_i‖, whole run",
+            "10th – 90th percentile, whole run",
+            "share clipped",
+        ],
+        rows,
+    );
+    Ok(())
+}
+
 /// a random policy.
 fn baselines_section(report: &mut Report) -> Result<()> {
     let mut rows = Vec::new();
@@ -1092,6 +1340,34 @@ mod tests {
         assert_eq!(solved_at("h\n1,100,500,470,\n"), None);
     }
 
+    /// Windows close at the first gradient step at or past each multiple of the window; each
+    /// row averages its steps' percentiles and pools their counts; an empty batch is skipped.
+    #[test]
+    fn the_norm_log_averages_each_window() {
+        let step = |p50: f64, batch: usize, clipped: usize| NonPrivateDiagnostics {
+            mean_loss: 0.0,
+            batch_size: batch,
+            norm_percentiles: [p50 / 2.0, p50, p50 * 2.0],
+            clipped,
+        };
+        let mut log = NormLog::default();
+        log.add(step(1.0, 100, 10));
+        log.window_end(4_999);
+        log.add(step(3.0, 300, 0));
+        log.add(step(f64::NAN, 0, 0));
+        log.window_end(5_002);
+        log.add(step(8.0, 50, 50));
+        log.window_end(7_000);
+        let text = log.finish(7_000);
+        assert_eq!(
+            text,
+            format!(
+                "{}5002,2,400,1,2,4,0.025\n7000,1,50,4,8,16,1\n",
+                NormLog::HEADER
+            )
+        );
+    }
+
     /// A tiny protocol: every setting's unit is written once and skipped when present, and
     /// the report lists every setting with its verdict rows.
     #[test]
@@ -1121,8 +1397,35 @@ mod tests {
             crate::run::read_json(&unit_dir(&root, &adaptive.slug, 0).join("summary.json"))
                 .unwrap();
         assert_ne!(summary.final_clip, Some(1.0), "adaptive clipping moved C");
+        // Every DP-SGD unit logged its norms; plain DQN has no engine and no log.
+        for setting in &names {
+            let norms = unit_dir(&root, &setting.slug, 0).join(NormLog::FILE);
+            if setting.group == Group::Plain {
+                assert!(!norms.exists());
+                continue;
+            }
+            let text = std::fs::read_to_string(norms).unwrap();
+            assert!(text.starts_with(NormLog::HEADER), "{text}");
+            for row in text.lines().skip(1) {
+                let cells: Vec<f64> = row.split(',').map(|c| c.parse().unwrap()).collect();
+                let [p10, p50, p90, share] = [cells[3], cells[4], cells[5], cells[6]];
+                assert!(0.0 < p10 && p10 <= p50 && p50 <= p90, "{row}");
+                assert!((0.0..=1.0).contains(&share), "{row}");
+            }
+        }
         let markdown = std::fs::read_to_string(&outcome.report).unwrap();
         assert!(markdown.contains("| plain DQN"), "{markdown}");
+        assert!(markdown.contains("Per-transition gradient norms against C"), "{markdown}");
+        // Off the default budget, the reproduce line is the units' own command (σ = 1 at C = 1
+        // ran once, as the C sweep's point, so the σ sweep is not named).
+        assert!(
+            markdown.contains(&format!(
+                "--budget 1150 --seeds 0 --threads 2 --controls-dir {} --control-groups \
+                 plain,clip-only,clip-sweep,adaptive,huber --clip-sweep 1 --control-sigma 1",
+                root.display()
+            )),
+            "{markdown}"
+        );
         assert!(markdown.contains("Inconclusive"), "one seed: {markdown}");
         // A second run finds every unit and only rewrites the report.
         let before = std::fs::metadata(unit_dir(&root, &names[0].slug, 0).join("curve.csv"))
