@@ -19,9 +19,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use clap::ValueEnum;
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
+use clap::ValueEnum;
 use privrl_agents::{
     Agent, DpSgdDqn, DpSgdTrainingConfig, Dqn, DqnConfig, NonPrivateDiagnostics, TdLoss,
 };
@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use super::plan::{dqn_config, DpsgdArgs, CONTROL_BUDGET};
 use super::protocol::{
-    claims_section, epsilon_by_accountant, final_return_from_curve, finish, judge_claims, mean_se,
+    claims_section, epsilon_by_accountant, finish, judge_claims, mean_se, read_units,
     run_missing_units, seeds, settings_tables, store, two_standard_errors, unit_path, unit_text,
     write_unit, Claim, UnitOutcome, UnitSetting, UnitTask, Verdict, FINAL_WINDOW, MIN_SEEDS,
 };
@@ -616,18 +616,6 @@ fn read_curve(unit: &Path) -> Result<Vec<(f64, f64, f64)>> {
         .collect())
 }
 
-/// Every unit summary under `dir/units`, in path order; units written before the primary
-/// metric was recorded get it from their curve (the same returns).
-fn read_units(dir: &Path) -> Result<Vec<(PathBuf, UnitSummary)>> {
-    let mut units: Vec<(PathBuf, UnitSummary)> = store(dir).read_all()?;
-    for (path, unit) in &mut units {
-        if unit.final_mean_return.is_none() {
-            unit.final_mean_return = final_return_from_curve(path)?;
-        }
-    }
-    Ok(units)
-}
-
 /// The slides' DQN claims (paper 004) and the criteria that judge them, written before the
 /// runs. A failed run (non-finite loss) counts as not solved and its returns as they stood.
 const CLAIMS: [Claim; 3] = [
@@ -663,7 +651,7 @@ const CLAIMS: [Claim; 3] = [
 
 /// Writes `dir/report.md` and the return/ε plot from every unit present.
 pub fn write_report(dir: &Path, args: &DpsgdArgs) -> Result<SuiteOutcome> {
-    let units = read_units(dir)?;
+    let units = read_units(dir, |u: &mut UnitSummary| &mut u.final_mean_return)?;
     // The settings asked for, then any other setting a unit ran (e.g. an earlier invocation's
     // `--control-groups` or sweeps), so that every unit present is in the tables.
     let mut settings = settings(args);
@@ -723,7 +711,9 @@ fn reproduce_commands(args: &DpsgdArgs, units: &[(PathBuf, UnitSummary)]) -> Vec
     if args.budget == CONTROL_BUDGET && args.controls_dir == default_dir {
         let b = args.budget;
         return vec![
-            format!("cargo xtask suite dpsgd --dqn-controls --budget {b} --seeds 0,1,2 --threads 2"),
+            format!(
+                "cargo xtask suite dpsgd --dqn-controls --budget {b} --seeds 0,1,2 --threads 2"
+            ),
             format!(
                 "cargo xtask suite dpsgd --dqn-controls --budget {b} --seeds 10..15 --threads 2 \
                  --control-groups plain,clip-only,sigma-sweep,lr-swap"
@@ -776,7 +766,10 @@ fn reproduce_commands(args: &DpsgdArgs, units: &[(PathBuf, UnitSummary)]) -> Vec
         command += &format!(" --clip {}", args.clip);
     }
     if groups.contains(&Group::SigmaSweep) {
-        command += &format!(" --sigma-sweep {}", values(Group::SigmaSweep, |s| s.noise_multiplier));
+        command += &format!(
+            " --sigma-sweep {}",
+            values(Group::SigmaSweep, |s| s.noise_multiplier)
+        );
     }
     if groups.contains(&Group::ClipSweep) {
         command += &format!(
@@ -1012,11 +1005,7 @@ const BASELINE_EPISODES: usize = 1000;
 /// The per-transition TD-gradient norms of every unit at `budget` that logged them
 /// (`norms.csv`; units written before the log existed have none), per setting and set beside
 /// its C: the measured side of the clip sweep's reading.
-fn norms_section(
-    report: &mut Report,
-    units: &[(PathBuf, UnitSummary)],
-    budget: u64,
-) -> Result<()> {
+fn norms_section(report: &mut Report, units: &[(PathBuf, UnitSummary)], budget: u64) -> Result<()> {
     // Per setting: (C, per seed: the first window's median, and the whole run's percentiles
     // and clipped fraction, weighted by gradient steps or records).
     let mut settings: Vec<(String, f64, Vec<(f64, [f64; 3], f64)>)> = Vec::new();
@@ -1028,7 +1017,11 @@ fn norms_section(
         let rows: Vec<Vec<f64>> = text
             .lines()
             .skip(1)
-            .map(|l| l.split(',').map(|c| c.parse().unwrap_or(f64::NAN)).collect())
+            .map(|l| {
+                l.split(',')
+                    .map(|c| c.parse().unwrap_or(f64::NAN))
+                    .collect()
+            })
             .filter(|r: &Vec<f64>| r.len() == 7)
             .collect();
         let Some(first) = rows.first() else { continue };
@@ -1038,7 +1031,10 @@ fn norms_section(
         let clipped = rows.iter().map(|r| r[6] * r[2]).sum::<f64>() / records;
         let entry = (first[4], percentiles, clipped);
         let clip = unit.setting.clip.unwrap_or(f64::INFINITY);
-        match settings.iter_mut().find(|(slug, ..)| *slug == unit.setting.slug) {
+        match settings
+            .iter_mut()
+            .find(|(slug, ..)| *slug == unit.setting.slug)
+        {
             Some((_, _, seeds)) => seeds.push(entry),
             None => settings.push((unit.setting.slug.clone(), clip, vec![entry])),
         }
@@ -1415,7 +1411,10 @@ mod tests {
         }
         let markdown = std::fs::read_to_string(&outcome.report).unwrap();
         assert!(markdown.contains("| plain DQN"), "{markdown}");
-        assert!(markdown.contains("Per-transition gradient norms against C"), "{markdown}");
+        assert!(
+            markdown.contains("Per-transition gradient norms against C"),
+            "{markdown}"
+        );
         // Off the default budget, the reproduce line is the units' own command (σ = 1 at C = 1
         // ran once, as the C sweep's point, so the σ sweep is not named).
         assert!(

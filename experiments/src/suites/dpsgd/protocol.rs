@@ -118,6 +118,22 @@ pub(super) fn final_return_from_curve(summary: &Path) -> Result<Option<f64>> {
     Ok((last.len() == FINAL_WINDOW).then(|| mean(last)))
 }
 
+/// Every unit under `dir/units`, in path order; a unit written before the primary metric was
+/// recorded gets it (at `final_return`, its field) from its curve: the same returns.
+pub(super) fn read_units<U: Unit>(
+    dir: &Path,
+    final_return: fn(&mut U) -> &mut Option<f64>,
+) -> Result<Vec<(PathBuf, U)>> {
+    let mut units: Vec<(PathBuf, U)> = store(dir).read_all()?;
+    for (path, unit) in &mut units {
+        let recorded = final_return(unit);
+        if recorded.is_none() {
+            *recorded = final_return_from_curve(path)?;
+        }
+    }
+    Ok(units)
+}
+
 /// The "every setting" tables: one of the units the claims judge, then (where there are any)
 /// one of the earlier units, headed by `earlier_note`, each drawn by `table`.
 pub(super) fn settings_tables<U: UnitOutcome + Clone>(

@@ -29,9 +29,9 @@ use serde::{Deserialize, Serialize};
 use super::controls::CurveColumn;
 use super::plan::DpsgdArgs;
 use super::protocol::{
-    claims_section, epsilon_by_accountant, final_return_from_curve, finish, judge_claims,
-    run_missing_units, seeds, settings_tables, unit_path, unit_text, write_unit, Claim,
-    UnitOutcome, UnitSetting, UnitTask, FINAL_WINDOW,
+    claims_section, epsilon_by_accountant, finish, judge_claims, read_units, run_missing_units,
+    seeds, settings_tables, unit_path, unit_text, write_unit, Claim, UnitOutcome, UnitSetting,
+    UnitTask, FINAL_WINDOW,
 };
 use super::{mean, ENV, SOLVED_RETURN, SOLVED_WINDOW};
 use crate::backend::BackendTask;
@@ -370,13 +370,7 @@ fn read_curve(unit: &Path) -> Result<Vec<(f64, f64)>> {
 /// Writes `report.md` and the learning-curve plot from every unit present.
 pub fn write_report(args: &DpsgdArgs) -> Result<SuiteOutcome> {
     let dir = protocol_dir(args);
-    let mut units: Vec<(PathBuf, ReinforceUnit)> =
-        crate::summary::read_summaries(&dir.join("units"))?;
-    for (path, unit) in &mut units {
-        if unit.final_mean_return.is_none() {
-            unit.final_mean_return = final_return_from_curve(path)?;
-        }
-    }
+    let units = read_units(&dir, |u: &mut ReinforceUnit| &mut u.final_mean_return)?;
     let budget = budget(args);
     let settings = settings(args);
     let of = |slug: &str| units_of(&units, slug, budget);
