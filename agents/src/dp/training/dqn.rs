@@ -20,9 +20,7 @@ use crate::heads::q_of_actions;
 use crate::nn::Mlp;
 use crate::record::GradientRecord;
 use crate::tensor::{matrix, one_hot};
-use crate::{
-    DpSgdTrainingConfig, NonPrivateDiagnostics, PrivacyEngine, PrivacyTally, PrivacyUnit,
-};
+use crate::{DpSgdTrainingConfig, NonPrivateDiagnostics, PrivacyEngine, PrivacyTally, PrivacyUnit};
 
 use super::tally::PrivateState;
 
