@@ -78,17 +78,17 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
     /// an unnoised statistic of the sampled transitions, outside the (ε, δ) guarantee
     /// ([`NonPrivateDiagnostics`](crate::NonPrivateDiagnostics)).
     pub fn step(&mut self) -> Result<Option<f64>, AgentError> {
-        self.step_observed(&mut |_, _| Ok(()))
+        self.step_observed(|_, _| Ok(()))
     }
 
     /// [`DpSgdDqn::step`], handing every released gradient to `observe` together with the
     /// agent as it was when the release was computed (its parameters and replay buffer, before
     /// the gradient is applied): the white-box adversary's view of a step (every noisy update
     /// and the public parameters), for the transition-unit audit of `cargo xtask audit`.
-    pub fn step_observed(
-        &mut self,
-        observe: &mut dyn FnMut(&Dqn<B>, &GradientRecord) -> Result<(), AgentError>,
-    ) -> Result<Option<f64>, AgentError> {
+    pub fn step_observed<F>(&mut self, mut observe: F) -> Result<Option<f64>, AgentError>
+    where
+        F: FnMut(&Dqn<B>, &GradientRecord) -> Result<(), AgentError>,
+    {
         let batch_size = self.agent.config().batch_size as f64;
         let engine = &mut self.engine;
         let trained = self.agent.step_with(|dqn| {

@@ -72,7 +72,7 @@ impl<B: AutodiffBackend> DpSgdReinforce<B> {
     /// Plays L episodes and takes one Adam step on their DP-SGD gradient (type docs); returns
     /// the mean of their returns.
     pub fn train_step(&mut self) -> Result<f64, AgentError> {
-        self.train_step_with(&[], &mut |_, _| Ok(()))
+        self.train_step_with(&[], |_, _| Ok(()))
     }
 
     /// [`DpSgdReinforce::train_step`] with the episodes `given` in place of the first
@@ -81,11 +81,14 @@ impl<B: AutodiffBackend> DpSgdReinforce<B> {
     /// auditor's canary episodes and the white-box adversary's view of a step (issue 44,
     /// `cargo xtask audit`). Given episodes are records like the fresh ones: clipped, summed,
     /// noised and accounted with them. Returns the mean return of the step's episodes.
-    pub fn train_step_with(
+    pub fn train_step_with<F>(
         &mut self,
         given: &[EpisodeBatch],
-        observe: &mut dyn FnMut(&Reinforce<B>, &GradientRecord) -> Result<(), AgentError>,
-    ) -> Result<f64, AgentError> {
+        mut observe: F,
+    ) -> Result<f64, AgentError>
+    where
+        F: FnMut(&Reinforce<B>, &GradientRecord) -> Result<(), AgentError>,
+    {
         if given.len() > self.episodes_per_step {
             return Err(AgentError::InvalidParameter {
                 name: "given episodes",

@@ -96,7 +96,7 @@ fn canary(obs_len: usize) -> TransitionBatch {
 }
 
 /// A record's values in parameter order, checked against `layout`'s names.
-fn values(record: &GradientRecord, layout: &GradientRecord) -> Result<Vec<f64>> {
+pub(super) fn values(record: &GradientRecord, layout: &GradientRecord) -> Result<Vec<f64>> {
     ensure!(
         record.params.len() == layout.params.len(),
         "gradient records of different layouts"

@@ -32,7 +32,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::dpsgd::CLIP;
-use super::dqn::RlScores;
+use super::dqn::{values, RlScores};
 use crate::backend::BackendTask;
 
 /// The environment of the audited agent.
@@ -70,23 +70,6 @@ fn canary(obs_len: usize, weight: f32) -> EpisodeBatch {
         returns: vec![weight],
         dropout_masks: Vec::new(),
     }
-}
-
-/// A record's values in parameter order, checked against `layout`'s names.
-fn values(record: &GradientRecord, layout: &GradientRecord) -> Result<Vec<f64>> {
-    ensure!(
-        record.params.len() == layout.params.len(),
-        "gradient records of different layouts"
-    );
-    let mut out = Vec::new();
-    for (p, l) in record.params.iter().zip(&layout.params) {
-        ensure!(
-            p.name == l.name && p.values.len() == l.values.len(),
-            "gradient records of different layouts"
-        );
-        out.extend(p.values.iter().map(|&v| f64::from(v)));
-    }
-    Ok(out)
 }
 
 impl ReinforceEpisodeAudit {
