@@ -368,6 +368,41 @@ impl<B: AutodiffBackend, N: TrainableNetwork<B>> Dqn<B, N> {
         Ok(trained)
     }
 
+    /// Stores a given transition in the replay buffer, as if the agent had taken it (an
+    /// auditor's canary, `cargo xtask audit`); checked against the observation width and the
+    /// action count.
+    pub(crate) fn push_transition(
+        &mut self,
+        obs: &[f32],
+        action: usize,
+        reward: f32,
+        next_obs: &[f32],
+        terminated: bool,
+    ) -> Result<(), AgentError> {
+        let width = self.online.obs_len();
+        for (what, got) in [
+            ("observation width", obs.len()),
+            ("next observation width", next_obs.len()),
+        ] {
+            if got != width {
+                return Err(AgentError::ShapeMismatch {
+                    what,
+                    expected: width,
+                    got,
+                });
+            }
+        }
+        if action >= self.num_actions {
+            return Err(AgentError::InvalidParameter {
+                name: "action",
+                value: action as f64,
+                expected: "below the number of actions",
+            });
+        }
+        self.replay.push(obs, action, reward, next_obs, terminated);
+        Ok(())
+    }
+
     /// Copies the online network into the target network.
     pub fn sync_target(&mut self) {
         self.target = self.online.valid();

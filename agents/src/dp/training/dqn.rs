@@ -90,6 +90,17 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
     /// an unnoised statistic of the sampled transitions, outside the (ε, δ) guarantee
     /// ([`NonPrivateDiagnostics`](crate::NonPrivateDiagnostics)).
     pub fn step(&mut self) -> Result<Option<f64>, AgentError> {
+        self.step_observed(|_, _| Ok(()))
+    }
+
+    /// [`DpSgdDqn::step`], handing every released gradient to `observe` together with the
+    /// agent as it was when the release was computed (its parameters and replay buffer, before
+    /// the gradient is applied): the white-box adversary's view of a step (every noisy update
+    /// and the public parameters), for the transition-unit audit of `cargo xtask audit`.
+    pub fn step_observed<F>(&mut self, mut observe: F) -> Result<Option<f64>, AgentError>
+    where
+        F: FnMut(&Dqn<B>, &GradientRecord) -> Result<(), AgentError>,
+    {
         let batch_size = self.agent.config().batch_size as f64;
         let engine = &mut self.engine;
         let last_step = &mut self.last_step;
@@ -112,11 +123,28 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
                     update: dqn.updates(),
                 });
             }
+            observe(dqn, &released.gradient)?;
             dqn.apply_gradient(&released.gradient)?;
             *last_step = Some(diagnostics);
             Ok((diagnostics.mean_loss, f64::NAN))
         })?;
         Ok(trained.map(|(loss, _)| loss))
+    }
+
+    /// Stores a given transition in the replay buffer, as if the agent had taken it: an
+    /// auditor's canary (issue 44, `cargo xtask audit`). It is then one record like every
+    /// other, Poisson-sampled, clipped, noised and accounted with them, and it counts in the
+    /// buffer size n_t that sets q_t. Fails on a wrong observation width or action.
+    pub fn push_transition(
+        &mut self,
+        obs: &[f32],
+        action: usize,
+        reward: f32,
+        next_obs: &[f32],
+        terminated: bool,
+    ) -> Result<(), AgentError> {
+        self.agent
+            .push_transition(obs, action, reward, next_obs, terminated)
     }
 
     /// Steps until the current episode ends; returns its return.

@@ -9,7 +9,7 @@ use crate::autodiff;
 use crate::dp::{GivenGradients, ParamLayout};
 use crate::error::AgentError;
 use crate::record::GradientRecord;
-use crate::reinforce::Reinforce;
+use crate::reinforce::{EpisodeBatch, Reinforce};
 use crate::{DpSgdTrainingConfig, PrivacyEngine, PrivacyTally, PrivacyUnit};
 
 use super::tally::PrivateState;
@@ -72,13 +72,44 @@ impl<B: AutodiffBackend> DpSgdReinforce<B> {
     /// Plays L episodes and takes one Adam step on their DP-SGD gradient (type docs); returns
     /// the mean of their returns.
     pub fn train_step(&mut self) -> Result<f64, AgentError> {
+        self.train_step_with(&[], |_, _| Ok(()))
+    }
+
+    /// [`DpSgdReinforce::train_step`] with the episodes `given` in place of the first
+    /// `given.len()` (at most L) fresh ones, and `observe` handed the released gradient with
+    /// the agent as it was when the release was computed (before the gradient is applied): an
+    /// auditor's canary episodes and the white-box adversary's view of a step (issue 44,
+    /// `cargo xtask audit`). Given episodes are records like the fresh ones: clipped, summed,
+    /// noised and accounted with them. Returns the mean return of the step's episodes.
+    pub fn train_step_with<F>(
+        &mut self,
+        given: &[EpisodeBatch],
+        mut observe: F,
+    ) -> Result<f64, AgentError>
+    where
+        F: FnMut(&Reinforce<B>, &GradientRecord) -> Result<(), AgentError>,
+    {
+        if given.len() > self.episodes_per_step {
+            return Err(AgentError::InvalidParameter {
+                name: "given episodes",
+                value: given.len() as f64,
+                expected: "at most episodes_per_step",
+            });
+        }
         // The episodes are played on host copies; gradients and step open their own sections.
         let mut per_episode = Vec::with_capacity(self.episodes_per_step);
         let mut total_return = 0.0;
         let layout = autodiff::exclusive(|| ParamLayout::of(self.agent.policy()));
-        for _ in 0..self.episodes_per_step {
-            let batch = self.agent.collect_episode()?;
-            let gradient = self.agent.gradient(&batch)?;
+        for i in 0..self.episodes_per_step {
+            let fresh;
+            let batch = match given.get(i) {
+                Some(batch) => batch,
+                None => {
+                    fresh = self.agent.collect_episode()?;
+                    &fresh
+                }
+            };
+            let gradient = self.agent.gradient(batch)?;
             per_episode.push(layout_order(&layout, &gradient)?);
             total_return += batch.rewards.iter().map(|&r| f64::from(r)).sum::<f64>();
         }
@@ -89,6 +120,7 @@ impl<B: AutodiffBackend> DpSgdReinforce<B> {
             &episodes,
             &GivenGradients(per_episode),
         )?;
+        observe(&self.agent, &released.gradient)?;
         self.agent.apply_gradient(&released.gradient)?;
         Ok(total_return / self.episodes_per_step as f64)
     }

@@ -50,6 +50,9 @@ pub(super) struct DpSgdAudit {
     pub(super) runs: usize,
     pub(super) delta: f64,
     pub(super) seed: u64,
+    /// Noise from the operating system's generator, drawn exactly on a grid
+    /// ([`RandomnessSource::Secure`]); the canaries' inclusion stays seeded.
+    pub(super) secure: bool,
 }
 
 /// What the runs produced.
@@ -130,7 +133,12 @@ impl DpSgdAudit {
                 NoiseCalibration::NoiseMultiplier(sigma),
             )
             .with_delta(self.delta);
-            let mut engine = PrivacyEngine::new(config, RandomnessSource::Seeded(run_seed))?;
+            let source = if self.secure {
+                RandomnessSource::Secure
+            } else {
+                RandomnessSource::Seeded(run_seed)
+            };
+            let mut engine = PrivacyEngine::new(config, source)?;
             // yₜ = update·qN/(σC).
             let scale = engine.expected_batch_size() / (sigma * CLIP);
             let mut scores = vec![0.0f64; m];

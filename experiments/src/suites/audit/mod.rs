@@ -9,13 +9,17 @@
 //! | module | audit |
 //! |---|---|
 //! | `local` | PGC's Laplace and projected random sign, per release |
-//! | `dpsgd` | white-box DP-SGD through the `PrivacyEngine` with Dirac gradient canaries |
+//! | `dpsgd` | white-box DP-SGD through the `PrivacyEngine` with Dirac gradient canaries, seeded or secure (grid) noise |
+//! | `dqn` | the transition unit of DP-SGD DQN, one canary transition per run, from the agent's releases |
+//! | `reinforce` | the episode unit of DP-SGD REINFORCE, one canary episode per run, from the agent's release |
 //! | `dirichlet` | the kickstarting teacher's Dirichlet mechanism, per release |
 //! | `report` | `report.md` from the units on disk, with each criterion's verdict |
 
 mod dirichlet;
 mod dpsgd;
+mod dqn;
 mod local;
+mod reinforce;
 mod report;
 mod setting;
 mod units;
@@ -31,6 +35,8 @@ use privrl_privacy::{
 };
 
 use self::dpsgd::DpSgdAudit;
+use self::dqn::{DqnTransitionAudit, RlScores};
+use self::reinforce::ReinforceEpisodeAudit;
 use self::units::{AuditUnit, DirichletRow, GdpRow, OneRunRow};
 use crate::backend::{dispatch, BackendChoice};
 use crate::summary::{Headline, SuiteOutcome};
@@ -44,8 +50,9 @@ const SUITE: &str = "audit";
 #[derive(Args, Debug, Clone)]
 pub struct AuditArgs {
     /// CI-sized audits (seconds on 2 cores): 2·10⁴ releases per input for the local
-    /// mechanisms instead of 2·10⁶, and 5 DP-SGD runs of 200 canaries instead of 100 runs of
-    /// 1000. Written to runs/audit/ unless --out is given.
+    /// mechanisms instead of 2·10⁶, 5 DP-SGD runs of 200 canaries instead of 100 runs of
+    /// 1000, and 2000 runs of each RL unit audit (DQN, REINFORCE) instead of 20,000. Written
+    /// to runs/audit/ unless --out is given.
     #[arg(long)]
     pub quick: bool,
     /// Directory of the units (`units/<setting>/seed<k>.json`) and of report.md. Default
@@ -184,6 +191,7 @@ pub fn audit(setting: &Setting, args: &AuditArgs) -> Result<AuditUnit> {
             steps,
             canaries,
             runs,
+            secure,
         } => {
             let scores = dispatch(
                 args.backend,
@@ -195,6 +203,7 @@ pub fn audit(setting: &Setting, args: &AuditArgs) -> Result<AuditUnit> {
                     runs,
                     delta,
                     seed,
+                    secure,
                 },
             )?;
             let trials = (scores.held_in.len() + scores.held_out.len()) as u64;
@@ -237,9 +246,94 @@ pub fn audit(setting: &Setting, args: &AuditArgs) -> Result<AuditUnit> {
                 ..local(counting, trials)
             }
         }
+        Setting::DqnTransition {
+            noise_multiplier,
+            steps,
+            runs,
+        } => dqn_unit(
+            setting,
+            args,
+            DqnTransitionAudit {
+                noise_multiplier,
+                steps,
+                runs,
+                delta,
+                seed,
+                copies: 1,
+            },
+        )?,
+        Setting::ReinforceEpisode {
+            noise_multiplier,
+            episodes_per_step,
+            runs,
+        } => {
+            let scores = dispatch(
+                args.backend,
+                ReinforceEpisodeAudit {
+                    noise_multiplier,
+                    episodes_per_step,
+                    runs,
+                    delta,
+                    seed,
+                },
+            )?;
+            rl_unit(setting, args, scores, 1.0 / noise_multiplier, runs)?
+        }
     };
     unit.wall_s = start.elapsed().as_secs_f64();
     Ok(unit)
+}
+
+/// The unit of a DQN transition audit (`audit.copies` canaries per included run; 1 but in the
+/// tests of a broken feed): the counting audit and, every step being at q = 1 (a Gaussian
+/// trade-off curve of μ = √T/σ per transition), the Gaussian reading. One canary per run, so
+/// no one-run audit.
+fn dqn_unit(setting: &Setting, args: &AuditArgs, audit: DqnTransitionAudit) -> Result<AuditUnit> {
+    let scores = dispatch(args.backend, audit)?;
+    let mu = (audit.steps as f64).sqrt() / audit.noise_multiplier;
+    rl_unit(setting, args, scores, mu, audit.runs)
+}
+
+/// The unit of an RL audit with one canary per run, every release at q = 1 (the canary's
+/// trade-off curve is Gaussian, μ-GDP with `mu_exact`): the counting audit and the Gaussian
+/// reading; no one-run audit.
+fn rl_unit(
+    setting: &Setting,
+    args: &AuditArgs,
+    scores: RlScores,
+    mu_exact: f64,
+    runs: usize,
+) -> Result<AuditUnit> {
+    let (seed, confidence, delta) = (args.seed, args.confidence, args.delta);
+    let trials = (scores.held_in.len() + scores.held_out.len()) as u64;
+    let canary_scores = CanaryScores::new(scores.held_in, scores.held_out)?;
+    let split = ThresholdChoice::Split {
+        selection_fraction: SELECTION_FRACTION,
+        seed,
+    };
+    let counting = counting_audit(&canary_scores, delta, confidence, &split)?;
+    let test = gaussian_dp_audit(&canary_scores, confidence, &split)?;
+    Ok(AuditUnit {
+        setting: setting.clone(),
+        seed,
+        stated_epsilon: None,
+        rdp_epsilon: Some(scores.rdp_epsilon),
+        pld_epsilon: Some(scores.pld_epsilon),
+        delta,
+        confidence,
+        counting,
+        one_run: None,
+        gdp: Some(GdpRow {
+            epsilon: gdp_epsilon(test.bound, delta)?,
+            test,
+            mu_exact,
+        }),
+        trials,
+        runs: runs as u64,
+        wall_s: 0.0,
+        commit: crate::run::source_commit(),
+        dirichlet: None,
+    })
 }
 
 /// Criterion 1, the one that a failing audit of privrl's code would break: every lower bound
@@ -321,5 +415,33 @@ mod tests {
                 unit.best_lower_bound()
             );
         }
+    }
+
+    /// The DQN audit can fail: a canary transition fed twice (a record counted twice, as a
+    /// bug in how an agent fills its batch would) moves each release by 2C, and the audit at
+    /// the CI size finds ε above the accountant's ε for one transition (at seed 0 with 400
+    /// runs already: Gaussian reading 4.56 against the PLD accountant's 4.38).
+    #[test]
+    fn a_transition_fed_twice_is_caught() {
+        let args = quick_args(0);
+        let (noise_multiplier, steps, runs) = (1.0, 1, super::setting::QUICK_RL_RUNS);
+        let setting = Setting::DqnTransition {
+            noise_multiplier,
+            steps,
+            runs,
+        };
+        let broken = DqnTransitionAudit {
+            noise_multiplier,
+            steps,
+            runs,
+            delta: args.delta,
+            seed: args.seed,
+            copies: 2,
+        };
+        let unit = dqn_unit(&setting, &args, broken).unwrap();
+        assert!(
+            lower_bound_above_upper(&unit).is_some(),
+            "a doubled canary went unnoticed: {unit:?}"
+        );
     }
 }

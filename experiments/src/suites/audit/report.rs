@@ -1,6 +1,7 @@
 //! `report.md` of `cargo xtask audit`: what was run, the criteria (fixed here before the
-//! committed runs) with their verdicts, one table for the local mechanisms and one for
-//! DP-SGD, the threat models, and the command that regenerates the units.
+//! committed runs) with their verdicts, one table each for the local mechanisms, DP-SGD, the
+//! RL agents' units of privacy and the Dirichlet teacher, the threat models, and the command
+//! that regenerates the units.
 
 use std::path::Path;
 
@@ -38,6 +39,23 @@ pub(super) const CRITERION_DIRICHLET: &str = "The Dirichlet teacher at the AirRa
     report says whether it exceeds the paper's 4.46 (then the paper's (4.46, 0.05) cannot hold \
     for one release at these parameters).";
 
+/// Criterion 5: secure mode's grid mechanism is audited as tightly as the seeded one.
+pub(super) const CRITERION_SECURE: &str = "At the full size (10⁵ canaries over 100 runs), \
+    DP-SGD in secure mode (DP-SGD's Gaussian drawn exactly on a grid from the operating \
+    system's generator; σ = 1, q = 1, T = 1): no lower bound above the accountant's ε \
+    (criterion 1), and the Gaussian trade-off reading at least 0.85 × the PLD accountant's ε, \
+    as for the seeded mechanism (criterion 3).";
+
+/// Criterion 6: the RL units of privacy, audited through the agents' own code.
+pub(super) const CRITERION_DQN: &str = "At the full size (20,000 runs, one canary each), DP-SGD \
+    DQN's transition unit (σ = 1, T = 1 and σ = 2, T = 4, every step at q = 1) and DP-SGD \
+    REINFORCE's episode unit (σ = 1 and σ = 2, L = 1): no lower bound above the agent's \
+    accountant's ε (criterion 1), and the Gaussian trade-off reading at least 0.75 × the PLD \
+    accountant's ε (the audit sees the agent's stated unit, not a fraction of it).";
+
+/// Least ratio (Gaussian reading) / PLD ε of criterion 6.
+const DQN_GDP_RATIO: f64 = 0.75;
+
 /// The paper's figure for the teacher at k = 5 (paper 000: (4.46, 0.05)-DP).
 const PAPER_DIRICHLET_EPSILON: f64 = 4.46;
 
@@ -51,6 +69,9 @@ fn is_full(setting: &Setting) -> bool {
         | Setting::Prs { releases, .. }
         | Setting::Dirichlet { releases, .. } => releases >= 2_000_000,
         Setting::DpSgd { canaries, runs, .. } => canaries * runs >= 100_000,
+        Setting::DqnTransition { runs, .. } | Setting::ReinforceEpisode { runs, .. } => {
+            runs >= super::setting::FULL_RL_RUNS
+        }
     }
 }
 
@@ -164,7 +185,10 @@ pub(super) fn write(
     });
     let dpsgd = judged(
         units,
-        |u| matches!(u.setting, Setting::DpSgd { sample_rate, .. } if sample_rate == 1.0),
+        |u| {
+            matches!(u.setting, Setting::DpSgd { sample_rate, secure: false, .. }
+                if sample_rate == 1.0)
+        },
         |u| {
             let gdp = ratio(u.gdp.map_or(f64::NAN, |g| g.epsilon), u.pld_epsilon);
             let counting = ratio(u.counting.bound, u.pld_epsilon);
@@ -211,10 +235,46 @@ pub(super) fn write(
         ),
         None => format!("4. {CRITERION_DIRICHLET} Not judged: no full-size unit on disk."),
     });
+    let gdp_ratio = |u: &AuditUnit| ratio(u.gdp.map_or(f64::NAN, |g| g.epsilon), u.pld_epsilon);
+    let secure = judged(
+        units,
+        |u| matches!(u.setting, Setting::DpSgd { secure: true, .. }),
+        |u| {
+            let r = gdp_ratio(u);
+            (
+                lower_bound_above_upper(u).is_none() && r >= DPSGD_GDP_RATIO,
+                format!("Gaussian reading {}", format_number(r)),
+            )
+        },
+    );
+    lines.push(match secure {
+        Some((ok, measured)) => format!(
+            "5. {CRITERION_SECURE} {} ({}).",
+            verdict(ok),
+            measured.join("; ")
+        ),
+        None => format!("5. {CRITERION_SECURE} Not judged: no full-size unit on disk."),
+    });
+    let dqn = judged(units, is_rl, |u| {
+        let r = gdp_ratio(u);
+        (
+            lower_bound_above_upper(u).is_none() && r >= DQN_GDP_RATIO,
+            format!("Gaussian reading {}", format_number(r)),
+        )
+    });
+    lines.push(match dqn {
+        Some((ok, measured)) => format!(
+            "6. {CRITERION_DQN} {} ({}).",
+            verdict(ok),
+            measured.join("; ")
+        ),
+        None => format!("6. {CRITERION_DQN} Not judged: no full-size unit on disk."),
+    });
     report.paragraph(&lines.join("\n"));
 
     local_table(&mut report, units);
     dpsgd_table(&mut report, units);
+    rl_table(&mut report, units);
     dirichlet_table(&mut report, units);
 
     report.heading("Threat models and units of privacy");
@@ -232,11 +292,13 @@ pub(super) fn write(
     }
     report.bullets(&seen);
     report.heading("Not audited yet").paragraph(
-        "Issue 44 also asks for canary audits of the RL units of privacy (transitions in \
-         DP-DQN's replay buffer, episodes in DP-REINFORCE/PPO batches) and of the gradient \
-         inversion attacks turned into membership guesses; the secure mode's grid mechanisms \
-         (DP-SGD's, the bounded observation noise's) are not audited either. None of them is \
-         in this report.",
+        "DP-PPO's episode unit; the RL units at q < 1 (DQN once its buffer outgrows |B|, \
+         where the adversary no longer knows the batch) and with L > 1 episodes per \
+         REINFORCE step; a DQN observation as a group of two transitions; a user who \
+         contributes many episodes; the gradient inversion attacks (QGI/RGI) turned into \
+         membership guesses; and the secure mode's other grid mechanism (the bounded \
+         observation noise). None of them is in this report. Secure mode is audited for \
+         DP-SGD's grid Gaussian only.",
     );
     let mut command = format!(
         "cargo xtask audit --seed {} --confidence {} --delta {}",
@@ -355,7 +417,10 @@ fn dpsgd_table(report: &mut Report, units: &[AuditUnit]) {
              (Balle & Wang 2018). The one-run auditor guesses \"in\" for the top 5% of a run's \
              scores and \"out\" for the bottom 5%. The ratio is the best lower bound over the \
              PLD ε. The Gaussian trade-off reading is a bound on ε only because these runs' \
-             trade-off curves are Gaussian (q = 1); it is not computed at q < 1.",
+             trade-off curves are Gaussian (q = 1); it is not computed at q < 1. A secure \
+             row draws the engine's noise from the operating system's generator, exactly on \
+             a grid (`--noise-rng secure`): unseeded, so it does not repeat bit for bit; the \
+             canaries' inclusion and the threshold split stay seeded.",
         )
         .table(
             &[
@@ -365,6 +430,102 @@ fn dpsgd_table(report: &mut Report, units: &[AuditUnit]) {
                 "exact ε",
                 "counting ε ≥",
                 "one-run ε ≥",
+                "Gaussian-reading ε ≥",
+                "μ ≥",
+                "ratio",
+                "canaries",
+                "runs",
+                "time (s)",
+            ],
+            rows,
+        );
+}
+
+/// The RL agents' units of privacy, audited through the agents.
+fn is_rl(unit: &AuditUnit) -> bool {
+    matches!(
+        unit.setting,
+        Setting::DqnTransition { .. } | Setting::ReinforceEpisode { .. }
+    )
+}
+
+fn rl_table(report: &mut Report, units: &[AuditUnit]) {
+    let rows: Vec<Vec<Cell>> = units
+        .iter()
+        .filter(|u| is_rl(u))
+        .map(|u| {
+            let (gdp, mu) = match u.gdp {
+                Some(g) => (
+                    Cell::from(g.epsilon),
+                    Cell::from(format!(
+                        "{} (exact {})",
+                        format_number(g.test.bound),
+                        format_number(g.mu_exact)
+                    )),
+                ),
+                None => ("—".into(), "—".into()),
+            };
+            vec![
+                u.setting.mechanism().into(),
+                "white-box".into(),
+                match u.setting {
+                    Setting::ReinforceEpisode { .. } => "episode, zero-out (= add/remove at q = 1)",
+                    _ => "transition, add/remove",
+                }
+                .into(),
+                u.rdp_epsilon.unwrap_or(f64::NAN).into(),
+                u.pld_epsilon.unwrap_or(f64::NAN).into(),
+                u.counting.bound.into(),
+                gdp,
+                mu,
+                ratio(u.best_lower_bound(), u.pld_epsilon).into(),
+                u.trials.into(),
+                u.runs.into(),
+                u.wall_s.into(),
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    report
+        .heading("RL units of privacy, from the agents' released gradients")
+        .paragraph(
+            "DQN: each run is a real `DpSgdDqn` on CartPole-v1 (MLP 16-16, |B| = 64, 16 transitions \
+             before the first step, C = 1): its own acting, replay, Poisson sampling at \
+             q_t = min(1, |B|/n_t), per-transition TD gradients, clipping, noise and \
+             accountant. With probability ½, drawn before the run, one canary transition \
+             (observation 10·𝟏, action 0, reward 10⁴, terminal: its TD gradient is far above \
+             C) is pushed into the replay buffer before the first step \
+             (`DpSgdDqn::push_transition`); each release is read through \
+             `DpSgdDqn::step_observed`. |B| exceeds every buffer size of a run, so each step \
+             samples the whole buffer (q_t = 1): the adversary subtracts the other \
+             transitions' clipped gradients (the agent's own path, without noise) and projects \
+             what is left on the canary's clipped gradient at the step's parameters; the score \
+             sums that projection over the T steps (the Neyman–Pearson test of T Gaussian \
+             releases). One canary per run, so the runs are independent trials and there is \
+             no one-run audit; at q = 1 each transition's trade-off curve is Gaussian \
+             (μ = √T/σ), so the Gaussian reading bounds ε. The accountants' ε is the agent's \
+             own, per transition, add/remove, at δ. A transition is the unit privrl states for \
+             DQN; one observation lives in two transitions (s of one, s′ of the one before), \
+             a group of 2, which these rows do not test. REINFORCE: each run is a real \
+             `DpSgdReinforce` on CartPole-v1 (MLP 16, no dropout, L = 1 episode per step, \
+             C = 1) taking one step through `DpSgdReinforce::train_step_with`, which hands it \
+             the canary in place of a fresh episode: with probability ½ the canary (one step \
+             from the zero observation, action 0, weight R = 10⁴), otherwise the same episode \
+             with weight 0, whose gradient is exactly zero: privrl's stated zero-out \
+             adjacency (L unchanged), whose ε at q = 1 is the add/remove one that is printed; the score is the release projected on the canary's gradient. privrl \
+             accounts an episode as one release at q = 1 (it is used once), so one step is \
+             the canary's whole exposure. DP-PPO's episode unit is not audited.",
+        )
+        .table(
+            &[
+                "agent and setting",
+                "threat model",
+                "unit, adjacency",
+                "RDP ε",
+                "PLD ε",
+                "counting ε ≥",
                 "Gaussian-reading ε ≥",
                 "μ ≥",
                 "ratio",

@@ -54,6 +54,30 @@ pub enum Setting {
         canaries: usize,
         /// Independent runs.
         runs: usize,
+        /// Noise drawn exactly on a grid from the operating system's generator
+        /// (`RandomnessSource::Secure`, `--noise-rng secure`): unseeded, not repeatable.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        secure: bool,
+    },
+    /// The transition unit of DP-SGD DQN ([`privrl_agents::DpSgdDqn`] on CartPole), one canary
+    /// transition per run, every step at q = 1.
+    DqnTransition {
+        /// σ.
+        noise_multiplier: f64,
+        /// DP-SGD steps T of each run.
+        steps: u64,
+        /// Independent runs (= canaries).
+        runs: usize,
+    },
+    /// The episode unit of DP-SGD REINFORCE ([`privrl_agents::DpSgdReinforce`] on
+    /// CartPole), one canary episode per run, in the run's first step of L episodes.
+    ReinforceEpisode {
+        /// σ.
+        noise_multiplier: f64,
+        /// Episodes L per DP-SGD step.
+        episodes_per_step: usize,
+        /// Independent runs (= canaries).
+        runs: usize,
     },
 }
 
@@ -86,9 +110,21 @@ impl Setting {
                 steps,
                 canaries,
                 runs,
-            } => {
-                format!("dpsgd-sigma{noise_multiplier}-q{sample_rate}-t{steps}-m{canaries}-r{runs}")
-            }
+                secure,
+            } => format!(
+                "dpsgd{}-sigma{noise_multiplier}-q{sample_rate}-t{steps}-m{canaries}-r{runs}",
+                if secure { "-secure" } else { "" }
+            ),
+            Setting::DqnTransition {
+                noise_multiplier,
+                steps,
+                runs,
+            } => format!("dqn-transition-sigma{noise_multiplier}-t{steps}-r{runs}"),
+            Setting::ReinforceEpisode {
+                noise_multiplier,
+                episodes_per_step,
+                runs,
+            } => format!("reinforce-episode-sigma{noise_multiplier}-l{episodes_per_step}-r{runs}"),
         }
     }
 
@@ -120,8 +156,22 @@ impl Setting {
                 noise_multiplier,
                 sample_rate,
                 steps,
+                secure,
                 ..
-            } => format!("DP-SGD, σ = {noise_multiplier}, q = {sample_rate}, T = {steps}"),
+            } => format!(
+                "DP-SGD, σ = {noise_multiplier}, q = {sample_rate}, T = {steps}{}",
+                if secure { ", secure (grid) noise" } else { "" }
+            ),
+            Setting::DqnTransition {
+                noise_multiplier,
+                steps,
+                ..
+            } => format!("DP-SGD DQN, σ = {noise_multiplier}, q = 1, T = {steps}"),
+            Setting::ReinforceEpisode {
+                noise_multiplier,
+                episodes_per_step,
+                ..
+            } => format!("DP-SGD REINFORCE, σ = {noise_multiplier}, L = {episodes_per_step}"),
         }
     }
 
@@ -156,6 +206,16 @@ impl Setting {
                 "white-box DP-SGD: the adversary sees every noisy update (federated learning; \
                  privrl's leakage suite) and inserts gradient canaries"
             }
+            Setting::DqnTransition { .. } => {
+                "white-box DQN: the adversary sees every noisy gradient the agent releases and \
+                 the parameters it is computed at, knows the rest of the replay buffer, and \
+                 inserts one canary transition (observation 10·𝟏, reward 10⁴, terminal)"
+            }
+            Setting::ReinforceEpisode { .. } => {
+                "white-box REINFORCE: the adversary sees the noisy gradient the agent releases \
+                 and the parameters it is computed at, and inserts one canary episode (one \
+                 step from the zero observation, weight 10⁴)"
+            }
         }
     }
 
@@ -167,9 +227,23 @@ impl Setting {
                 "one release (one state's shared policy), b-adjacent observations (Definition 1)"
             }
             Setting::DpSgd { .. } => "one record, add/remove (a canary's gradient 2C·eᵢ or none)",
+            Setting::DqnTransition { .. } => {
+                "one transition, add/remove (privrl's stated DQN unit; an observation, which \
+                 lives in two transitions, is a group of 2 and is not what is tested)"
+            }
+            Setting::ReinforceEpisode { .. } => {
+                "one episode, zero-out (privrl's stated REINFORCE unit and adjacency: the \
+                 canary's gradient or zero among L episodes, one release at q = 1, where it \
+                 gives the add/remove ε; a user with many episodes is not what is tested)"
+            }
         }
     }
 }
+
+/// Runs (one canary each) of an RL unit audit under `--quick` (seconds).
+pub(super) const QUICK_RL_RUNS: usize = 2000;
+/// Runs of a full-size RL unit audit (minutes on one core).
+pub(super) const FULL_RL_RUNS: usize = 20_000;
 
 /// The audits `cargo xtask audit` runs: the full ones, or the CI-sized ones of `--quick`.
 pub fn plan(quick: bool) -> Vec<Setting> {
@@ -181,6 +255,13 @@ pub fn plan(quick: bool) -> Vec<Setting> {
         steps,
         canaries,
         runs,
+        secure: false,
+    };
+    let dqn_runs = if quick { QUICK_RL_RUNS } else { FULL_RL_RUNS };
+    let dqn = |noise_multiplier: f64, steps: u64| Setting::DqnTransition {
+        noise_multiplier,
+        steps,
+        runs: dqn_runs,
     };
     vec![
         Setting::Laplace {
@@ -209,6 +290,27 @@ pub fn plan(quick: bool) -> Vec<Setting> {
         dpsgd(1.0, 1.0, 1),
         dpsgd(2.0, 1.0, 9),
         dpsgd(1.0, 0.1, 50),
+        // Secure mode: DP-SGD's Gaussian drawn exactly on a grid from the OS generator.
+        Setting::DpSgd {
+            noise_multiplier: 1.0,
+            sample_rate: 1.0,
+            steps: 1,
+            canaries,
+            runs,
+            secure: true,
+        },
+        dqn(1.0, 1),
+        dqn(2.0, 4),
+        Setting::ReinforceEpisode {
+            noise_multiplier: 1.0,
+            episodes_per_step: 1,
+            runs: dqn_runs,
+        },
+        Setting::ReinforceEpisode {
+            noise_multiplier: 2.0,
+            episodes_per_step: 1,
+            runs: dqn_runs,
+        },
         // The AirRaid teacher's release at k₀ (results/kickstart-airraid: m = 6, k₀ = 5,
         // η = 0.4/m, L = 445.6, b = 0.01, δ = 0.05), whose eq. 12 ε privrl prints as 537 and
         // the paper as 4.46.
