@@ -1021,13 +1021,20 @@ const BASELINE_EPISODES: usize = 1000;
 /// The trivial policies a DQN return is read against: uniformly random, and always the same
 /// action. A greedy policy on a Q-network that has learned nothing is close to the latter (one
 /// action's Q-value is above the other's in most states), which is how a failed DQN ends below
+/// One unit's `norms.csv`, summarised: the first window's median, and the whole run's
+/// percentiles (means over gradient steps) and share of transitions clipped (over records).
+struct SeedNorms {
+    first_median: f64,
+    percentiles: [f64; 3],
+    clipped: f64,
+}
+
 /// The per-transition TD-gradient norms of every unit at `budget` that logged them
 /// (`norms.csv`; units written before the log existed have none), per setting and set beside
 /// its C: the measured side of the clip sweep's reading.
 fn norms_section(report: &mut Report, units: &[(PathBuf, UnitSummary)], budget: u64) -> Result<()> {
-    // Per setting: (C, per seed: the first window's median, and the whole run's percentiles
-    // and clipped fraction, weighted by gradient steps or records).
-    let mut settings: Vec<(String, f64, Vec<(f64, [f64; 3], f64)>)> = Vec::new();
+    // Per setting: its C and one entry per seed.
+    let mut settings: Vec<(String, f64, Vec<SeedNorms>)> = Vec::new();
     for (path, unit) in units.iter().filter(|(_, u)| u.budget == budget) {
         let file = path.with_file_name(NormLog::FILE);
         let Ok(text) = std::fs::read_to_string(&file) else {
@@ -1048,7 +1055,11 @@ fn norms_section(report: &mut Report, units: &[(PathBuf, UnitSummary)], budget: 
         let records: f64 = rows.iter().map(|r| r[2]).sum();
         let percentiles = [3, 4, 5].map(|c| rows.iter().map(|r| r[c] * r[1]).sum::<f64>() / steps);
         let clipped = rows.iter().map(|r| r[6] * r[2]).sum::<f64>() / records;
-        let entry = (first[4], percentiles, clipped);
+        let entry = SeedNorms {
+            first_median: first[4],
+            percentiles,
+            clipped,
+        };
         let clip = unit.setting.clip.unwrap_or(f64::INFINITY);
         match settings
             .iter_mut()
@@ -1076,17 +1087,21 @@ fn norms_section(report: &mut Report, units: &[(PathBuf, UnitSummary)], budget: 
     let rows = settings
         .into_iter()
         .map(|(slug, clip, seeds)| {
-            let over = |f: &dyn Fn(&(f64, [f64; 3], f64)) -> f64| {
+            let over = |f: fn(&SeedNorms) -> f64| {
                 format_number(mean(&seeds.iter().map(f).collect::<Vec<_>>()))
             };
             vec![
                 Cell::Text(slug),
                 Cell::Text(format_number(clip)),
                 Cell::Number(seeds.len() as f64),
-                Cell::Text(over(&|s| s.0)),
-                Cell::Text(over(&|s| s.1[1])),
-                Cell::Text(format!("{} – {}", over(&|s| s.1[0]), over(&|s| s.1[2]))),
-                Cell::Text(over(&|s| s.2)),
+                Cell::Text(over(|s| s.first_median)),
+                Cell::Text(over(|s| s.percentiles[1])),
+                Cell::Text(format!(
+                    "{} – {}",
+                    over(|s| s.percentiles[0]),
+                    over(|s| s.percentiles[2])
+                )),
+                Cell::Text(over(|s| s.clipped)),
             ]
         })
         .collect();
