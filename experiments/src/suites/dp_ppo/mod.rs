@@ -11,6 +11,12 @@
 //! finished and the mean over seeds of each seed's final mean return of its last 100 training
 //! episodes is ≥ 475. The headline: the smallest solved ε, visible if it is ≤ 1 per episode at
 //! δ = 1e-5.
+//!
+//! `--leakage` runs the closed loop instead ([`leakage`], its criterion fixed there too): RGI
+//! against plain PPO's gradient and against DP-PPO's release at every point of the frontier,
+//! on the same room samples as `suite leakage`; the report then has both tables.
+
+mod leakage;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -28,6 +34,8 @@ use crate::report::{format_mean_std, format_number, Cell, Report};
 use crate::summary::{Headline, SuiteOutcome};
 use crate::sweep::{run_parallel, Job, Seeds};
 use crate::unit::{seed_major, Unit, UnitStore};
+
+use self::leakage::{LeakageSizes, LeakageTask, LeakageUnit};
 
 /// The frontier's ε per episode (δ = 1e-5); `None` is ε = ∞ (σ = 0, clipping kept).
 pub const FRONTIER_EPSILONS: [Option<f64>; 6] =
@@ -69,6 +77,20 @@ pub struct DpPpoSuiteArgs {
     /// Backend.
     #[arg(long, value_enum, default_value_t = BackendChoice::default())]
     pub backend: BackendChoice,
+    /// Run the closed loop instead of the training units: RGI on one step's released update
+    /// (plain PPO's gradient, then DP-PPO's at every frontier ε, σ calibrated by the engine at
+    /// the suite's q and K), on the leakage suite's room samples (full: 40 samples, 32 px,
+    /// 1000 iterations per stage; --quick: 20, 16 px, 300). One unit per release, under
+    /// <dir>/leakage/units; the report shows both tables from whatever units exist.
+    #[arg(long)]
+    pub leakage: bool,
+    /// Seed of the closed loop's samples, networks, attack and noise (0: the leakage suite's
+    /// samples).
+    #[arg(long, default_value_t = 0)]
+    pub leakage_seed: u64,
+    /// Room samples the closed loop attacks (default: 40; --quick: 20).
+    #[arg(long)]
+    pub leakage_samples: Option<usize>,
 }
 
 /// One finished unit: one ε × seed.
@@ -153,6 +175,8 @@ struct Plan {
     seeds: Vec<u64>,
     steps: u64,
     config: DpPpoConfig,
+    /// The closed loop's sizes.
+    leakage: LeakageSizes,
 }
 
 fn plan(args: &DpPpoSuiteArgs) -> Result<Plan> {
@@ -197,12 +221,18 @@ fn plan(args: &DpPpoSuiteArgs) -> Result<Plan> {
             .check()
             .with_context(|| format!("the point ε = {}", point.label()))?;
     }
+    let mut leakage = LeakageSizes::of(args.quick);
+    if let Some(samples) = args.leakage_samples {
+        ensure!(samples >= 1, "--leakage-samples must be at least 1");
+        leakage.samples = samples;
+    }
     Ok(Plan {
         dir: args.dir.clone().unwrap_or(dir),
         points,
         seeds,
         steps,
         config,
+        leakage,
     })
 }
 
@@ -261,6 +291,9 @@ pub fn run(args: DpPpoSuiteArgs) -> Result<SuiteOutcome> {
     let plan = plan(&args)?;
     // Fix the commit every unit of this invocation records before the first one runs.
     let _ = crate::run::source_commit();
+    if args.leakage {
+        return run_leakage(&args, &plan);
+    }
     let store = UnitStore::<DpPpoUnit>::new(plan.dir.join("units"));
     let missing = store.missing(&seed_major(&plan.points, plan.seeds.iter().copied()));
     let jobs = missing
@@ -294,8 +327,61 @@ pub fn run(args: DpPpoSuiteArgs) -> Result<SuiteOutcome> {
     Ok(outcome)
 }
 
+/// The closed loop: every missing release at `--leakage-seed`, one at a time per thread, then
+/// the report.
+fn run_leakage(args: &DpPpoSuiteArgs, plan: &Plan) -> Result<SuiteOutcome> {
+    let store = UnitStore::<LeakageUnit>::new(plan.dir.join("leakage").join("units"));
+    leakage::check_sizes(
+        &store
+            .read_all()?
+            .into_iter()
+            .map(|(_, u)| u)
+            .collect::<Vec<_>>(),
+        plan.leakage,
+    )?;
+    let releases = leakage::releases(&plan.points);
+    let missing = store.missing(&seed_major(&releases, [args.leakage_seed]));
+    let jobs = missing
+        .into_iter()
+        .map(|(release, seed)| Job::new(format!("{release:?}-seed{seed}"), (release, seed)))
+        .collect();
+    let outcomes = run_parallel(jobs, args.threads, |(release, seed), _| {
+        let unit = dispatch(
+            args.backend,
+            LeakageTask {
+                release,
+                config: plan.config.clone(),
+                sizes: plan.leakage,
+                seed,
+            },
+        )?;
+        store.write(&release, seed, &unit)?;
+        Ok(())
+    })?;
+    let failures: Vec<String> = outcomes
+        .failures()
+        .map(|o| format!("{}: {:#}", o.name, o.result.as_ref().unwrap_err()))
+        .collect();
+    let frontier = UnitStore::<DpPpoUnit>::new(plan.dir.join("units"));
+    let outcome = write_report(plan, &frontier, args.quick)?;
+    ensure!(
+        failures.is_empty(),
+        "{} closed-loop units failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    Ok(outcome)
+}
+
 fn write_report(plan: &Plan, store: &UnitStore<DpPpoUnit>, quick: bool) -> Result<SuiteOutcome> {
     let units: Vec<DpPpoUnit> = store.read_all()?.into_iter().map(|(_, u)| u).collect();
+    let leakage_units: Vec<LeakageUnit> =
+        UnitStore::<LeakageUnit>::new(plan.dir.join("leakage").join("units"))
+            .read_all()?
+            .into_iter()
+            .map(|(_, u)| u)
+            .collect();
+    leakage::check_sizes(&leakage_units, plan.leakage)?;
     let mut report = Report::new(
         &plan.dir,
         "DP-PPO on CartPole-v1: one episode as the unit of privacy",
@@ -369,11 +455,24 @@ fn write_report(plan: &Plan, store: &UnitStore<DpPpoUnit>, quick: bool) -> Resul
         visible: smallest_solved.is_some_and(|e| e <= TARGET_EPSILON),
     };
     headline.add_to(&mut report);
-    report.reproduce([if quick {
-        "cargo xtask suite dp-ppo --quick".to_string()
-    } else {
-        "cargo xtask suite dp-ppo".to_string()
-    }]);
+    let returns = |point: Point| {
+        let finals: Vec<f64> = units
+            .iter()
+            .filter(|u| u.target_epsilon == point.0)
+            .map(|u| u.final_mean_return_100)
+            .collect();
+        if finals.is_empty() {
+            "no units".to_string()
+        } else {
+            format_mean_std(&finals)
+        }
+    };
+    leakage::add_section(&mut report, &leakage_units, &returns, quick);
+    let quick_flag = if quick { " --quick" } else { "" };
+    report.reproduce([
+        format!("cargo xtask suite dp-ppo{quick_flag}"),
+        format!("cargo xtask suite dp-ppo --leakage{quick_flag}"),
+    ]);
     let path = report.write()?;
     Ok(SuiteOutcome {
         report: path,
@@ -414,6 +513,9 @@ mod tests {
             dir: Some(dir.to_path_buf()),
             threads: 1,
             backend: BackendChoice::default(),
+            leakage: false,
+            leakage_seed: 0,
+            leakage_samples: None,
         };
         let outcome = run(args.clone()).unwrap();
         let store = UnitStore::<DpPpoUnit>::new(dir.join("units"));
