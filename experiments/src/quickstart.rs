@@ -448,7 +448,7 @@ fn audit_section(
     Ok(audit)
 }
 
-/// Section 11: DP-PPO, quick mode: ε ∈ {1, ∞} per episode, one seed, 20,000 CartPole steps.
+/// Section 11: DP-PPO, quick mode: ε ∈ {1, ∞} per episode, one seed, 200,000 CartPole steps.
 fn dp_ppo_section(
     report: &mut Report,
     args: &QuickstartArgs,
@@ -462,7 +462,7 @@ fn dp_ppo_section(
     ))?;
     report.heading("DP-PPO").paragraph(&format!(
         "PPO with one episode as the unit of privacy on CartPole-v1, σ calibrated to ε = 1 per \
-         episode (δ = 1e-5) and ε = ∞ (clipping only), one seed, 20,000 steps (64 episodes per \
+         episode (δ = 1e-5) and ε = ∞ (clipping only), one seed, 200,000 steps (64 episodes per \
          rollout, an expected 16 per step): see [{}]({}). It shows whether the private policy \
          learns, not the frontier: `cargo xtask suite dp-ppo` runs ε ∈ {{0.5, 1, 2, 4, 8, ∞}} \
          at 5 seeds and 2,000,000 steps, and `--leakage` the closed loop.",

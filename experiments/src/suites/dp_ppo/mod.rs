@@ -53,14 +53,15 @@ const ENV: &str = "CartPole-v1";
 /// Arguments of `suite dp-ppo`.
 #[derive(Args, Debug, Clone)]
 pub struct DpPpoSuiteArgs {
-    /// A few minutes on 2 cores: ε ∈ {1, ∞}, one seed, a small budget, written under
-    /// runs/dp-ppo/ (not results/). It checks the pipeline, not the frontier.
+    /// Seconds on one core: ε ∈ {1, ∞}, one seed, 200,000 steps of a small configuration,
+    /// written under runs/dp-ppo/ (not results/). It shows whether the private policy learns,
+    /// not the frontier.
     #[arg(long)]
     pub quick: bool,
     /// Seeds: `0..5`, `0..=4`, `0,3,7` (default 0..5; --quick: 0).
     #[arg(long)]
     pub seeds: Option<Seeds>,
-    /// Environment steps per unit (default 2,000,000; --quick: 20,000).
+    /// Environment steps per unit (default 2,000,000; --quick: 200,000).
     #[arg(long)]
     pub steps: Option<u64>,
     /// A DpPpoConfig as JSON (its noise is replaced by each point's target ε); otherwise the
@@ -94,7 +95,7 @@ pub struct DpPpoSuiteArgs {
 }
 
 impl DpPpoSuiteArgs {
-    /// `--quick` at `seed` (the quickstart's DP-PPO part): ε ∈ {1, ∞}, 20,000 steps.
+    /// `--quick` at `seed` (the quickstart's DP-PPO part): ε ∈ {1, ∞}, 200,000 steps.
     pub fn quick(seed: u64, backend: BackendChoice, threads: usize) -> Self {
         Self {
             quick: true,
@@ -189,7 +190,7 @@ pub fn point_solved(final_means: &[f64]) -> bool {
 
 /// The quick mode's criterion (fixed before any quick run): at ε = [`TARGET_EPSILON`] per
 /// episode, the final mean return of the last 100 training episodes is at least this, about
-/// twice the uniform random policy's on CartPole-v1 (≈ 22). One seed and 20,000 steps cannot
+/// twice the uniform random policy's on CartPole-v1 (≈ 22). One seed and 200,000 steps cannot
 /// show CartPole solved (475) or the frontier; they can show the private policy learning.
 pub const QUICK_LEARNED_RETURN: f64 = 45.0;
 
@@ -205,7 +206,7 @@ fn quick_headline(units: &[DpPpoUnit]) -> Headline {
         effect: format!(
             "DP-PPO learns CartPole-v1 at ε = {TARGET_EPSILON} per episode (δ = {DELTA}) in the \
              quick budget: final mean return of the last 100 episodes ≥ {QUICK_LEARNED_RETURN} \
-             (random policy ≈ 22; quick: one seed, 20,000 steps, so not the frontier)"
+             (random policy ≈ 22; quick: one seed, 200,000 steps, so not the frontier)"
         ),
         measured: match mean {
             Some(m) => format!(
@@ -247,7 +248,7 @@ fn plan(args: &DpPpoSuiteArgs) -> Result<Plan> {
         (
             vec![Point(Some(TARGET_EPSILON)), Point(None)],
             vec![0],
-            20_000,
+            200_000,
             crate::run::runs_root().join("dp-ppo"),
         )
     } else {
@@ -439,7 +440,7 @@ fn write_report(plan: &Plan, store: &UnitStore<DpPpoUnit>, quick: bool) -> Resul
         "{} units on disk. ε per episode, add/remove one episode, δ = {DELTA}, RDP accountant \
          (docs/dp-ppo.md). A point is solved when ≥ {MIN_SEEDS} seeds have finished and the mean \
          over seeds of each seed's final mean return of its last 100 episodes is ≥ {SOLVED_RETURN} \
-         (criterion fixed in experiments/src/suites/dp_ppo.rs before any run). Returns are \
+         (criterion fixed in experiments/src/suites/dp_ppo/mod.rs before any run). Returns are \
          computed from the private episodes without noise: outside the guarantee.",
         units.len()
     ));
