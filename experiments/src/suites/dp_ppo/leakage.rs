@@ -97,8 +97,8 @@ impl Release {
     }
 }
 
-/// The closed loop's sizes: the leakage suite's (full: 40 samples, 32 px, 1000 iterations per
-/// stage, TV 0.1; `--quick`: 20, 16 px, 300, TV 0.01).
+/// The closed loop's sizes, the leakage suite's (full: 40 samples, 32 px, 1000 iterations per
+/// stage, TV 0.1; `--quick`: 20, 16 px, 300, TV 0.01), and the (q, K) that σ is calibrated at.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub(crate) struct LeakageSizes {
     /// Room samples attacked.
@@ -109,25 +109,28 @@ pub(crate) struct LeakageSizes {
     pub(crate) iterations: usize,
     /// TV weight of stage 2.
     pub(crate) tv_weight: f64,
+    /// q of the DP-PPO configuration whose σ the releases use.
+    pub(crate) sample_rate: f64,
+    /// K, its steps per rollout.
+    pub(crate) steps_per_rollout: u64,
 }
 
 impl LeakageSizes {
-    /// The leakage suite's sizes, quick or full.
-    pub(crate) fn of(quick: bool) -> Self {
-        if quick {
-            Self {
-                samples: 20,
-                image_size: 16,
-                iterations: 300,
-                tv_weight: 0.01,
-            }
+    /// The leakage suite's sizes, quick or full, at the (q, K) of `config` (the frontier's
+    /// default, also under `--quick`).
+    pub(crate) fn of(quick: bool, config: &DpPpoConfig) -> Self {
+        let (samples, image_size, iterations, tv_weight) = if quick {
+            (20, 16, 300, 0.01)
         } else {
-            Self {
-                samples: 40,
-                image_size: 32,
-                iterations: 1000,
-                tv_weight: 0.1,
-            }
+            (40, 32, 1000, 0.1)
+        };
+        Self {
+            samples,
+            image_size,
+            iterations,
+            tv_weight,
+            sample_rate: config.sample_rate(),
+            steps_per_rollout: config.steps_per_rollout(),
         }
     }
 }
@@ -583,14 +586,14 @@ pub(super) fn add_section(
          one-step episode (A = r − V(s), R̂ = r), PPO's first step (ratio 1). DP-PPO's release \
          is the PrivacyEngine's own: clip the joint actor–critic gradient to C, add \
          N(0, σ_Δ²C²I), divide by qN; the attacker multiplies by qN. σ is the engine's \
-         calibration to each target ε per episode at the frontier's q = {} and K = {} \
+         calibration to each target ε per episode at the frontier's default q = {} and K = {} \
          (δ = {DELTA}). The critic block is not attacked, so this bounds the leakage from \
          below. {} samples (S1, the leakage suite's rooms), {} px, {} iterations per stage, \
          TV {}. An image is recovered when its PSNR is ≥ {RECOVERY_MARGIN_DB} dB above the flat \
          oracle's (each image flat at its true mean). Module docs: \
          experiments/src/suites/dp_ppo/leakage.rs.",
-        format_number(super::suite_config().sample_rate()),
-        super::suite_config().steps_per_rollout(),
+        format_number(s.sample_rate),
+        s.steps_per_rollout,
         s.samples,
         s.image_size,
         s.iterations,
@@ -860,6 +863,7 @@ mod tests {
             image_size: 8,
             iterations: 60,
             tv_weight: 0.01,
+            ..LeakageSizes::of(true, &config)
         };
         let (samples, _) =
             room_samples(RoomSetting::S1, 8, sizes.samples, 0, RoomSelection::First).unwrap();

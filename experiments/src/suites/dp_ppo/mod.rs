@@ -227,6 +227,9 @@ struct Plan {
     config: DpPpoConfig,
     /// The closed loop's sizes.
     leakage: LeakageSizes,
+    /// The configuration whose σ the closed loop's releases use: the frontier's default (or
+    /// `--config`), without the quick mode's changes.
+    leakage_config: DpPpoConfig,
 }
 
 fn plan(args: &DpPpoSuiteArgs) -> Result<Plan> {
@@ -236,6 +239,8 @@ fn plan(args: &DpPpoSuiteArgs) -> Result<Plan> {
         None => suite_config(),
     };
     config.delta = DELTA;
+    // The closed loop attacks the frontier's default configuration, also under --quick.
+    let leakage_config = config.clone();
     let (points, seeds, steps, dir) = if args.quick {
         config = config
             .with_episodes_per_rollout(64)
@@ -271,7 +276,7 @@ fn plan(args: &DpPpoSuiteArgs) -> Result<Plan> {
             .check()
             .with_context(|| format!("the point ε = {}", point.label()))?;
     }
-    let mut leakage = LeakageSizes::of(args.quick);
+    let mut leakage = LeakageSizes::of(args.quick, &leakage_config);
     if let Some(samples) = args.leakage_samples {
         ensure!(samples >= 1, "--leakage-samples must be at least 1");
         leakage.samples = samples;
@@ -283,6 +288,7 @@ fn plan(args: &DpPpoSuiteArgs) -> Result<Plan> {
         steps,
         config,
         leakage,
+        leakage_config,
     })
 }
 
@@ -400,7 +406,7 @@ fn run_leakage(args: &DpPpoSuiteArgs, plan: &Plan) -> Result<SuiteOutcome> {
             args.backend,
             LeakageTask {
                 release,
-                config: plan.config.clone(),
+                config: plan.leakage_config.clone(),
                 sizes: plan.leakage,
                 seed,
             },
