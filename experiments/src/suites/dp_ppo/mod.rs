@@ -12,7 +12,7 @@
 //! episodes is ≥ 475. The headline: the smallest solved ε, visible if it is ≤ 1 per episode at
 //! δ = 1e-5.
 //!
-//! `--leakage` runs the closed loop instead ([`leakage`], its criterion fixed there too): RGI
+//! `--leakage` runs the closed loop instead (module `leakage`, its criterion fixed there too): RGI
 //! against plain PPO's gradient and against DP-PPO's release at every point of the frontier,
 //! on the same room samples as `suite leakage`; the report then has both tables.
 
@@ -82,7 +82,7 @@ pub struct DpPpoSuiteArgs {
     /// (plain PPO's gradient, then DP-PPO's at every frontier ε, σ calibrated by the engine at
     /// the suite's q and K), on the leakage suite's room samples (full: 40 samples, 32 px,
     /// 1000 iterations per stage; --quick: 20, 16 px, 300). One unit per release, under
-    /// <dir>/leakage/units; the report shows both tables from whatever units exist.
+    /// DIR/leakage/units; the report shows both tables from whatever units exist.
     #[arg(long)]
     pub leakage: bool,
     /// Seed of the closed loop's samples, networks, attack and noise (0: the leakage suite's
