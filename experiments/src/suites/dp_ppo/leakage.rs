@@ -138,8 +138,11 @@ impl LeakageSizes {
 /// One finished closed-loop unit: one release × attack seed.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct LeakageUnit {
-    /// `None`: plain PPO; otherwise the frontier point's target ε (`None` inside: ∞).
-    pub(crate) target_epsilon: Option<Option<f64>>,
+    /// Whether the release is DP-PPO's (false: plain PPO's gradient).
+    pub(crate) private: bool,
+    /// DP-PPO's target ε per episode (`None`: ∞, or plain PPO). Not an `Option<Option<_>>`,
+    /// whose `Some(None)` JSON cannot tell from `None`.
+    pub(crate) target_epsilon: Option<f64>,
     /// Seed of the samples, the networks, the attack and the noise.
     pub(crate) seed: u64,
     /// The commit the unit ran at.
@@ -172,9 +175,10 @@ pub(crate) struct LeakageUnit {
 
 impl LeakageUnit {
     fn release(&self) -> Release {
-        match self.target_epsilon {
-            None => Release::Plain,
-            Some(e) => Release::Private(Point(e)),
+        if self.private {
+            Release::Private(Point(self.target_epsilon))
+        } else {
+            Release::Plain
         }
     }
 
@@ -444,7 +448,8 @@ impl BackendTask for LeakageTask {
             Release::Private(point) => Some(point),
         };
         let mut unit = LeakageUnit {
-            target_epsilon: point.map(|p| p.0),
+            private: point.is_some(),
+            target_epsilon: point.and_then(|p| p.0),
             seed: self.seed,
             commit: crate::run::source_commit(),
             sizes: self.sizes,
@@ -530,8 +535,8 @@ pub(super) fn verdict(units: &[&LeakageUnit]) -> Verdict {
         .map(|u| fraction(u) >= CONTROL_RECOVERED_FRACTION);
     let protected = units
         .iter()
-        .filter_map(|u| match u.target_epsilon {
-            Some(Some(e)) if e <= PROTECTED_EPSILON => {
+        .filter_map(|u| match (u.private, u.target_epsilon) {
+            (true, Some(e)) if e <= PROTECTED_EPSILON => {
                 let chance = 1.0 / u.num_actions.max(1) as f64;
                 Some((
                     e,
@@ -608,10 +613,10 @@ pub(super) fn add_section(
     units.sort_by_key(|u| {
         (
             u.seed,
-            match u.target_epsilon {
-                None => 0,
-                Some(None) => 1,
-                Some(Some(e)) => 2 + (1e6 / e) as u64,
+            match (u.private, u.target_epsilon) {
+                (false, _) => 0,
+                (true, None) => 1,
+                (true, Some(e)) => 2 + (1e6 / e) as u64,
             },
         )
     });

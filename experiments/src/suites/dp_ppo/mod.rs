@@ -395,7 +395,9 @@ fn run_leakage(args: &DpPpoSuiteArgs, plan: &Plan) -> Result<SuiteOutcome> {
             .collect::<Vec<_>>(),
         plan.leakage,
     )?;
-    let releases = leakage::releases(&plan.points);
+    // Every frontier point, also under --quick (whose training runs only ε ∈ {1, ∞}).
+    let frontier: Vec<Point> = FRONTIER_EPSILONS.iter().map(|&e| Point(e)).collect();
+    let releases = leakage::releases(&frontier);
     let missing = store.missing(&seed_major(&releases, [args.leakage_seed]));
     let jobs = missing
         .into_iter()
