@@ -140,6 +140,7 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
     let leakage = leakage_section(&mut report, &args, seed, &dir)?;
     let kickstart = kickstart_section(&mut report, &args, seed, &dir)?;
     let audit = audit_section(&mut report, &args, seed, &dir)?;
+    let dp_ppo = dp_ppo_section(&mut report, &args, seed, &dir)?;
     let headlines: Vec<(&str, SuiteOutcome)> = vec![
         ("Gradient inversion (QGI, RGI)", inversion),
         ("DP-SGD and local DP", dpsgd),
@@ -147,6 +148,7 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
         ("Leakage", leakage),
         ("Privacy-preserving kickstarting", kickstart),
         ("Privacy audit", audit),
+        ("DP-PPO (episode-level DP)", dp_ppo),
     ];
     headlines_section(&mut report, &headlines);
 
@@ -444,6 +446,30 @@ fn audit_section(
         pathdiff(&audit.report, dir)
     ));
     Ok(audit)
+}
+
+/// Section 11: DP-PPO, quick mode: ε ∈ {1, ∞} per episode, one seed, 200,000 CartPole steps.
+fn dp_ppo_section(
+    report: &mut Report,
+    args: &QuickstartArgs,
+    seed: u64,
+    dir: &Path,
+) -> Result<SuiteOutcome> {
+    let dp_ppo = crate::suites::dp_ppo::run(crate::suites::dp_ppo::DpPpoSuiteArgs::quick(
+        seed,
+        args.backend,
+        args.threads,
+    ))?;
+    report.heading("DP-PPO").paragraph(&format!(
+        "PPO with one episode as the unit of privacy on CartPole-v1, σ calibrated to ε = 1 per \
+         episode (δ = 1e-5) and ε = ∞ (clipping only), one seed, 200,000 steps (64 episodes per \
+         rollout, an expected 16 per step): see [{}]({}). It shows whether the private policy \
+         learns, not the frontier: `cargo xtask suite dp-ppo` runs ε ∈ {{0.5, 1, 2, 4, 8, ∞}} \
+         at 5 seeds and 2,000,000 steps, and `--leakage` the closed loop.",
+        dp_ppo.report.display(),
+        pathdiff(&dp_ppo.report, dir)
+    ));
+    Ok(dp_ppo)
 }
 
 /// What each quick mode is sized to show, judged by the criterion in its suite's code.

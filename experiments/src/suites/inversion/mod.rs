@@ -26,6 +26,7 @@ use crate::summary::SuiteOutcome;
 use crate::sweep::{run_parallel, Job};
 
 pub use self::attack::{run_attack, AttackArgs, SettingArg};
+pub(crate) use self::baseline::{flat_scores, recovered, BaselineScores};
 pub use self::gradients_file::{model_metadata, CONFIG_KEY, MODEL_KEY};
 pub(crate) use self::job::{room_samples, victim_config, InversionJob};
 pub use self::method::Method;
@@ -42,6 +43,7 @@ pub use self::samples_dir::{
     read_plain_images, read_samples_dir, DrawnLabel, SampleFile, SamplesDirError, UserSamples,
     DRAWN_SIGNAL,
 };
+pub(crate) use self::verdict::RECOVERY_MARGIN_DB;
 
 /// Runs the suite and writes `report.md` beside the attack cells' run directories (in
 /// `--results-dir`, default `runs/inversion`); returns the report's path. Each cell is written
