@@ -107,6 +107,19 @@ fn judged(
     ))
 }
 
+/// Criterion `number`'s line: its verdict over the units [`judged`] found, with what each
+/// measured, or "Not judged" where no full-size unit is on disk.
+fn criterion_line(number: usize, criterion: &str, judged: Option<(bool, Vec<String>)>) -> String {
+    match judged {
+        Some((ok, measured)) => format!(
+            "{number}. {criterion} {} ({}).",
+            verdict(ok),
+            measured.join("; ")
+        ),
+        None => format!("{number}. {criterion} Not judged: no full-size unit on disk."),
+    }
+}
+
 fn ratio(lower: f64, upper: Option<f64>) -> f64 {
     upper.map_or(f64::NAN, |u| lower / u)
 }
@@ -175,14 +188,7 @@ pub(super) fn write(
         let r = ratio(u.counting.bound, u.stated_epsilon);
         (r >= LOCAL_RATIO, format!("ratio {}", format_number(r)))
     });
-    lines.push(match local {
-        Some((ok, measured)) => format!(
-            "2. {CRITERION_LOCAL} {} ({}).",
-            verdict(ok),
-            measured.join("; ")
-        ),
-        None => format!("2. {CRITERION_LOCAL} Not judged: no full-size unit on disk."),
-    });
+    lines.push(criterion_line(2, CRITERION_LOCAL, local));
     let dpsgd = judged(
         units,
         |u| {
@@ -202,14 +208,7 @@ pub(super) fn write(
             )
         },
     );
-    lines.push(match dpsgd {
-        Some((ok, measured)) => format!(
-            "3. {CRITERION_DPSGD} {} ({}).",
-            verdict(ok),
-            measured.join("; ")
-        ),
-        None => format!("3. {CRITERION_DPSGD} Not judged: no full-size unit on disk."),
-    });
+    lines.push(criterion_line(3, CRITERION_DPSGD, dpsgd));
     let dirichlet = judged(
         units,
         |u| u.dirichlet.is_some(),
@@ -227,14 +226,7 @@ pub(super) fn write(
             )
         },
     );
-    lines.push(match dirichlet {
-        Some((ok, measured)) => format!(
-            "4. {CRITERION_DIRICHLET} {} ({}).",
-            verdict(ok),
-            measured.join("; ")
-        ),
-        None => format!("4. {CRITERION_DIRICHLET} Not judged: no full-size unit on disk."),
-    });
+    lines.push(criterion_line(4, CRITERION_DIRICHLET, dirichlet));
     let gdp_ratio = |u: &AuditUnit| ratio(u.gdp.map_or(f64::NAN, |g| g.epsilon), u.pld_epsilon);
     let secure = judged(
         units,
@@ -247,14 +239,7 @@ pub(super) fn write(
             )
         },
     );
-    lines.push(match secure {
-        Some((ok, measured)) => format!(
-            "5. {CRITERION_SECURE} {} ({}).",
-            verdict(ok),
-            measured.join("; ")
-        ),
-        None => format!("5. {CRITERION_SECURE} Not judged: no full-size unit on disk."),
-    });
+    lines.push(criterion_line(5, CRITERION_SECURE, secure));
     let dqn = judged(units, is_rl, |u| {
         let r = gdp_ratio(u);
         (
@@ -262,14 +247,7 @@ pub(super) fn write(
             format!("Gaussian reading {}", format_number(r)),
         )
     });
-    lines.push(match dqn {
-        Some((ok, measured)) => format!(
-            "6. {CRITERION_DQN} {} ({}).",
-            verdict(ok),
-            measured.join("; ")
-        ),
-        None => format!("6. {CRITERION_DQN} Not judged: no full-size unit on disk."),
-    });
+    lines.push(criterion_line(6, CRITERION_DQN, dqn));
     report.paragraph(&lines.join("\n"));
 
     local_table(&mut report, units);
