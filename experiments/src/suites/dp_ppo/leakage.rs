@@ -593,7 +593,9 @@ pub(super) fn add_section(
          N(0, σ_Δ²C²I), divide by qN; the attacker multiplies by qN. σ is the engine's \
          calibration to each target ε per episode at the frontier's default q = {} and K = {} \
          (δ = {DELTA}). The critic block is not attacked, so this bounds the leakage from \
-         below. {} samples (S1, the leakage suite's rooms), {} px, {} iterations per stage, \
+         below; so does the single step: ε per episode covers every step the episode is \
+         sampled into (about q·K of the rollout's K), and an adversary averaging those \
+         releases faces noise about √(q·K) times smaller. {} samples (S1, the leakage suite's rooms), {} px, {} iterations per stage, \
          TV {}. An image is recovered when its PSNR is ≥ {RECOVERY_MARGIN_DB} dB above the flat \
          oracle's (each image flat at its true mean). Module docs: \
          experiments/src/suites/dp_ppo/leakage.rs.",
