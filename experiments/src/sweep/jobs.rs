@@ -115,6 +115,29 @@ impl<R> Outcomes<R> {
             .collect()
     }
 
+    /// `Ok` if every job succeeded, else one error counting the failed `what` and naming each
+    /// with its cause: for a caller that first writes what the successful jobs produced (a
+    /// report from the units on disk), then fails.
+    pub fn ensure_all_succeeded(&self, what: &str) -> Result<()> {
+        let failed: Vec<String> = self
+            .0
+            .iter()
+            .filter_map(|o| {
+                o.result
+                    .as_ref()
+                    .err()
+                    .map(|e| format!("{}: {e:#}", o.name))
+            })
+            .collect();
+        ensure!(
+            failed.is_empty(),
+            "{} {what} failed:\n{}",
+            failed.len(),
+            failed.join("\n")
+        );
+        Ok(())
+    }
+
     /// All `(name, value)` pairs, or one error listing every failed job with its cause.
     pub fn into_ok(self) -> Result<Vec<(String, R)>> {
         let total = self.0.len();
@@ -270,6 +293,15 @@ mod tests {
         let failed: Vec<&str> = outcomes.failures().map(|o| o.name.as_str()).collect();
         assert_eq!(failed, ["job3", "job5"]);
         assert_eq!(outcomes.succeeded_names().len(), 6);
+        let err = outcomes
+            .ensure_all_succeeded("units")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("2 units failed:\njob3: diverged at step 3\n"),
+            "{err}"
+        );
+        assert!(err.contains("job5: panicked: boom 5"), "{err}");
         let err = outcomes.into_ok().unwrap_err().to_string();
         assert!(err.contains("2 of 8 jobs failed"), "{err}");
         assert!(err.contains("job3: diverged at step 3"), "{err}");

@@ -369,17 +369,8 @@ pub fn run(args: DpPpoSuiteArgs) -> Result<SuiteOutcome> {
         store.write(&point, seed, &unit)?;
         Ok(())
     })?;
-    let failures: Vec<String> = outcomes
-        .failures()
-        .map(|o| format!("{}: {:#}", o.name, o.result.as_ref().unwrap_err()))
-        .collect();
     let outcome = write_report(&plan, &store, args.quick)?;
-    ensure!(
-        failures.is_empty(),
-        "{} units failed:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    outcomes.ensure_all_succeeded("units")?;
     Ok(outcome)
 }
 
@@ -416,18 +407,9 @@ fn run_leakage(args: &DpPpoSuiteArgs, plan: &Plan) -> Result<SuiteOutcome> {
         store.write(&release, seed, &unit)?;
         Ok(())
     })?;
-    let failures: Vec<String> = outcomes
-        .failures()
-        .map(|o| format!("{}: {:#}", o.name, o.result.as_ref().unwrap_err()))
-        .collect();
     let frontier = UnitStore::<DpPpoUnit>::new(plan.dir.join("units"));
     let outcome = write_report(plan, &frontier, args.quick)?;
-    ensure!(
-        failures.is_empty(),
-        "{} closed-loop units failed:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    outcomes.ensure_all_succeeded("closed-loop units")?;
     Ok(outcome)
 }
 
