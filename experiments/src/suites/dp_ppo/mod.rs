@@ -61,6 +61,11 @@ pub struct DpPpoSuiteArgs {
     /// Seeds: `0..5`, `0..=4`, `0,3,7` (default 0..5; --quick: 0).
     #[arg(long)]
     pub seeds: Option<Seeds>,
+    /// Only these points of the frontier, target ε per episode, `inf` for σ = 0 with clipping
+    /// kept: `1,inf` (default: every frontier point, 0.5,1,2,4,8,inf; --quick: 1,inf). The
+    /// report still lists every point, with the units that exist.
+    #[arg(long, value_delimiter = ',', value_parser = parse_point)]
+    pub epsilons: Option<Vec<Point>>,
     /// Environment steps per unit (default 2,000,000; --quick: 200,000).
     #[arg(long)]
     pub steps: Option<u64>,
@@ -100,6 +105,7 @@ impl DpPpoSuiteArgs {
         Self {
             quick: true,
             seeds: Some(Seeds(vec![seed])),
+            epsilons: None,
             steps: None,
             config: None,
             dir: None,
@@ -147,6 +153,22 @@ pub struct DpPpoUnit {
 /// One point of the frontier.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Point(pub Option<f64>);
+
+/// A point of `--epsilons`: `inf` (or `∞`) is σ = 0, anything else a target ε > 0 per episode.
+fn parse_point(spec: &str) -> Result<Point> {
+    let spec = spec.trim();
+    if matches!(spec, "inf" | "∞") {
+        return Ok(Point(None));
+    }
+    let epsilon: f64 = spec
+        .parse()
+        .with_context(|| format!("--epsilons: {spec:?} is neither a number nor `inf`"))?;
+    ensure!(
+        epsilon.is_finite() && epsilon > 0.0,
+        "--epsilons: a target ε must be positive and finite (got {spec}; `inf` is σ = 0)"
+    );
+    Ok(Point(Some(epsilon)))
+}
 
 impl Point {
     fn slug(self) -> String {
@@ -266,6 +288,8 @@ fn plan(args: &DpPpoSuiteArgs) -> Result<Plan> {
     };
     let seeds = args.seeds.as_ref().map_or(seeds, |s| s.0.clone());
     ensure!(!seeds.is_empty(), "--seeds is empty");
+    let points = args.epsilons.clone().unwrap_or(points);
+    ensure!(!points.is_empty(), "--epsilons is empty");
     let steps = args.steps.unwrap_or(steps);
     ensure!(steps >= 1, "--steps must be at least 1");
     config.validate()?;
@@ -413,6 +437,32 @@ fn run_leakage(args: &DpPpoSuiteArgs, plan: &Plan) -> Result<SuiteOutcome> {
     Ok(outcome)
 }
 
+/// The rows of the frontier table: the mode's points (the frontier, or --quick's ε ∈ {1, ∞}),
+/// every point run by this invocation (`--epsilons`) and every point with a unit on disk, in
+/// increasing ε with ∞ last.
+fn report_points(plan: &Plan, units: &[DpPpoUnit], quick: bool) -> Vec<Point> {
+    let mode: Vec<Point> = if quick {
+        vec![Point(Some(TARGET_EPSILON)), Point(None)]
+    } else {
+        FRONTIER_EPSILONS.iter().map(|&e| Point(e)).collect()
+    };
+    let mut points: Vec<Point> = Vec::new();
+    for point in mode
+        .into_iter()
+        .chain(plan.points.iter().copied())
+        .chain(units.iter().map(|u| Point(u.target_epsilon)))
+    {
+        if !points.contains(&point) {
+            points.push(point);
+        }
+    }
+    points.sort_by(|a, b| {
+        let key = |p: &Point| p.0.unwrap_or(f64::INFINITY);
+        key(a).total_cmp(&key(b))
+    });
+    points
+}
+
 fn write_report(plan: &Plan, store: &UnitStore<DpPpoUnit>, quick: bool) -> Result<SuiteOutcome> {
     let units: Vec<DpPpoUnit> = store.read_all()?.into_iter().map(|(_, u)| u).collect();
     let leakage_units: Vec<LeakageUnit> =
@@ -436,7 +486,7 @@ fn write_report(plan: &Plan, store: &UnitStore<DpPpoUnit>, quick: bool) -> Resul
     ));
     let mut rows = Vec::new();
     let mut smallest_solved: Option<f64> = None;
-    for &point in &plan.points {
+    for point in report_points(plan, &units, quick) {
         let of_point: Vec<&DpPpoUnit> = units
             .iter()
             .filter(|u| u.target_epsilon == point.0)
@@ -535,6 +585,15 @@ mod tests {
     }
 
     #[test]
+    fn epsilons_parse_by_name_and_refuse_nonsense() {
+        assert_eq!(parse_point("inf").unwrap(), Point(None));
+        assert_eq!(parse_point(" 0.5").unwrap(), Point(Some(0.5)));
+        for bad in ["0", "-1", "NaN", "x", ""] {
+            assert!(parse_point(bad).is_err(), "{bad:?} should be refused");
+        }
+    }
+
+    #[test]
     fn the_frontier_is_the_issues() {
         assert_eq!(
             FRONTIER_EPSILONS,
@@ -551,6 +610,7 @@ mod tests {
         let args = DpPpoSuiteArgs {
             quick: true,
             seeds: None,
+            epsilons: None,
             steps: Some(300),
             config: None,
             dir: Some(dir.to_path_buf()),
