@@ -777,7 +777,7 @@ impl GridGaussian {
         }
         let mut key = [0u8; 32];
         rng.fill_bytes(&mut key);
-        let grid = self.grid;
+        let grid = self.grid.clone();
         // On every core but the learner's (one thread on a 2-core machine).
         let parts = std::thread::available_parallelism()
             .map_or(1, |cores| cores.get().saturating_sub(1))

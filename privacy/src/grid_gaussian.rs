@@ -72,11 +72,13 @@
 //! every coordinate from them, on as many threads as there are streams
 //! ([`GridGaussianSum::draw_noise_in_parts`]).
 
+use std::sync::{Arc, OnceLock};
+
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha12Rng;
 
 use crate::error::{all_finite, at_least_one, positive, saturating_f32};
-use crate::{DiscreteGaussian, PrivacyError};
+use crate::{DiscreteGaussianTable, PrivacyError};
 
 /// The grid's slack η = γ√d/C: how far (1) moves the sensitivity, relatively.
 const SLACK: f64 = 1e-3;
@@ -91,13 +93,13 @@ const DIVISION_MARGIN: f64 = 1e-6;
 /// The clipped sums the division margin covers: L2 norm up to 2³² C.
 const MAX_SUM_IN_CLIPS: f64 = 4_294_967_296.0;
 
-/// The largest variance parameter of [`DiscreteGaussian`] (2⁴⁰).
+/// The largest variance parameter of [`DiscreteGaussianTable`] (2⁴⁰).
 const MAX_VARIANCE: u64 = 1 << 40;
 
 /// DP-SGD's release on a grid (module docs): k = round(s/γ), k + Z with
 /// Z ~ N_ℤ(0, s²)^d, released as γ(k + Z)/L. Accounted as the subsampled Gaussian at the
 /// configured σ, which the noise meets or exceeds: s/Δ_γ ≥ σ.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct GridGaussianSum {
     clip: f64,
     noise_multiplier: f64,
@@ -106,7 +108,31 @@ pub struct GridGaussianSum {
     step: f64,
     /// Δ_γ, an upper bound on the L2 sensitivity of round(s/γ), in grid units.
     sensitivity: f64,
-    noise: DiscreteGaussian,
+    /// s², the noise's variance parameter in grid units.
+    variance: u64,
+    /// The sampler's tables, built on the first draw (tens of milliseconds; shared by clones).
+    sampler: Arc<OnceLock<DiscreteGaussianTable>>,
+}
+
+impl PartialEq for GridGaussianSum {
+    /// The same release: the same parameters (the tables follow from them).
+    fn eq(&self, other: &Self) -> bool {
+        (
+            self.clip,
+            self.noise_multiplier,
+            self.dimension,
+            self.step,
+            self.sensitivity,
+            self.variance,
+        ) == (
+            other.clip,
+            other.noise_multiplier,
+            other.dimension,
+            other.step,
+            other.sensitivity,
+            other.variance,
+        )
+    }
 }
 
 impl GridGaussianSum {
@@ -138,13 +164,21 @@ impl GridGaussianSum {
         let variance =
             (noise_multiplier * noise_multiplier * sensitivity * sensitivity) * (1.0 + 1e-9);
         let variance = (variance.ceil() as u64).max(1);
+        if variance > MAX_VARIANCE {
+            return Err(PrivacyError::OutOfRange {
+                name: "discrete Gaussian variance",
+                value: variance as f64,
+                expected: "an integer in [1, 2^40] (grid units: choose the grid so)",
+            });
+        }
         Ok(Self {
             clip,
             noise_multiplier,
             dimension,
             step,
             sensitivity,
-            noise: DiscreteGaussian::new(variance)?,
+            variance,
+            sampler: Arc::new(OnceLock::new()),
         })
     }
 
@@ -180,13 +214,39 @@ impl GridGaussianSum {
 
     /// The discrete Gaussian's variance parameter s², in grid units.
     pub fn grid_variance(&self) -> u64 {
-        self.noise.variance()
+        self.variance
+    }
+
+    /// The noise sampler, its tables built on first use.
+    fn sampler(&self) -> &DiscreteGaussianTable {
+        self.sampler.get_or_init(|| {
+            DiscreteGaussianTable::new(self.variance)
+                .expect("the variance was checked in GridGaussianSum::new")
+        })
+    }
+
+    /// β, an upper bound on the total variation between one coordinate's noise and the exact
+    /// N_ℤ(0, s²) ([`DiscreteGaussianTable::total_variation`]; builds the tables).
+    pub fn noise_total_variation(&self) -> f64 {
+        self.sampler().total_variation()
+    }
+
+    /// d·β: one release's total variation from the release with exact noise, at most (module
+    /// docs, "Noise and accounting").
+    pub fn release_total_variation(&self) -> f64 {
+        self.dimension as f64 * self.noise_total_variation()
+    }
+
+    /// The δ that the sampler's distance adds to a run of `releases` releases whose exact
+    /// mechanism is (ε, δ)-DP: (1 + e^ε)·releases·d·β (module docs), rounded up.
+    pub fn sampler_delta(&self, epsilon: f64, releases: u64) -> f64 {
+        (1.0 + epsilon.exp()) * releases as f64 * self.release_total_variation() * (1.0 + 1e-9)
     }
 
     /// s/Δ_γ ≥ σ: the noise multiplier the grid mechanism has, which the accounting at σ
     /// understates (module docs).
     pub fn effective_noise_multiplier(&self) -> f64 {
-        (self.noise.variance() as f64).sqrt() / self.sensitivity
+        (self.variance as f64).sqrt() / self.sensitivity
     }
 
     /// round(x/γ), to nearest (ties away from zero), saturating at the i64 range.
@@ -195,7 +255,8 @@ impl GridGaussianSum {
     }
 
     /// The d integer noise draws of one release: a ChaCha12 stream keyed from 32 bytes of
-    /// `rng`, then one exact discrete Gaussian per coordinate.
+    /// `rng`, then one discrete Gaussian draw per coordinate from the tables
+    /// ([`DiscreteGaussianTable`], within β of the exact distribution).
     pub fn draw_noise<R: RngCore + ?Sized>(&self, rng: &mut R) -> Vec<i64> {
         self.draw_noise_in_parts(rng, 1)
     }
@@ -213,7 +274,7 @@ impl GridGaussianSum {
                 key
             })
             .collect();
-        let noise = self.noise;
+        let noise = self.sampler();
         let draw =
             move |key: [u8; 32], n: usize| noise.sample_n(&mut ChaCha12Rng::from_seed(key), n);
         if parts == 1 {

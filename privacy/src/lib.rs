@@ -19,6 +19,7 @@
 //! | `ledger`: [`Ledger`] | record of every release; spent so far; budget checks | |
 //! | `observation_noise`: [`ObservationNoise`] | σ·IQR Gaussian noise on observations | paper 004, local DP |
 //! | `discrete`: [`DiscreteGaussian`] | exact discrete Laplace and Gaussian samplers and Bernoulli(e^{−γ}), integer arithmetic only (no floating-point caveat) | Canonne, Kamath & Steinke 2020, Algorithms 1–3 |
+//! | `discrete_table`: [`DiscreteGaussianTable`] | the discrete Gaussian from 256-bit cumulative tables (and a convolution of two above V = 2¹⁸): a table look-up a draw, within a computed total variation β ≈ 10⁻⁷⁰ of N_ℤ(0, V), the δ it adds stated | Peikert 2010, Theorem 3.1 (convolution) |
 //! | `randomness`: [`NoiseMode`] | seeded or OS randomness, samplers; the floating-point caveat | Mironov 2012 |
 //! | `audit`: [`counting_audit`], [`one_run_epsilon_lower_bound`], [`gaussian_dp_audit`] | empirical ε lower bounds from canary scores: Clopper–Pearson counting, one-run, Gaussian trade-off | Kairouz et al. 2015; Nasr et al. 2023; Steinke et al. 2023 |
 //! | `adjacency`: [`Adjacency`] | add/remove and substitution neighbours of the subsampled Gaussian's RDP | Balle et al. 2018; Mironov et al. 2019 |
@@ -65,6 +66,7 @@ mod composition;
 mod dirichlet;
 mod dirichlet_accounting;
 mod discrete;
+mod discrete_table;
 mod dpsgd;
 mod epsilon;
 mod error;
@@ -106,6 +108,7 @@ pub use discrete::{
     bernoulli_double, bernoulli_exp_minus, flip_with_odds_exp_minus, DiscreteGaussian,
     DiscreteLaplace,
 };
+pub use discrete_table::DiscreteGaussianTable;
 pub use dpsgd::{clip_l2, poisson_sample, Clipping, DpSgd, DpSgdConfig};
 pub use epsilon::Epsilon;
 pub use error::PrivacyError;
