@@ -10,7 +10,7 @@
 //! | `projected_random_sign`: [`ProjectedRandomSign`] | projected random sign, bit flip | paper 003, Algorithm 3, eq. 4, 5, 23, 24 |
 //! | `gaussian`: [`GaussianMechanism`] | Gaussian mechanism, classic and analytic calibration | Dwork & Roth; Balle & Wang 2018 |
 //! | `gradient_mechanism`: [`GradientMechanism`] | one object-safe trait for every gradient mechanism (none, clip, DP-SGD, Laplace, PRS), their names and configs | papers 003, 004 |
-//! | `grid_gaussian`: [`GridGaussianSum`] | DP-SGD's Gaussian on a grid (secure mode): the clipped sum rounded, exact discrete Gaussian noise, the rounded sensitivity C/γ + √d, accounted at σ ≤ s/Δ_γ | Canonne, Kamath & Steinke 2020; Kairouz, Liu & Steinke 2021 |
+//! | `grid_gaussian`: [`GridGaussianSum`] | DP-SGD's Gaussian on a grid (secure mode): the clipped sum rounded, discrete Gaussian noise from tables (total variation < 10⁻⁷⁰ a coordinate from the exact one), the rounded sensitivity C/γ + √d, accounted at σ ≤ s/Δ_γ | Canonne, Kamath & Steinke 2020; Kairouz, Liu & Steinke 2021 |
 //! | `dpsgd`: [`DpSgd`] | DP-SGD clipping (flat, per layer), noise, averaging, Poisson sampling | paper 004, Figure 7 |
 //! | `rdp`: [`dp_sgd_epsilon`] | RDP accountant of the subsampled Gaussian, (ε, δ) conversion, σ for a target ε (the per-step RDP in the private `rdp_step`) | Mironov et al. 2019; Balle et al. 2020; Opacus |
 //! | `pld`: [`PrivacyLossDistribution`] | PLD accountant of the subsampled Gaussian (tighter ε, an upper bound), heterogeneous schedules, both adjacencies; [`AccountantKind`], the choice between RDP and PLD | Koskela et al. 2020; Doroshenko et al. 2022; dp-accounting |
