@@ -1,7 +1,11 @@
 //! The Dirichlet mechanism (paper 000, eq. 5): release a policy π ∈ Δ_{m,η} as one draw of
 //! Dir(kπ), and the maps that put any probability vector into Δ_{m,η}.
 //!
-//! Its (ε, δ) comes from Theorem 1, in `dirichlet_accounting`.
+//! Its (ε, δ) comes from Theorem 1, in `dirichlet_accounting`, for the real-valued mechanism.
+//! The draws are f64 (Gamma variates in log space, `randomness::LogGammaSampler`), in secure
+//! mode too; the outputs that the f64 sampler reaches from one policy and not from another are
+//! estimated by [`crate::DirichletPrivacy::floating_point_gap`] (outside Δ_{m,τ}, inside δ, at
+//! privrl's parameters; docs/kickstarting.md, "Floating point").
 
 use rand::Rng;
 
