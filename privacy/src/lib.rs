@@ -3,7 +3,7 @@
 //!
 //! | module: main item | what | source |
 //! |---|---|---|
-//! | `dirichlet`: [`DirichletMechanism`] | Dirichlet mechanism Dir(kπ), maps onto Δ_{m,η}, Lemma 1 radius | paper 000, eq. 1, 5, 14, 15 |
+//! | `dirichlet`: [`DirichletMechanism`] | Dirichlet mechanism Dir(kπ), maps onto Δ_{m,η}, Lemma 1 radius; [`GridDirichletMechanism`], its floating-point-safe two-action variant on a grid of Δ_{2,τ} (pure ε-DP, own accounting) | paper 000, eq. 1, 5, 14, 15 |
 //! | `dirichlet_accounting`: [`DirichletConfig`] | Theorem 1: ε (eq. 12), δ (eq. 6, 13; exact for m = 2), k for a target ε | paper 000 |
 //! | `lipschitz`: [`mlp_lipschitz_bound`] | certified Lipschitz upper bound of an MLP policy | paper 000, Section 3 |
 //! | `laplace`: [`LaplaceGradient`] | Laplace gradient mechanism with L1 clipping | paper 003, eq. 19–21 |
@@ -99,7 +99,8 @@ pub use composition::{
 };
 pub use dirichlet::{
     certified_l2_radius, check_restricted_simplex, concentration_radius, penalty_radius,
-    restrict_to_simplex, sample_dirichlet, DirichletMechanism, DirichletSampler, SimplexMap,
+    restrict_to_simplex, sample_dirichlet, DirichletMechanism, DirichletSampler,
+    GridDirichletMechanism, SimplexMap,
 };
 pub use dirichlet_accounting::{
     DeltaEstimate, DeltaMethod, DirichletConfig, DirichletPrivacy, DELTA_CONFIDENCE, MAX_ACTIONS,
