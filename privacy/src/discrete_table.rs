@@ -56,7 +56,7 @@
 //! variation from N_ℤ(0, V) is at most β = β₁ + β₂ + ε/(1 − ε):
 //! [`DiscreteGaussianTable::total_variation`]. Its value: 3.4·10⁻⁷¹ for one table (V ≤ 2¹⁸),
 //! 6.7·10⁻⁷¹ to 7.0·10⁻⁷¹ for two (V up to 2⁴⁰; 6.8·10⁻⁷¹ at the DP-SGD suite's DQN,
-//! V = 17,444,872,283); the tests check β < 10⁻⁷⁰ at every variance they build, V = 1 to 2⁴⁰.
+//! V = 17,448,361,414); the tests check β < 10⁻⁷⁰ at every variance they build, V = 1 to 2⁴⁰.
 //!
 //! # What β does to the guarantee
 //!
