@@ -565,6 +565,18 @@ mod tests {
                 );
             }
         }
+        // The values docs/kickstarting.md quotes (and an independent bisection in Python).
+        for (shape, lo, hi) in [
+            (1.0, -62.05, 4.552),
+            (4.0, -14.36, 5.071),
+            (13.2, -5.201, 5.576),
+        ] {
+            let (own_lo, own_hi) = LogGammaSampler::new(shape).reach();
+            assert!(
+                (own_lo - lo).abs() < 5e-3 && (own_hi - hi).abs() < 5e-3,
+                "a = {shape}"
+            );
+        }
         // The suite: m = 2 and 6 at k = 5, η = 0.4/m, τ from 1.8e-7 to 0.0127.
         for (m, tau) in [(2, 0.0127), (2, 1.8e-7), (6, 0.0127), (6, 1.8e-7)] {
             for k in [0.45, 1.5, 5.0] {
