@@ -381,9 +381,9 @@ impl Mechanism for DirichletMechanism {
 
 /// The Dirichlet mechanism's floating-point-safe variant for two actions (secure mode): the
 /// teacher's policy p = π₁ released as one point y_j = j/n of a grid inside [τ, 1 − τ], with
-/// probability P_π(j) ∝ w_π(j) = y_j^{a−1}(1 − y_j)^{b−1}, a = kp, b = k − a: the Dir(kπ) = Beta(a, b)
-/// density at the grid points, truncated to Δ_{2,τ} and normalised over them. Built by
-/// [`DirichletPrivacy::grid_mechanism`].
+/// probability P_π(j) ∝ w_π(j) = y_j^{a−1}(1 − y_j)^{b−1}, a = kp, b = k − a: the
+/// Dir(kπ) = Beta(a, b) density at the grid points, truncated to Δ_{2,τ} and normalised over
+/// them. Built by [`DirichletPrivacy::grid_mechanism`].
 ///
 /// **Accounting** (its own, not Theorem 1's): for neighbours with |p − p′| ≤ Δ, w_π(j) =
 /// w_π′(j)·e^{(a−a′)·logit(y_j)}, so ln P_π(j) − ln P_π′(j) = (a − a′)·logit(y_j) − ln E_{P_π′}
@@ -498,7 +498,7 @@ impl DirichletPrivacy {
                 name: "concentration",
                 value: k,
                 expected:
-                    "small enough that the grid's weights span at most e^69 (k·ln(1/tau) below ~30)",
+                    "small enough that the grid's weights span at most e^69 (k ln(1/tau) < ~30)",
             });
         }
         let unit = f64::EPSILON; // 2⁻⁵²

@@ -544,9 +544,9 @@ mod tests {
 
     /// The f64 sampler's reachable ln G (`LogGammaSampler::reach`): every one of 200,000 draws
     /// lies inside it, and it is far narrower than the real Gamma's (0, ∞) support; then the
-    /// floating-point gap it implies, at the kickstarting suite's parameters (k = 5 and below: none, every
-    /// pair's reachable log-ratio covers Δ_{m,τ}) and at a large k (k = 1000 and more, m = 2,
-    /// η = 0.2, τ = 0.01, where it does not).
+    /// floating-point gap it implies, at the kickstarting suite's parameters (k = 5 and below:
+    /// none, every pair's reachable log-ratio covers Δ_{m,τ}) and at large k (m = 2, η = 0.2,
+    /// τ = 0.01: from k ≈ 300 on it does not).
     #[test]
     fn the_floating_point_gap_lies_outside_the_restricted_simplex_at_the_suites_parameters() {
         let mut rng = ChaCha20Rng::seed_from_u64(5);

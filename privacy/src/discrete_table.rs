@@ -3,7 +3,8 @@
 //! ([`crate::GridGaussianSum`]). The exact sampler ([`crate::DiscreteGaussian`], Canonne, Kamath
 //! & Steinke 2020, Algorithm 3) costs about 0.14–0.19 µs a coordinate, twenty times the
 //! ziggurat, and a DP-SGD release draws one per parameter; this one costs one 64-bit word and a
-//! table look-up or two, about 0.013 µs (`exact_noise_bench`; bench/results/2026-11-29-noise-tables.md).
+//! table look-up or two, about 0.013 µs (`exact_noise_bench`;
+//! bench/results/2026-11-29-noise-tables.md).
 //!
 //! Why a module of its own: `discrete` holds samplers whose distribution is *exactly* the one
 //! the proof assumes; this one's is only within β of it, and β enters the guarantee (below).
@@ -807,7 +808,8 @@ mod tests {
 
     /// The table's total is exactly 2²⁵⁵ (asserted when built; here its probabilities sum to 1
     /// in doubles), each entry is the exact pmf's to 1e-13 relatively wherever that is above
-    /// 1e-40 (below, the 2⁻²³⁹ units of the weights show; β accounts for them), and the closed-form tail bound τ_m is above the brute-force tail and within a
+    /// 1e-40 (below, the 2⁻²³⁹ units of the weights show; β accounts for them), and the
+    /// closed-form tail bound τ_m is above the brute-force tail and within a
     /// factor 3 of it from m = 3σ on (v ≥ 50).
     #[test]
     fn tables_match_the_pmf_and_the_tail_bound_holds() {
