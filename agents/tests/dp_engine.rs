@@ -382,9 +382,10 @@ fn the_noise_has_standard_deviation_sigma_c_over_q_n() {
     assert_eq!(engine.steps(), 20, "an empty batch is a release too");
 }
 
-/// Under the operating system's source the engine releases on a grid with exact discrete
-/// Gaussian noise (`GridGaussianSum`): every released value is a multiple of γ/(qN), the noise
-/// has standard deviation σC(1 + η)/(qN) (η = 10⁻³), and ε is the seeded engine's: both are
+/// Under the operating system's source the engine releases on a grid with discrete Gaussian
+/// noise (`GridGaussianSum`, drawn from tables within total variation 10⁻⁷⁰ of the exact
+/// distribution): every released value is a multiple of γ/(qN), the noise has standard
+/// deviation σC(1 + η)(1 + 10⁻⁴)/(qN) (η = 10⁻³), and ε is the seeded engine's: both are
 /// accounted at σ.
 #[test]
 fn secure_noise_is_exact_on_a_grid_and_accounted_at_sigma() {

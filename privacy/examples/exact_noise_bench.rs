@@ -9,9 +9,11 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use privrl_privacy::{
-    Clipping, DiscreteGaussian, DpSgdConfig, GridGaussianSum, LaplaceConfig, Mechanism,
-    MechanismRng, PrivacyError, PrsConfig, RandomnessSource,
+    Clipping, DiscreteGaussian, DiscreteGaussianTable, DpSgdConfig, GridGaussianSum, LaplaceConfig,
+    Mechanism, MechanismRng, PrivacyError, PrsConfig, RandomnessSource,
 };
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha12Rng;
 use rand_distr::{Distribution, StandardNormal};
 
 /// Mean microseconds of `f` over `n` calls.
@@ -78,19 +80,32 @@ fn main() -> Result<(), PrivacyError> {
     }
     .build()?;
     let grid = GridGaussianSum::new(1.0, 1.0, d)?;
+    let start = Instant::now();
+    let beta = grid.noise_total_variation(); // builds the tables
+    let build_ms = start.elapsed().as_secs_f64() * 1e3;
+    // The exact sampler the grid drew from before the tables (the same ChaCha12 stream keyed
+    // from the source per release).
+    let exact_sampler = DiscreteGaussian::new(grid.grid_variance())?;
     let releases = 20;
     let normal = time(releases, || {
         black_box(textbook.draw_noise(&mut rng));
     }) / d as f64;
     let exact = time(releases, || {
+        let mut key = [0u8; 32];
+        rng.fill_bytes(&mut key);
+        black_box(exact_sampler.sample_n(&mut ChaCha12Rng::from_seed(key), d));
+    }) / d as f64;
+    let table = time(releases * 10, || {
         black_box(grid.draw_noise(&mut rng));
     }) / d as f64;
     println!(
-        "DP-SGD noise, d = {d}, σ = 1: textbook {normal:.3} µs, grid (exact, s² = {}) {exact:.3} µs \
-         per coordinate ({:.1}×; {:.2} ms per release)",
+        "DP-SGD noise, d = {d}, σ = 1, s² = {}: textbook {normal:.4} µs, exact (CKS Alg. 3) \
+         {exact:.4} µs ({:.1}×), tables {table:.4} µs ({:.2}×; {:.3} ms per release) per \
+         coordinate; tables built in {build_ms:.0} ms, β = {beta:.2e} per coordinate",
         grid.grid_variance(),
         exact / normal,
-        exact * d as f64 / 1e3
+        table / normal,
+        table * d as f64 / 1e3
     );
     let coordinates = 100_000;
     for variance in [1_000_000u64, 100_000_000] {
@@ -102,11 +117,22 @@ fn main() -> Result<(), PrivacyError> {
         let exact = time(coordinates, || {
             black_box(discrete.sample(&mut rng));
         });
+        let tables = DiscreteGaussianTable::new(variance)?;
+        let mut stream = ChaCha12Rng::from_seed([7; 32]);
+        let table = time(coordinates * 10, || {
+            black_box(tables.sample(&mut stream));
+        });
+        let word = time(coordinates * 10, || {
+            black_box(stream.next_u64());
+        });
         println!(
-            "Gaussian per coordinate: ziggurat {:.3} µs, discrete (σ² = {variance}) {:.3} µs ({:.1}×)",
+            "Gaussian per coordinate: ChaCha12 word alone {word:.4} µs, ziggurat {:.4} µs, discrete (σ² = {variance}) exact {:.4} µs \
+             ({:.1}×), tables {:.4} µs ({:.2}×; on ChaCha12)",
             normal,
             exact,
-            exact / normal
+            exact / normal,
+            table,
+            table / normal
         );
     }
     Ok(())

@@ -187,6 +187,68 @@ impl DirichletPrivacy {
         -(m - 1.0) * c.eta.ln() - (-(m - 1.0) * c.eta).ln_1p() - m * m.ln()
     }
 
+    /// The floating-point gap of the sampler, estimated (docs/kickstarting.md, "Floating
+    /// point"): the largest probability, over two policies of Δ_{m,η}, that a release lands
+    /// inside Δ_{m,τ} at a point the other policy's f64 sampler cannot reach, a point of infinite
+    /// privacy loss that Theorem 1's δ (the mass outside Δ_{m,τ}) does not count.
+    ///
+    /// The f64 log-Gamma draws of shape a lie in an interval [lo(a), hi(a)] (the acceptance test
+    /// cannot pass with u below 2⁻⁵⁴), so under a policy with shapes (a_i, a_j) the log-ratio
+    /// ln(x_i/x_j) of a release is at least lo(a_i) − hi(a_j). Inside Δ_{m,τ} it is at least
+    /// r = ln(τ/(1 − (m−1)τ)). Where Λ = max lo(a_i) − hi(a_j) over the shapes of Δ_{m,η} (the
+    /// vertex-like pairs) exceeds r, releases with ln(x_i/x_j) ∈ [r, Λ) are unreachable from that
+    /// policy; their probability under another is that of x_i/(x_i + x_j) ~ Beta(a′_i, a′_j)
+    /// lying in [σ(r), σ(Λ)) (σ the logistic function), maximised over the pairs of shapes of
+    /// Δ_{m,η} and summed over the m(m − 1) ordered pairs (i, j). An estimate, not a bound:
+    /// shapes on a grid of 48 per range, the ideal Beta probabilities standing in for the f64
+    /// sampler's, and inside the reachable ranges the f64 probabilities are not compared with
+    /// the real ones at all. 0 where every pair's reachable range covers Δ_{m,τ}, as at the
+    /// kickstarting suite's parameters.
+    pub fn floating_point_gap(&self) -> Result<f64, PrivacyError> {
+        let c = &self.config;
+        if c.concentration == 0.0 {
+            return Ok(0.0);
+        }
+        let m = c.actions as f64;
+        let (least, most) = (
+            c.concentration * c.eta,
+            c.concentration * (1.0 - (m - 1.0) * c.eta),
+        );
+        let steps = 48;
+        let shapes: Vec<f64> = (0..=steps)
+            .map(|i| least + (most - least) * i as f64 / steps as f64)
+            .collect();
+        let reach: Vec<(f64, f64)> = shapes
+            .iter()
+            .map(|&a| LogGammaSampler::new(a).reach())
+            .collect();
+        let band_top = reach
+            .iter()
+            .flat_map(|&(lo, _)| reach.iter().map(move |&(_, hi)| lo - hi))
+            .fold(f64::NEG_INFINITY, f64::max);
+        let band_bottom = (c.tau / (1.0 - (m - 1.0) * c.tau)).ln();
+        if band_top <= band_bottom {
+            return Ok(0.0);
+        }
+        let logistic = |t: f64| 1.0 / (1.0 + (-t).exp());
+        // Two shapes of one policy: each ≥ kη, together ≤ k(1 − (m − 2)η).
+        let pair_budget = c.concentration * (1.0 - (m - 2.0) * c.eta) * (1.0 + 1e-12);
+        let mut largest: f64 = 0.0;
+        for &a in &shapes {
+            for &b in &shapes {
+                if a + b > pair_budget {
+                    continue;
+                }
+                let upper = beta_reg(a, b, logistic(band_top))
+                    .ok_or(PrivacyError::Numerical("incomplete beta"))?;
+                let lower = beta_reg(a, b, logistic(band_bottom))
+                    .ok_or(PrivacyError::Numerical("incomplete beta"))?;
+                largest = largest.max(upper - lower);
+            }
+        }
+        Ok((m * (m - 1.0) * largest).min(1.0))
+    }
+
     /// The vertex p* = [η, …, η, 1 − (m−1)η] of Δ_{m,η} at which eq. 6 is evaluated.
     pub fn extreme_policy(&self) -> Vec<f64> {
         let c = &self.config;
@@ -459,4 +521,83 @@ fn epsilon_eq12(actions: usize, k: f64, eta: f64, tau: f64, lipschitz: f64, adja
 /// The next f64 above a finite x ≥ 0.
 fn next_up(x: f64) -> f64 {
     f64::from_bits(x.to_bits() + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha20Rng;
+
+    fn privacy(actions: usize, concentration: f64, eta: f64, tau: f64) -> DirichletPrivacy {
+        DirichletConfig {
+            actions,
+            concentration,
+            eta,
+            tau,
+            lipschitz: 1.0,
+            adjacency: 0.01,
+        }
+        .build()
+        .unwrap()
+    }
+
+    /// The f64 sampler's reachable ln G (`LogGammaSampler::reach`): every one of 200,000 draws
+    /// lies inside it, and it is far narrower than the real Gamma's (0, ∞) support; then the
+    /// floating-point gap it implies, at the kickstarting suite's parameters (k = 5 and below:
+    /// none, every pair's reachable log-ratio covers Δ_{m,τ}) and at large k (m = 2, η = 0.2,
+    /// τ = 0.01: from k ≈ 300 on it does not).
+    #[test]
+    fn the_floating_point_gap_lies_outside_the_restricted_simplex_at_the_suites_parameters() {
+        let mut rng = ChaCha20Rng::seed_from_u64(5);
+        for shape in [0.3, 1.0, 2.5, 40.0] {
+            let sampler = LogGammaSampler::new(shape);
+            let (lo, hi) = sampler.reach();
+            assert!(
+                lo < hi && hi < 10.0 + shape.ln(),
+                "a = {shape}: [{lo}, {hi}]"
+            );
+            for _ in 0..200_000 {
+                let draw = sampler.sample(&mut rng);
+                assert!(
+                    lo <= draw && draw <= hi,
+                    "a = {shape}: {draw} outside [{lo}, {hi}]"
+                );
+            }
+        }
+        // The values docs/kickstarting.md quotes (and an independent bisection in Python).
+        for (shape, lo, hi) in [
+            (1.0, -62.05, 4.552),
+            (4.0, -14.36, 5.071),
+            (13.2, -5.201, 5.576),
+        ] {
+            let (own_lo, own_hi) = LogGammaSampler::new(shape).reach();
+            assert!(
+                (own_lo - lo).abs() < 5e-3 && (own_hi - hi).abs() < 5e-3,
+                "a = {shape}"
+            );
+        }
+        // The suite: m = 2 and 6 at k = 5, η = 0.4/m, τ from 1.8e-7 to 0.0127.
+        for (m, tau) in [(2, 0.0127), (2, 1.8e-7), (6, 0.0127), (6, 1.8e-7)] {
+            for k in [0.45, 1.5, 5.0] {
+                let gap = privacy(m, k, 0.4 / m as f64, tau)
+                    .floating_point_gap()
+                    .unwrap();
+                assert_eq!(gap, 0.0, "m = {m}, k = {k}, τ = {tau}");
+            }
+        }
+        // Large k: shapes kη to 4kη; the reachable log-ratio of the extreme pair shrinks
+        // (lo(4000) − hi(1000) ≈ −0.9 at k = 5000) until it no longer covers Δ_{2,0.01}, whose
+        // log-ratios reach ln(0.01/0.99) = −4.6.
+        let gap = |k: f64| privacy(2, k, 0.2, 0.01).floating_point_gap().unwrap();
+        assert_eq!(gap(66.0), 0.0);
+        assert!(gap(300.0) > 1e-31 && gap(300.0) < 1e-28, "{}", gap(300.0));
+        assert!(
+            gap(1000.0) > 1e-19 && gap(1000.0) < 1e-17,
+            "{}",
+            gap(1000.0)
+        );
+        assert!(gap(2000.0) > 1e-4 && gap(2000.0) < 1e-2, "{}", gap(2000.0));
+        assert_eq!(gap(5000.0), 1.0);
+    }
 }

@@ -3,14 +3,14 @@
 //!
 //! | module: main item | what | source |
 //! |---|---|---|
-//! | `dirichlet`: [`DirichletMechanism`] | Dirichlet mechanism Dir(kπ), maps onto Δ_{m,η}, Lemma 1 radius | paper 000, eq. 1, 5, 14, 15 |
+//! | `dirichlet`: [`DirichletMechanism`] | Dirichlet mechanism Dir(kπ), maps onto Δ_{m,η}, Lemma 1 radius; [`GridDirichletMechanism`], its floating-point-safe two-action variant on a grid of Δ_{2,τ} (pure ε-DP, own accounting) | paper 000, eq. 1, 5, 14, 15 |
 //! | `dirichlet_accounting`: [`DirichletConfig`] | Theorem 1: ε (eq. 12), δ (eq. 6, 13; exact for m = 2), k for a target ε | paper 000 |
 //! | `lipschitz`: [`mlp_lipschitz_bound`] | certified Lipschitz upper bound of an MLP policy | paper 000, Section 3 |
 //! | `laplace`: [`LaplaceGradient`] | Laplace gradient mechanism with L1 clipping | paper 003, eq. 19–21 |
 //! | `projected_random_sign`: [`ProjectedRandomSign`] | projected random sign, bit flip | paper 003, Algorithm 3, eq. 4, 5, 23, 24 |
 //! | `gaussian`: [`GaussianMechanism`] | Gaussian mechanism, classic and analytic calibration | Dwork & Roth; Balle & Wang 2018 |
 //! | `gradient_mechanism`: [`GradientMechanism`] | one object-safe trait for every gradient mechanism (none, clip, DP-SGD, Laplace, PRS), their names and configs | papers 003, 004 |
-//! | `grid_gaussian`: [`GridGaussianSum`] | DP-SGD's Gaussian on a grid (secure mode): the clipped sum rounded, exact discrete Gaussian noise, the rounded sensitivity C/γ + √d, accounted at σ ≤ s/Δ_γ | Canonne, Kamath & Steinke 2020; Kairouz, Liu & Steinke 2021 |
+//! | `grid_gaussian`: [`GridGaussianSum`] | DP-SGD's Gaussian on a grid (secure mode): the clipped sum rounded, discrete Gaussian noise from tables (total variation < 10⁻⁷⁰ a coordinate from the exact one), the rounded sensitivity C/γ + √d, accounted at σ ≤ s/Δ_γ | Canonne, Kamath & Steinke 2020; Kairouz, Liu & Steinke 2021 |
 //! | `dpsgd`: [`DpSgd`] | DP-SGD clipping (flat, per layer), noise, averaging, Poisson sampling | paper 004, Figure 7 |
 //! | `rdp`: [`dp_sgd_epsilon`] | RDP accountant of the subsampled Gaussian, (ε, δ) conversion, σ for a target ε (the per-step RDP in the private `rdp_step`) | Mironov et al. 2019; Balle et al. 2020; Opacus |
 //! | `pld`: [`PrivacyLossDistribution`] | PLD accountant of the subsampled Gaussian (tighter ε, an upper bound), heterogeneous schedules, both adjacencies; [`AccountantKind`], the choice between RDP and PLD | Koskela et al. 2020; Doroshenko et al. 2022; dp-accounting |
@@ -19,6 +19,7 @@
 //! | `ledger`: [`Ledger`] | record of every release; spent so far; budget checks | |
 //! | `observation_noise`: [`ObservationNoise`] | σ·IQR Gaussian noise on observations | paper 004, local DP |
 //! | `discrete`: [`DiscreteGaussian`] | exact discrete Laplace and Gaussian samplers and Bernoulli(e^{−γ}), integer arithmetic only (no floating-point caveat) | Canonne, Kamath & Steinke 2020, Algorithms 1–3 |
+//! | `discrete_table`: [`DiscreteGaussianTable`] | the discrete Gaussian from 256-bit cumulative tables (and a convolution of two above V = 2¹⁸): a table look-up a draw, within a computed total variation β ≈ 10⁻⁷⁰ of N_ℤ(0, V), the δ it adds stated | Peikert 2010, Theorem 3.1 (convolution) |
 //! | `randomness`: [`NoiseMode`] | seeded or OS randomness, samplers; the floating-point caveat | Mironov 2012 |
 //! | `audit`: [`counting_audit`], [`one_run_epsilon_lower_bound`], [`gaussian_dp_audit`] | empirical ε lower bounds from canary scores: Clopper–Pearson counting, one-run, Gaussian trade-off | Kairouz et al. 2015; Nasr et al. 2023; Steinke et al. 2023 |
 //! | `adjacency`: [`Adjacency`] | add/remove and substitution neighbours of the subsampled Gaussian's RDP | Balle et al. 2018; Mironov et al. 2019 |
@@ -65,6 +66,7 @@ mod composition;
 mod dirichlet;
 mod dirichlet_accounting;
 mod discrete;
+mod discrete_table;
 mod dpsgd;
 mod epsilon;
 mod error;
@@ -97,7 +99,8 @@ pub use composition::{
 };
 pub use dirichlet::{
     certified_l2_radius, check_restricted_simplex, concentration_radius, penalty_radius,
-    restrict_to_simplex, sample_dirichlet, DirichletMechanism, DirichletSampler, SimplexMap,
+    restrict_to_simplex, sample_dirichlet, DirichletMechanism, DirichletSampler,
+    GridDirichletMechanism, SimplexMap,
 };
 pub use dirichlet_accounting::{
     DeltaEstimate, DeltaMethod, DirichletConfig, DirichletPrivacy, DELTA_CONFIDENCE, MAX_ACTIONS,
@@ -106,6 +109,7 @@ pub use discrete::{
     bernoulli_double, bernoulli_exp_minus, flip_with_odds_exp_minus, DiscreteGaussian,
     DiscreteLaplace,
 };
+pub use discrete_table::DiscreteGaussianTable;
 pub use dpsgd::{clip_l2, poisson_sample, Clipping, DpSgd, DpSgdConfig};
 pub use epsilon::Epsilon;
 pub use error::PrivacyError;

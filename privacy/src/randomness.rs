@@ -29,7 +29,10 @@
 //! Opacus). Where an adversary sees the raw output bits of a single release, use the exact
 //! ones: [`crate::GradientMechanismConfig::build_for`] does under [`NoiseMode::Secure`], which
 //! is what PGC's `--noise-rng secure` runs use, and DP-SGD's Gaussian on a grid
-//! ([`crate::GridGaussianSum`]), what the DP-SGD engine releases under the OS source. Secure
+//! ([`crate::GridGaussianSum`]), what the DP-SGD engine releases under the OS source; its
+//! noise comes from integer tables ([`crate::DiscreteGaussianTable`]) within a computed total
+//! variation β < 10⁻⁷⁰ a coordinate of the exact discrete Gaussian, a δ of at most
+//! (1 + e^ε)·d·T·β that the printed δ leaves out (below 10⁻³³ for d·T ≤ 10¹⁵, ε ≤ 50). Secure
 //! mode is not reproducible by construction: the same seed gives different noise.
 
 use rand::{CryptoRng, Rng, RngCore, SeedableRng, TryRngCore};
@@ -329,6 +332,51 @@ impl LogGammaSampler {
             }
             None => (base, f64::NEG_INFINITY),
         }
+    }
+}
+
+impl LogGammaSampler {
+    /// The interval that every draw of ln G lies in, in floating point: a proposal x is accepted
+    /// only if ln u < x²/2 + d(1 − v + ln v), v = (1 + cx)³ (the squeeze implies it), and u is at
+    /// least [`open01`]'s least value 2⁻⁵⁴, so x lies between the two roots of
+    /// x²/2 + d(1 − v + ln v) = ln 2⁻⁵⁴ (found by bisection), and ln G = ln d + ln v (plus
+    /// ln(u)/a ∈ [ln(2⁻⁵⁴)/a, 0) under the boost) lies between the images of those roots. An
+    /// analysis of the reachable outputs (the Dirichlet mechanism's floating-point gap, docs/
+    /// kickstarting.md), exact up to a few units in the last place of the bounds.
+    pub(crate) fn reach(&self) -> (f64, f64) {
+        let least_ln_u = (0.5f64 / (1u64 << 53) as f64).ln();
+        let margin = |x: f64| {
+            let t = 1.0 + self.c * x;
+            if t <= 0.0 {
+                return f64::NEG_INFINITY;
+            }
+            let v = t * t * t;
+            0.5 * x * x + self.d * (1.0 - v + v.ln()) - least_ln_u
+        };
+        // margin(0) = −ln 2⁻⁵⁴ > 0; it falls to −∞ at t → 0 and as x → ∞.
+        let root = |mut inside: f64, mut outside: f64| {
+            for _ in 0..200 {
+                let mid = 0.5 * (inside + outside);
+                if margin(mid) > 0.0 {
+                    inside = mid;
+                } else {
+                    outside = mid;
+                }
+            }
+            outside
+        };
+        let low = root(0.0, -1.0 / self.c);
+        let mut far = 1.0;
+        while margin(far) > 0.0 {
+            far *= 2.0;
+        }
+        let high = root(0.0, far);
+        let ln_v = |x: f64| 3.0 * (1.0 + self.c * x).ln();
+        let (mut lo, hi) = (self.ln_d + ln_v(low), self.ln_d + ln_v(high));
+        if let Some(inv) = self.inv_shape_boost {
+            lo += least_ln_u * inv;
+        }
+        (lo, hi)
     }
 }
 

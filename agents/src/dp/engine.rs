@@ -355,7 +355,8 @@ fn norm_statistics(norms: &[f32], clip: f64) -> ([f64; 3], usize) {
 
 /// How the mechanisms of an engine drawing from `source` sample: a seeded source keeps the
 /// textbook Gaussian (and its bytes); the operating system's draws DP-SGD's noise on a grid,
-/// exactly ([`privrl_privacy::GridGaussianSum`]).
+/// from integer tables within total variation 10⁻⁷⁰ a coordinate of the exact discrete
+/// Gaussian ([`privrl_privacy::GridGaussianSum`]).
 fn noise_mode(source: RandomnessSource) -> NoiseMode {
     match source {
         RandomnessSource::Seeded(_) => NoiseMode::Seeded,
@@ -382,9 +383,10 @@ fn check_sampling(dataset_size: usize, sample_rate: f64) -> Result<(), EngineErr
 
 impl PrivacyEngine {
     /// Validates `config` ([`PrivacyEngineConfig::check`]) and draws sampling and noise from
-    /// `source` (a seed, or the operating system's CSPRNG; with the latter the noise is exact
-    /// discrete Gaussian noise on a grid, [`privrl_privacy::GridGaussianSum`], accounted at the
-    /// same σ).
+    /// `source` (a seed, or the operating system's CSPRNG; with the latter the noise is
+    /// discrete Gaussian noise on a grid, drawn from tables within total variation 10⁻⁷⁰ a
+    /// coordinate of the exact distribution, [`privrl_privacy::GridGaussianSum`], accounted at
+    /// the same σ).
     ///
     /// A seed asks for a repeatable run: on burn-ndarray the first step refuses a build whose
     /// `simd` feature is on ([`EngineError::InexactDivision`], [`check_exact_division`]). The

@@ -45,8 +45,9 @@
 //! Sampling and noise come from one [`MechanismRng`](privrl_privacy::MechanismRng): ChaCha20
 //! from a seed (same seed, same bytes), or ChaCha20 keyed by the operating system
 //! ([`RandomnessSource::Secure`](privrl_privacy::RandomnessSource::Secure)), under which the
-//! release is drawn exactly on a grid
-//! ([`GridGaussianSum`](privrl_privacy::GridGaussianSum), accounted at the same σ) and the run
+//! release is drawn on a grid, its noise within total variation 10⁻⁷⁰ a coordinate of the
+//! exact discrete Gaussian ([`GridGaussianSum`](privrl_privacy::GridGaussianSum), accounted at
+//! the same σ) and the run
 //! does not repeat, by construction.
 
 pub(crate) mod adaptive;

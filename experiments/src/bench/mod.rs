@@ -267,7 +267,7 @@ pub fn env_throughput_table(report: &mut Report, rows: &[EnvThroughput], num_env
 /// PrivacyEngine's Poisson sample at q = 128/n, the traced per-transition gradients in
 /// factored form, flat clipping, Gaussian noise, Adam, and the release schedule), and the same
 /// DP-SGD step in secure mode (`--noise-rng secure`: sampling from ChaCha20 keyed by the
-/// operating system, the noise exact on a grid, [`privrl_privacy::GridGaussianSum`]).
+/// operating system, the noise on a grid from integer tables, [`privrl_privacy::GridGaussianSum`]).
 #[derive(Debug, Serialize)]
 pub struct DpSgdTimes {
     /// Backend name.
@@ -276,7 +276,7 @@ pub struct DpSgdTimes {
     pub plain_step_ms: f64,
     /// [`DpSgdDqn::step`], ms.
     pub dp_sgd_step_ms: f64,
-    /// [`DpSgdDqn::step`] in secure mode (exact noise on a grid), ms.
+    /// [`DpSgdDqn::step`] in secure mode (discrete Gaussian noise on a grid), ms.
     pub dp_sgd_secure_step_ms: f64,
     /// Transitions in the replay buffer when the timing started (q = 128/n).
     pub replay_size: usize,

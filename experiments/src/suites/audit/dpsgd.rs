@@ -50,7 +50,8 @@ pub(super) struct DpSgdAudit {
     pub(super) runs: usize,
     pub(super) delta: f64,
     pub(super) seed: u64,
-    /// Noise from the operating system's generator, drawn exactly on a grid
+    /// Noise from the operating system's generator, drawn on a grid (within total variation
+    /// 10⁻⁷⁰ a coordinate of the exact discrete Gaussian)
     /// ([`RandomnessSource::Secure`]); the canaries' inclusion stays seeded.
     pub(super) secure: bool,
 }

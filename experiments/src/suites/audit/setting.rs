@@ -54,7 +54,8 @@ pub enum Setting {
         canaries: usize,
         /// Independent runs.
         runs: usize,
-        /// Noise drawn exactly on a grid from the operating system's generator
+        /// Noise drawn on a grid (within total variation 10⁻⁷⁰ a coordinate of the exact
+        /// discrete Gaussian) from the operating system's generator
         /// (`RandomnessSource::Secure`, `--noise-rng secure`): unseeded, not repeatable.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         secure: bool,
@@ -290,7 +291,7 @@ pub fn plan(quick: bool) -> Vec<Setting> {
         dpsgd(1.0, 1.0, 1),
         dpsgd(2.0, 1.0, 9),
         dpsgd(1.0, 0.1, 50),
-        // Secure mode: DP-SGD's Gaussian drawn exactly on a grid from the OS generator.
+        // Secure mode: DP-SGD's Gaussian drawn on a grid from the OS generator.
         Setting::DpSgd {
             noise_multiplier: 1.0,
             sample_rate: 1.0,
