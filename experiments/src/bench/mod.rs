@@ -47,7 +47,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 3)]
     pub ppo_epochs: usize,
     /// DP-PPO and plain PPO steps timed (each) for the DP-PPO cost row, at the dp-ppo suite's
-    /// batch (2048 episodes per rollout, expected 512 per step); 0 skips it.
+    /// batch (1024 episodes per rollout, expected 256 per step); 0 skips it.
     #[arg(long, default_value_t = 4)]
     pub dp_ppo_steps: usize,
     /// DQN gradient steps timed for the agent throughput row.
@@ -600,6 +600,15 @@ fn agents_section(
         rows.push(vec![
             Cell::from("plain PPO step on the same batch, ms"),
             Cell::from(cost.plain_s * 1e3),
+        ]);
+        let mib = |peak: Option<f64>| peak.map_or(Cell::from("n/a"), Cell::from);
+        rows.push(vec![
+            Cell::from("DP-PPO steps, peak resident memory of the process (MiB, rollout included)"),
+            mib(cost.private_peak_mib),
+        ]);
+        rows.push(vec![
+            Cell::from("plain PPO steps, the same (MiB)"),
+            mib(cost.plain_peak_mib),
         ]);
     }
     report

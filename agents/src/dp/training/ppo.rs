@@ -330,6 +330,18 @@ impl<B: AutodiffBackend> EpisodeLosses<'_, B> {
     }
 }
 
+/// Where [`DpPpo::time_private_and_plain_steps_with`] is: about to time the plain steps, about
+/// to time the private steps, or done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DpPpoBenchPhase {
+    /// Before the plain PPO steps (the rollout is collected).
+    Plain,
+    /// After the plain steps, before the private ones.
+    Private,
+    /// After the private steps.
+    Done,
+}
+
 /// What one [`DpPpo::train_rollout`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct DpPpoStats {
@@ -535,6 +547,18 @@ impl<B: AutodiffBackend> DpPpo<B> {
     /// wall-clock seconds per private step and per plain step. The plain steps' parameters are
     /// discarded and they are not releases; the private ones count as every step does.
     pub fn time_private_and_plain_steps(&mut self, steps: usize) -> Result<(f64, f64), AgentError> {
+        self.time_private_and_plain_steps_with(steps, |_| {})
+    }
+
+    /// [`DpPpo::time_private_and_plain_steps`], calling `mark` just before the plain steps
+    /// ([`DpPpoBenchPhase::Plain`]), between them and the private steps ([`DpPpoBenchPhase::Private`])
+    /// and after ([`DpPpoBenchPhase::Done`]): where a caller resets and reads a memory high-water mark
+    /// to measure each kind's peak on the same rollout.
+    pub fn time_private_and_plain_steps_with(
+        &mut self,
+        steps: usize,
+        mut mark: impl FnMut(DpPpoBenchPhase),
+    ) -> Result<(f64, f64), AgentError> {
         let episodes = self.collect_rollout()?;
         let losses = EpisodeLosses::<B> {
             episodes: &episodes,
@@ -548,6 +572,7 @@ impl<B: AutodiffBackend> DpPpo<B> {
         let (networks, optimizer) = (self.networks.clone(), self.optimizer.clone());
         let mut draws = ChaCha8Rng::seed_from_u64(0);
         let q = self.config.sample_rate();
+        mark(DpPpoBenchPhase::Plain);
         let plain_start = std::time::Instant::now();
         for _ in 0..steps {
             let batch: Vec<usize> = (0..episodes.len())
@@ -570,11 +595,13 @@ impl<B: AutodiffBackend> DpPpo<B> {
                 losses.losses(nets, records, tape)
             },
         );
+        mark(DpPpoBenchPhase::Private);
         let private_start = std::time::Instant::now();
         for _ in 0..steps {
             self.private_step(&per_episode)?;
         }
         let private = private_start.elapsed().as_secs_f64() / steps.max(1) as f64;
+        mark(DpPpoBenchPhase::Done);
         Ok((private, plain))
     }
 
