@@ -32,7 +32,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::dpsgd::CLIP;
-use super::dqn::{values, RlScores};
+use super::dqn::values;
+use super::CanaryRuns;
 use crate::backend::BackendTask;
 
 /// The environment of the audited agent.
@@ -53,9 +54,9 @@ pub(super) struct ReinforceEpisodeAudit {
 }
 
 impl BackendTask for ReinforceEpisodeAudit {
-    type Output = RlScores;
+    type Output = CanaryRuns;
 
-    fn run<B: Backend>(self, device: B::Device) -> Result<RlScores> {
+    fn run<B: Backend>(self, device: B::Device) -> Result<CanaryRuns> {
         self.scores::<Autodiff<B>>(&device)
     }
 }
@@ -73,9 +74,9 @@ fn canary(obs_len: usize, weight: f32) -> EpisodeBatch {
 }
 
 impl ReinforceEpisodeAudit {
-    fn scores<B: AutodiffBackend>(&self, device: &B::Device) -> Result<RlScores> {
+    fn scores<B: AutodiffBackend>(&self, device: &B::Device) -> Result<CanaryRuns> {
         let sigma = self.noise_multiplier;
-        let mut out = RlScores {
+        let mut out = CanaryRuns {
             held_in: Vec::new(),
             held_out: Vec::new(),
             rdp_epsilon: f64::NAN,
