@@ -12,6 +12,7 @@
 //! | `dpsgd` | white-box DP-SGD through the `PrivacyEngine` with Dirac gradient canaries, seeded or secure (grid) noise |
 //! | `dqn` | the transition unit of DP-SGD DQN, one canary transition per run, from the agent's releases |
 //! | `reinforce` | the episode unit of DP-SGD REINFORCE, one canary episode per run, from the agent's release |
+//! | `ppo` | the episode unit of DP-PPO, one canary episode per run, from every release of its rollout |
 //! | `dirichlet` | the kickstarting teacher's Dirichlet mechanism, per release |
 //! | `report` | `report.md` from the units on disk, with each criterion's verdict |
 
@@ -19,6 +20,7 @@ mod dirichlet;
 mod dpsgd;
 mod dqn;
 mod local;
+mod ppo;
 mod reinforce;
 mod report;
 mod setting;
@@ -36,6 +38,7 @@ use privrl_privacy::{
 
 use self::dpsgd::DpSgdAudit;
 use self::dqn::DqnTransitionAudit;
+use self::ppo::PpoEpisodeAudit;
 use self::reinforce::ReinforceEpisodeAudit;
 use self::units::{AuditUnit, DirichletRow, GdpRow, OneRunRow};
 use crate::backend::{dispatch, BackendChoice};
@@ -256,6 +259,32 @@ pub fn audit(setting: &Setting, args: &AuditArgs) -> Result<AuditUnit> {
                 },
             )?;
             canary_unit(setting, args, scores, Some(1.0 / noise_multiplier), runs)?
+        }
+        Setting::PpoEpisode {
+            noise_multiplier,
+            episodes_per_rollout,
+            minibatch_episodes,
+            epochs,
+            runs,
+        } => {
+            let (sample_rate, steps) =
+                setting::ppo_rate_and_steps(episodes_per_rollout, minibatch_episodes, epochs);
+            let scores = dispatch(
+                args.backend,
+                PpoEpisodeAudit {
+                    noise_multiplier,
+                    episodes_per_rollout,
+                    minibatch_episodes,
+                    epochs,
+                    runs,
+                    delta,
+                    seed,
+                },
+            )?;
+            // At q = 1 one episode's K releases are Gaussian (μ = √K/σ); at q < 1 only the
+            // counting audit bounds ε.
+            let mu_exact = (sample_rate == 1.0).then(|| (steps as f64).sqrt() / noise_multiplier);
+            canary_unit(setting, args, scores, mu_exact, runs)?
         }
     };
     unit.wall_s = start.elapsed().as_secs_f64();
