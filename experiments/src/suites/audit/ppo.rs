@@ -123,7 +123,7 @@ impl PpoEpisodeAudit {
             let mut steps = 0u64;
             let mut failure = None;
             let observe = |step: &DpPpoStep<'_, B>| {
-                let mut read = || -> Result<f64> {
+                let read = || -> Result<f64> {
                     let released = step.released();
                     let (canary_gradient, unclipped) = step.clipped_gradient(&probe)?;
                     ensure!(
