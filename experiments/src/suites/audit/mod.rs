@@ -54,8 +54,8 @@ const SUITE: &str = "audit";
 pub struct AuditArgs {
     /// CI-sized audits (seconds on 2 cores): 2·10⁴ releases per input for the local
     /// mechanisms instead of 2·10⁶, 5 DP-SGD runs of 200 canaries instead of 100 runs of
-    /// 1000, and 2000 runs of each RL unit audit (DQN, REINFORCE, DP-PPO) instead of 20,000. Written
-    /// to runs/audit/ unless --out is given.
+    /// 1000, and 2000 runs of each RL unit audit (DQN, REINFORCE, DP-PPO) instead of
+    /// 20,000. Written to runs/audit/ unless --out is given.
     #[arg(long)]
     pub quick: bool,
     /// Directory of the units (`units/<setting>/seed<k>.json`) and of report.md. Default
