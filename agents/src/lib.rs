@@ -115,8 +115,9 @@ pub use dp::engine::{
     PrivacyEngineConfig, PrivateGradient, ValidPrivacyEngineConfig,
 };
 pub use dp::training::{
-    DpPpo, DpPpoBenchPhase, DpPpoConfig, DpPpoNoise, DpPpoStats, DpSgdDqn, DpSgdReinforce,
-    DpSgdTrainingConfig, NoisyObservationEnv, PrivacyTally, PrivacyUnit,
+    DpPpo, DpPpoBenchPhase, DpPpoConfig, DpPpoNoise, DpPpoStats, DpPpoStep, DpSgdDqn,
+    DpSgdReinforce, DpSgdTrainingConfig, GivenEpisode, NoisyObservationEnv, PrivacyTally,
+    PrivacyUnit,
 };
 pub use dqn::{Dqn, DqnConfig, DqnStats, TdLoss};
 pub use error::{AgentError, EngineError, RecordError, MAX_HIDDEN_WIDTH};

@@ -1,14 +1,17 @@
 //! DP-PPO ([`DpPpo`]): an episode's gradient through the traced path is the sum of its steps'
 //! (against one backward per episode), the ε per episode is the step-by-step composition of its
 //! rollout's K steps, a calibrated σ meets its target tightly, bad input is a named error, the
-//! unnoised agent learns CartPole, and a seed fixes every byte.
+//! unnoised agent learns CartPole, a seed fixes every byte, and the auditor's hook
+//! (`train_rollout_with`) sees every release and computes the engine's clipped gradients.
 
 use burn::backend::{Autodiff, NdArray};
 use burn::tensor::Tensor;
 use privrl_agents::dp::{
     traced_forward, MicroBatches, ParamLayout, PerSampleGradients, Tape, Traced,
 };
-use privrl_agents::{autodiff, AgentError, DpPpo, DpPpoConfig, DpPpoNoise, Mlp, MlpConfig};
+use privrl_agents::{
+    autodiff, AgentError, DpPpo, DpPpoConfig, DpPpoNoise, GivenEpisode, Mlp, MlpConfig,
+};
 use privrl_envs::VecEnv;
 use privrl_privacy::RdpAccountant;
 use rand::SeedableRng;
@@ -245,4 +248,73 @@ fn adaptive_clipping_moves_c_and_keeps_the_epsilon_of_sigma() {
         (got - expected).abs() <= 1e-9 * expected,
         "{got} vs {expected}"
     );
+}
+
+/// One step from observation 10·𝟏, reward 10⁴ (its gradient is far above C = 1).
+fn canary(loss_weight: f64) -> GivenEpisode {
+    GivenEpisode {
+        obs: vec![10.0; 4],
+        actions: vec![0],
+        rewards: vec![1e4],
+        loss_weight,
+    }
+}
+
+#[test]
+fn the_audit_hook_sees_every_release_and_the_engines_clipped_gradients() {
+    // σ = 0, C = 1: each release is Σ_{batch} clip_C(g_i)/qN exactly, so the view's clipped
+    // sum over the step's batch, divided by qN, must be the release (up to f32 rounding); a
+    // given episode of loss weight 0 has a zero gradient; one far above C is clipped to C.
+    let config = small(DpPpoNoise::NoiseMultiplier(0.0)).with_clip(Some(1.0));
+    let mut agent = agent(config.clone(), 5);
+    let mut steps = 0u64;
+    let mut sampled = 0usize;
+    agent
+        .train_rollout_with(&[canary(0.0)], |step| {
+            steps += 1;
+            sampled += step.batch().len();
+            let sum = step.clipped_sum(step.batch())?;
+            let scale = step.expected_batch_size();
+            assert_eq!(scale, 4.0);
+            for (r, s) in step.released().params.iter().zip(&sum.params) {
+                assert_eq!(r.name, s.name);
+                for (&r, &s) in r.values.iter().zip(&s.values) {
+                    assert!(
+                        (f64::from(r) * scale - f64::from(s)).abs() < 1e-5,
+                        "{r} vs {s}"
+                    );
+                }
+            }
+            let zero = step.clipped_sum(&[0])?;
+            assert!(zero
+                .params
+                .iter()
+                .all(|p| p.values.iter().all(|&v| v == 0.0)));
+            let (clipped, norm) = step.clipped_gradient(&canary(1.0))?;
+            assert!(
+                norm > 100.0,
+                "the canary's gradient norm {norm} is not far above C"
+            );
+            let clipped_norm = clipped
+                .params
+                .iter()
+                .flat_map(|p| &p.values)
+                .map(|&v| f64::from(v).powi(2))
+                .sum::<f64>()
+                .sqrt();
+            assert!((clipped_norm - 1.0).abs() < 1e-4, "{clipped_norm}");
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(steps, config.steps_per_rollout());
+    assert!(sampled > 0, "no step sampled an episode");
+    // More given episodes than N is a named error.
+    let too_many = vec![canary(1.0); 17];
+    assert!(matches!(
+        agent.train_rollout_with(&too_many, |_| Ok(())),
+        Err(AgentError::InvalidParameter {
+            name: "given episodes",
+            ..
+        })
+    ));
 }

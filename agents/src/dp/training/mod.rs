@@ -75,6 +75,8 @@ mod tally;
 pub use config::DpSgdTrainingConfig;
 pub use dqn::{private_td_gradient, DpSgdDqn};
 pub use observation::NoisyObservationEnv;
-pub use ppo::{DpPpo, DpPpoBenchPhase, DpPpoConfig, DpPpoNoise, DpPpoStats};
+pub use ppo::{
+    DpPpo, DpPpoBenchPhase, DpPpoConfig, DpPpoNoise, DpPpoStats, DpPpoStep, GivenEpisode,
+};
 pub use reinforce::DpSgdReinforce;
 pub use tally::{PrivacyTally, PrivacyUnit};

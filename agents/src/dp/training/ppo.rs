@@ -16,7 +16,7 @@ use super::tally::PrivateState;
 use crate::agent::{load_module, save_module, ActMode, Agent, AgentState, EpisodeLog, EpochStats};
 use crate::autodiff;
 use crate::buffer::discount_cumsum;
-use crate::dp::{traced_forward, Tape, Traced};
+use crate::dp::{traced_forward, ParamLayout, PerSampleGradients, Tape, Traced};
 use crate::error::{
     check_count, check_hidden, check_non_negative, check_positive, check_unit_interval, AgentError,
 };
@@ -24,6 +24,7 @@ use crate::heads::{argmax, host_log_prob, host_softmax, sample_categorical, Cate
 use crate::network::HostMlp;
 use crate::nn::{Activation, Mlp, MlpConfig};
 use crate::optim::{AgentOptimizer, OptimizerKind};
+use crate::record::GradientRecord;
 use crate::tensor::{matrix, one_hot, vector};
 use crate::{
     AdaptiveClipping, NoiseCalibration, PoissonSampling, PrivacyEngine, PrivacyEngineConfig,
@@ -209,7 +210,7 @@ struct PpoNetworks<B: Backend> {
 
 /// One whole episode, with what its PPO loss needs: everything here is a function of this
 /// episode and of the parameters it was collected with, nothing of other episodes.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct Episode {
     obs: Vec<f32>,
     actions: Vec<usize>,
@@ -218,6 +219,24 @@ struct Episode {
     rewards: Vec<f64>,
     advantages: Vec<f32>,
     returns: Vec<f32>,
+    /// What the episode's loss is multiplied by: 1 for every collected episode
+    /// ([`GivenEpisode::loss_weight`] for a given one).
+    loss_weight: f32,
+}
+
+impl Default for Episode {
+    fn default() -> Self {
+        Self {
+            obs: Vec::new(),
+            actions: Vec::new(),
+            log_probs: Vec::new(),
+            values: Vec::new(),
+            rewards: Vec::new(),
+            advantages: Vec::new(),
+            returns: Vec::new(),
+            loss_weight: 1.0,
+        }
+    }
 }
 
 impl Episode {
@@ -302,7 +321,8 @@ impl<B: AutodiffBackend> EpisodeLosses<'_, B> {
             log_probs[start..start + n].copy_from_slice(&episode.log_probs);
             advantages[start..start + n].copy_from_slice(&episode.advantages);
             returns[start..start + n].copy_from_slice(&episode.returns);
-            mask[start..start + n].fill(1.0);
+            // Padding is masked with 0; an episode's own steps carry its loss weight.
+            mask[start..start + n].fill(episode.loss_weight);
         }
         let device = &self.device;
         let obs = matrix::<B>(&obs, self.obs_len, device).reshape([e, t_max, self.obs_len]);
@@ -340,6 +360,181 @@ pub enum DpPpoBenchPhase {
     Private,
     /// After the private steps.
     Done,
+}
+
+/// An episode handed to [`DpPpo::train_rollout_with`] in place of a collected one: an
+/// auditor's canary (issue 44, `cargo xtask audit`). It is finished as a collected episode
+/// is (log-probabilities and values from the policy the rollout is collected with, GAE-λ
+/// from its own rewards, value 0 after its last step: it ends terminated), and is then one
+/// record of the rollout like the others: Poisson-sampled, clipped, noised and accounted
+/// with them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GivenEpisode {
+    /// Observations, one row of the environment's width per step.
+    pub obs: Vec<f32>,
+    /// The action taken at each step.
+    pub actions: Vec<usize>,
+    /// The reward after each step.
+    pub rewards: Vec<f64>,
+    /// What the episode's PPO loss is multiplied by, finite and ≥ 0: 1 for an episode like
+    /// the collected ones; 0 makes its gradient exactly zero, so that every release is the one
+    /// of the rollout without it (add/remove adjacency with N kept public: zero-out).
+    pub loss_weight: f64,
+}
+
+/// What [`DpPpo::train_rollout_with`] hands its observer at each of a rollout's K steps, before
+/// the update is applied: the white-box adversary's view (the released update and the networks
+/// it was computed at), and, for an auditor that plays DP's adversary (who may know every
+/// other episode), the clipped gradients of chosen episodes at those networks, computed by the
+/// engine's own per-episode path without noise.
+pub struct DpPpoStep<'a, B: AutodiffBackend> {
+    networks: &'a PpoNetworks<B>,
+    losses: &'a EpisodeLosses<'a, B>,
+    finisher: &'a EpisodeFinisher,
+    batch: &'a [usize],
+    released: &'a GradientRecord,
+    clip: f64,
+    expected_batch_size: f64,
+}
+
+impl<B: AutodiffBackend> DpPpoStep<'_, B> {
+    /// The released update: (Σ_{i ∈ batch} clip_C(g_i) + N(0, σ²C²I)) / qN, in the joint
+    /// (actor, critic) parameter layout.
+    pub fn released(&self) -> &GradientRecord {
+        self.released
+    }
+
+    /// qN, what the step's clipped noisy sum was divided by.
+    pub fn expected_batch_size(&self) -> f64 {
+        self.expected_batch_size
+    }
+
+    /// C of this step.
+    pub fn clip(&self) -> f64 {
+        self.clip
+    }
+
+    /// The step's Poisson batch: the rollout's record indices (the given episodes first, then
+    /// the collected ones). Which records were sampled is **not** released and not covered by
+    /// the guarantee: an auditor may read the other records' entries (independent of the
+    /// audited one's, they leave its privacy loss as accounted) but not the audited record's.
+    pub fn batch(&self) -> &[usize] {
+        self.batch
+    }
+
+    /// Σ_{i ∈ records} clip_C(g_i) at this step's networks, no noise, in the released layout
+    /// (zero for no records).
+    pub fn clipped_sum(&self, records: &[usize]) -> Result<GradientRecord, AgentError> {
+        Ok(clipped_sum(self.networks, self.losses, records, self.clip)?.0)
+    }
+
+    /// `episode`'s clipped gradient clip_C(g) at this step's networks (finished with the
+    /// policy the rollout was collected with, as if it were a record of this rollout), no
+    /// noise, and its norm ‖g‖₂ before clipping.
+    pub fn clipped_gradient(
+        &self,
+        episode: &GivenEpisode,
+    ) -> Result<(GradientRecord, f64), AgentError> {
+        let episodes = [self.finisher.finish(episode)?];
+        let losses = EpisodeLosses::<B> {
+            episodes: &episodes,
+            obs_len: self.losses.obs_len,
+            num_actions: self.losses.num_actions,
+            clip_ratio: self.losses.clip_ratio,
+            value_coef: self.losses.value_coef,
+            entropy_coef: self.losses.entropy_coef,
+            device: self.losses.device.clone(),
+        };
+        let (record, norms) = clipped_sum(self.networks, &losses, &[0], self.clip)?;
+        Ok((record, norms.first().map_or(0.0, |&n| f64::from(n))))
+    }
+}
+
+/// Σ clip_C(g_i) over `records` of `losses` at `networks` (the engine's traced per-episode
+/// path, no noise) and the records' norms before clipping.
+fn clipped_sum<B: AutodiffBackend>(
+    networks: &PpoNetworks<B>,
+    losses: &EpisodeLosses<'_, B>,
+    records: &[usize],
+    clip: f64,
+) -> Result<(GradientRecord, Vec<f32>), AgentError> {
+    let per_episode = Traced(
+        |nets: &PpoNetworks<B>, records: &[usize], tape: &mut Tape<B>| {
+            losses.losses(nets, records, tape)
+        },
+    );
+    let (layout, clipped) = autodiff::exclusive(|| -> Result<_, AgentError> {
+        let layout = ParamLayout::of(networks);
+        if records.is_empty() {
+            let zeros = vec![0.0; layout.num_values()];
+            return Ok((layout, (zeros, Vec::new())));
+        }
+        let clipped = per_episode.clipped_sum(networks, records, &layout, clip)?;
+        Ok((layout, (clipped.sum, clipped.norms)))
+    })?;
+    Ok((layout.record(&clipped.0)?, clipped.1))
+}
+
+/// Turns a [`GivenEpisode`] into a record of a rollout, with the policy the rollout is
+/// collected with (host copies taken before it is collected).
+struct EpisodeFinisher {
+    actor: HostMlp,
+    critic: HostMlp,
+    obs_len: usize,
+    num_actions: usize,
+    gamma: f64,
+    lam: f64,
+    normalize: bool,
+    max_episode_len: usize,
+}
+
+impl EpisodeFinisher {
+    fn finish(&self, given: &GivenEpisode) -> Result<Episode, AgentError> {
+        let n = given.actions.len();
+        if n == 0 || n > self.max_episode_len {
+            return Err(AgentError::InvalidParameter {
+                name: "given episode length",
+                value: n as f64,
+                expected: "in [1, max_episode_len]",
+            });
+        }
+        if given.obs.len() != n * self.obs_len {
+            return Err(AgentError::ShapeMismatch {
+                what: "given episode observations",
+                expected: n * self.obs_len,
+                got: given.obs.len(),
+            });
+        }
+        if given.rewards.len() != n {
+            return Err(AgentError::ShapeMismatch {
+                what: "given episode rewards",
+                expected: n,
+                got: given.rewards.len(),
+            });
+        }
+        if let Some(&action) = given.actions.iter().find(|&&a| a >= self.num_actions) {
+            return Err(AgentError::InvalidParameter {
+                name: "given episode action",
+                value: action as f64,
+                expected: "below the number of actions",
+            });
+        }
+        check_non_negative("loss_weight", given.loss_weight)?;
+        let mut episode = Episode {
+            obs: given.obs.clone(),
+            actions: given.actions.clone(),
+            rewards: given.rewards.clone(),
+            loss_weight: given.loss_weight as f32,
+            ..Episode::default()
+        };
+        for (o, &action) in given.obs.chunks(self.obs_len).zip(&given.actions) {
+            let logits = self.actor.forward(o);
+            episode.log_probs.push(host_log_prob(&logits, action));
+            episode.values.push(self.critic.forward(o)[0]);
+        }
+        episode.finish(0.0, self.gamma, self.lam, self.normalize);
+        Ok(episode)
+    }
 }
 
 /// What one [`DpPpo::train_rollout`] did.
@@ -509,8 +704,49 @@ impl<B: AutodiffBackend> DpPpo<B> {
 
     /// One rollout of N whole episodes, then its K private steps (type docs).
     pub fn train_rollout(&mut self) -> Result<DpPpoStats, AgentError> {
-        let episodes = self.collect_rollout()?;
-        let env_steps = episodes.iter().map(Episode::len).sum();
+        self.train_rollout_with(&[], |_| Ok(()))
+    }
+
+    /// [`DpPpo::train_rollout`] with the episodes `given` (at most N) in place of the first
+    /// `given.len()` collected ones (records 0..`given.len()` of the rollout), and `observe`
+    /// handed every one of the K steps' release with the networks it was computed at, before
+    /// the update is applied ([`DpPpoStep`]): an auditor's canary episodes and the white-box
+    /// adversary's view of a rollout (issue 44, `cargo xtask audit`). The given episodes are
+    /// records like the collected ones, accounted with them; they are not environment steps
+    /// and are not in the episode log, but their returns are in the mean return.
+    pub fn train_rollout_with<F>(
+        &mut self,
+        given: &[GivenEpisode],
+        mut observe: F,
+    ) -> Result<DpPpoStats, AgentError>
+    where
+        F: FnMut(&DpPpoStep<'_, B>) -> Result<(), AgentError>,
+    {
+        let n = self.config.episodes_per_rollout;
+        if given.len() > n {
+            return Err(AgentError::InvalidParameter {
+                name: "given episodes",
+                value: given.len() as f64,
+                expected: "at most episodes_per_rollout",
+            });
+        }
+        let finisher = EpisodeFinisher {
+            actor: HostMlp::from_mlp(&self.networks.actor.valid()),
+            critic: HostMlp::from_mlp(&self.networks.critic.valid()),
+            obs_len: self.obs_len,
+            num_actions: self.num_actions,
+            gamma: self.config.gamma,
+            lam: self.config.lam,
+            normalize: self.config.normalize_advantages_per_episode,
+            max_episode_len: self.config.max_episode_len,
+        };
+        let mut episodes = given
+            .iter()
+            .map(|g| finisher.finish(g))
+            .collect::<Result<Vec<_>, _>>()?;
+        let collected = self.collect_rollout(n - given.len())?;
+        let env_steps = collected.iter().map(Episode::len).sum();
+        episodes.extend(collected);
         let mean_return =
             episodes.iter().map(Episode::episode_return).sum::<f64>() / episodes.len() as f64;
         let losses = EpisodeLosses::<B> {
@@ -527,8 +763,19 @@ impl<B: AutodiffBackend> DpPpo<B> {
                 losses.losses(nets, records, tape)
             },
         );
+        let expected_batch_size = self.engine.expected_batch_size();
         for _ in 0..self.config.steps_per_rollout() {
-            self.private_step(&per_episode)?;
+            self.private_step(&per_episode, |networks, batch, released, clip| {
+                observe(&DpPpoStep {
+                    networks,
+                    losses: &losses,
+                    finisher: &finisher,
+                    batch,
+                    released,
+                    clip,
+                    expected_batch_size,
+                })
+            })?;
         }
         self.rollouts += 1;
         Ok(DpPpoStats {
@@ -559,7 +806,7 @@ impl<B: AutodiffBackend> DpPpo<B> {
         steps: usize,
         mut mark: impl FnMut(DpPpoBenchPhase),
     ) -> Result<(f64, f64), AgentError> {
-        let episodes = self.collect_rollout()?;
+        let episodes = self.collect_rollout(self.config.episodes_per_rollout)?;
         let losses = EpisodeLosses::<B> {
             episodes: &episodes,
             obs_len: self.obs_len,
@@ -598,33 +845,37 @@ impl<B: AutodiffBackend> DpPpo<B> {
         mark(DpPpoBenchPhase::Private);
         let private_start = std::time::Instant::now();
         for _ in 0..steps {
-            self.private_step(&per_episode)?;
+            self.private_step(&per_episode, |_, _, _, _| Ok(()))?;
         }
         let private = private_start.elapsed().as_secs_f64() / steps.max(1) as f64;
         mark(DpPpoBenchPhase::Done);
         Ok((private, plain))
     }
 
-    /// One DP-SGD step of the engine on the rollout's episodes and its Adam update.
-    fn private_step<F>(&mut self, per_episode: &Traced<F>) -> Result<(), AgentError>
+    /// One DP-SGD step of the engine on the rollout's episodes and its Adam update; `observe`
+    /// gets the networks, the batch, the release and the step's C before the update.
+    fn private_step<F, O>(&mut self, per_episode: &Traced<F>, observe: O) -> Result<(), AgentError>
     where
         F: Fn(&PpoNetworks<B>, &[usize], &mut Tape<B>) -> Tensor<B, 1> + Sync,
+        O: FnOnce(&PpoNetworks<B>, &[usize], &GradientRecord, f64) -> Result<(), AgentError>,
     {
+        let clip = self.engine.clip();
         let batch = self.engine.sample()?;
         let released = self
             .engine
             .private_gradient(&self.networks, &batch, per_episode)?;
+        observe(&self.networks, &batch, &released, clip)?;
         let networks = self.networks.clone();
         let grads = autodiff::exclusive(|| released.to_gradients_params(&networks))?;
         self.networks = self.optimizer.step(self.config.lr, networks, grads);
         Ok(())
     }
 
-    /// N whole episodes from the current policy: slot i of the [`VecEnv`] plays
-    /// ⌊N/M⌋ (+1 for the first N mod M slots) episodes to their end, then idles (its steps are
-    /// discarded). Which episodes are collected is fixed in advance, not by their lengths.
-    fn collect_rollout(&mut self) -> Result<Vec<Episode>, AgentError> {
-        let n = self.config.episodes_per_rollout;
+    /// `n` whole episodes from the current policy (N, but for given ones): slot i of the
+    /// [`VecEnv`] plays ⌊n/M⌋ (+1 for the first n mod M slots) episodes to their end, then
+    /// idles (its steps are discarded). Which episodes are collected is fixed in advance, not
+    /// by their lengths.
+    fn collect_rollout(&mut self, n: usize) -> Result<Vec<Episode>, AgentError> {
         let m = self.envs.num_envs();
         let d = self.obs_len;
         let quota: Vec<usize> = (0..m).map(|i| n / m + usize::from(i < n % m)).collect();

@@ -31,6 +31,7 @@ use privrl_privacy::{one_run_guesses, AccountantKind, OneRunGuesses, RandomnessS
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::CanaryRuns;
 use crate::backend::BackendTask;
 
 /// Clip C of the engine (the canaries' gradients have norm 2C).
@@ -59,15 +60,12 @@ pub(super) struct DpSgdAudit {
 /// What the runs produced.
 #[derive(Debug, Clone)]
 pub(super) struct DpSgdScores {
-    pub(super) held_in: Vec<f64>,
-    pub(super) held_out: Vec<f64>,
+    /// Every canary's score, and the accountants' ε of one run ([`CanaryRuns`]), read off the
+    /// engine's own release schedule.
+    pub(super) runs: CanaryRuns,
     /// The one-run auditor's guesses, pooled over the runs (each canary belongs to one run, so
     /// the pooled canaries are still one record each: parallel composition).
     pub(super) one_run: OneRunGuesses,
-    /// ε at δ of one run by the RDP accountant, read off the engine's own release schedule.
-    pub(super) rdp_epsilon: f64,
-    /// The same by the PLD accountant.
-    pub(super) pld_epsilon: f64,
 }
 
 impl BackendTask for DpSgdAudit {
@@ -79,7 +77,7 @@ impl BackendTask for DpSgdAudit {
 }
 
 /// ln(1 − q + q·eᵃ), the per-step log-likelihood ratio.
-fn ln_mixture(q: f64, a: f64) -> f64 {
+pub(super) fn ln_mixture(q: f64, a: f64) -> f64 {
     if q >= 1.0 {
         return a;
     }
@@ -98,15 +96,17 @@ impl DpSgdAudit {
             autodiff::exclusive(|| LinearConfig::new(m, 1).with_bias(false).init::<B>(device));
         let guess = ((ONE_RUN_GUESS_SHARE * m as f64).round() as usize).min(m / 2);
         let mut out = DpSgdScores {
-            held_in: Vec::new(),
-            held_out: Vec::new(),
+            runs: CanaryRuns {
+                held_in: Vec::new(),
+                held_out: Vec::new(),
+                rdp_epsilon: f64::NAN,
+                pld_epsilon: f64::NAN,
+            },
             one_run: OneRunGuesses {
                 canaries: 0,
                 guesses: 0,
                 correct: 0,
             },
-            rdp_epsilon: f64::NAN,
-            pld_epsilon: f64::NAN,
         };
         for run in 0..self.runs as u64 {
             let run_seed = self.seed.wrapping_mul(1_000_003).wrapping_add(run);
@@ -154,8 +154,8 @@ impl DpSgdAudit {
                 }
             }
             if run == 0 {
-                out.rdp_epsilon = engine.schedule().epsilon_by(AccountantKind::Rdp)?;
-                out.pld_epsilon = engine.schedule().epsilon_by(AccountantKind::Pld)?;
+                out.runs.rdp_epsilon = engine.schedule().epsilon_by(AccountantKind::Rdp)?;
+                out.runs.pld_epsilon = engine.schedule().epsilon_by(AccountantKind::Pld)?;
             }
             let guesses = one_run_guesses(&scores, &included, guess, guess)?;
             out.one_run.canaries += guesses.canaries;
@@ -163,9 +163,9 @@ impl DpSgdAudit {
             out.one_run.correct += guesses.correct;
             for (score, is_in) in scores.into_iter().zip(included) {
                 if is_in {
-                    out.held_in.push(score);
+                    out.runs.held_in.push(score);
                 } else {
-                    out.held_out.push(score);
+                    out.runs.held_out.push(score);
                 }
             }
         }

@@ -34,6 +34,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::dpsgd::CLIP;
+use super::CanaryRuns;
 use crate::backend::BackendTask;
 
 /// The environment of the audited agent.
@@ -64,21 +65,10 @@ pub(super) struct DqnTransitionAudit {
     pub(super) copies: usize,
 }
 
-/// What the runs of an RL audit produced, one canary per run.
-#[derive(Debug, Clone)]
-pub(super) struct RlScores {
-    pub(super) held_in: Vec<f64>,
-    pub(super) held_out: Vec<f64>,
-    /// ε at δ per unit (transition, episode) by the agent's RDP accountant.
-    pub(super) rdp_epsilon: f64,
-    /// The same by the PLD accountant.
-    pub(super) pld_epsilon: f64,
-}
-
 impl BackendTask for DqnTransitionAudit {
-    type Output = RlScores;
+    type Output = CanaryRuns;
 
-    fn run<B: Backend>(self, device: B::Device) -> Result<RlScores> {
+    fn run<B: Backend>(self, device: B::Device) -> Result<CanaryRuns> {
         self.scores::<Autodiff<B>>(&device)
     }
 }
@@ -113,14 +103,14 @@ pub(super) fn values(record: &GradientRecord, layout: &GradientRecord) -> Result
 }
 
 impl DqnTransitionAudit {
-    fn scores<B: AutodiffBackend>(&self, device: &B::Device) -> Result<RlScores> {
+    fn scores<B: AutodiffBackend>(&self, device: &B::Device) -> Result<CanaryRuns> {
         ensure!(
             (1..=MAX_STEPS).contains(&self.steps),
             "the DQN audit takes 1 to {MAX_STEPS} steps (q_t = 1), got {}",
             self.steps
         );
         let sigma = self.noise_multiplier;
-        let mut out = RlScores {
+        let mut out = CanaryRuns {
             held_in: Vec::new(),
             held_out: Vec::new(),
             rdp_epsilon: f64::NAN,

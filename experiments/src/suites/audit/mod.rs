@@ -12,6 +12,7 @@
 //! | `dpsgd` | white-box DP-SGD through the `PrivacyEngine` with Dirac gradient canaries, seeded or secure (grid) noise |
 //! | `dqn` | the transition unit of DP-SGD DQN, one canary transition per run, from the agent's releases |
 //! | `reinforce` | the episode unit of DP-SGD REINFORCE, one canary episode per run, from the agent's release |
+//! | `ppo` | the episode unit of DP-PPO, one canary episode per run, from every release of its rollout |
 //! | `dirichlet` | the kickstarting teacher's Dirichlet mechanism, per release |
 //! | `report` | `report.md` from the units on disk, with each criterion's verdict |
 
@@ -19,6 +20,7 @@ mod dirichlet;
 mod dpsgd;
 mod dqn;
 mod local;
+mod ppo;
 mod reinforce;
 mod report;
 mod setting;
@@ -35,7 +37,8 @@ use privrl_privacy::{
 };
 
 use self::dpsgd::DpSgdAudit;
-use self::dqn::{DqnTransitionAudit, RlScores};
+use self::dqn::DqnTransitionAudit;
+use self::ppo::PpoEpisodeAudit;
 use self::reinforce::ReinforceEpisodeAudit;
 use self::units::{AuditUnit, DirichletRow, GdpRow, OneRunRow};
 use crate::backend::{dispatch, BackendChoice};
@@ -51,8 +54,8 @@ const SUITE: &str = "audit";
 pub struct AuditArgs {
     /// CI-sized audits (seconds on 2 cores): 2·10⁴ releases per input for the local
     /// mechanisms instead of 2·10⁶, 5 DP-SGD runs of 200 canaries instead of 100 runs of
-    /// 1000, and 2000 runs of each RL unit audit (DQN, REINFORCE) instead of 20,000. Written
-    /// to runs/audit/ unless --out is given.
+    /// 1000, and 2000 runs of each RL unit audit (DQN, REINFORCE, DP-PPO) instead of
+    /// 20,000. Written to runs/audit/ unless --out is given.
     #[arg(long)]
     pub quick: bool,
     /// Directory of the units (`units/<setting>/seed<k>.json`) and of report.md. Default
@@ -206,13 +209,6 @@ pub fn audit(setting: &Setting, args: &AuditArgs) -> Result<AuditUnit> {
                     secure,
                 },
             )?;
-            let trials = (scores.held_in.len() + scores.held_out.len()) as u64;
-            let canary_scores = CanaryScores::new(scores.held_in, scores.held_out)?;
-            let split = ThresholdChoice::Split {
-                selection_fraction: SELECTION_FRACTION,
-                seed,
-            };
-            let counting = counting_audit(&canary_scores, delta, confidence, &split)?;
             let one_run = OneRunRow {
                 guesses: scores.one_run,
                 epsilon: one_run_epsilon_lower_bound(
@@ -225,25 +221,10 @@ pub fn audit(setting: &Setting, args: &AuditArgs) -> Result<AuditUnit> {
             };
             // Only at q = 1 is the run's trade-off curve Gaussian (μ = √T/σ), so that the
             // μ-GDP reading bounds ε.
-            let gdp = if sample_rate == 1.0 {
-                let test = gaussian_dp_audit(&canary_scores, confidence, &split)?;
-                Some(GdpRow {
-                    epsilon: gdp_epsilon(test.bound, delta)?,
-                    test,
-                    mu_exact: (steps as f64).sqrt() / noise_multiplier,
-                })
-            } else {
-                None
-            };
+            let mu_exact = (sample_rate == 1.0).then(|| (steps as f64).sqrt() / noise_multiplier);
             AuditUnit {
-                rdp_epsilon: Some(scores.rdp_epsilon),
-                pld_epsilon: Some(scores.pld_epsilon),
-                delta,
                 one_run: Some(one_run),
-                gdp,
-                trials,
-                runs: runs as u64,
-                ..local(counting, trials)
+                ..canary_unit(setting, args, scores.runs, mu_exact, runs)?
             }
         }
         Setting::DqnTransition {
@@ -277,7 +258,33 @@ pub fn audit(setting: &Setting, args: &AuditArgs) -> Result<AuditUnit> {
                     seed,
                 },
             )?;
-            rl_unit(setting, args, scores, 1.0 / noise_multiplier, runs)?
+            canary_unit(setting, args, scores, Some(1.0 / noise_multiplier), runs)?
+        }
+        Setting::PpoEpisode {
+            noise_multiplier,
+            episodes_per_rollout,
+            minibatch_episodes,
+            epochs,
+            runs,
+        } => {
+            let (sample_rate, steps) =
+                setting::ppo_rate_and_steps(episodes_per_rollout, minibatch_episodes, epochs);
+            let scores = dispatch(
+                args.backend,
+                PpoEpisodeAudit {
+                    noise_multiplier,
+                    episodes_per_rollout,
+                    minibatch_episodes,
+                    epochs,
+                    runs,
+                    delta,
+                    seed,
+                },
+            )?;
+            // At q = 1 one episode's K releases are Gaussian (μ = √K/σ); at q < 1 only the
+            // counting audit bounds ε.
+            let mu_exact = (sample_rate == 1.0).then(|| (steps as f64).sqrt() / noise_multiplier);
+            canary_unit(setting, args, scores, mu_exact, runs)?
         }
     };
     unit.wall_s = start.elapsed().as_secs_f64();
@@ -291,17 +298,34 @@ pub fn audit(setting: &Setting, args: &AuditArgs) -> Result<AuditUnit> {
 fn dqn_unit(setting: &Setting, args: &AuditArgs, audit: DqnTransitionAudit) -> Result<AuditUnit> {
     let scores = dispatch(args.backend, audit)?;
     let mu = (audit.steps as f64).sqrt() / audit.noise_multiplier;
-    rl_unit(setting, args, scores, mu, audit.runs)
+    canary_unit(setting, args, scores, Some(mu), audit.runs)
 }
 
-/// The unit of an RL audit with one canary per run, every release at q = 1 (the canary's
-/// trade-off curve is Gaussian, μ-GDP with `mu_exact`): the counting audit and the Gaussian
-/// reading; no one-run audit.
-fn rl_unit(
+/// What the runs of a canary audit produced: the scores of the canaries that were in and of
+/// those that were out, and the accountants' ε at δ for one canary's unit (a record, a
+/// transition, an episode) over the releases it could enter.
+#[derive(Debug, Clone)]
+pub(super) struct CanaryRuns {
+    pub(super) held_in: Vec<f64>,
+    pub(super) held_out: Vec<f64>,
+    /// ε at δ per unit by the RDP accountant.
+    pub(super) rdp_epsilon: f64,
+    /// The same by the PLD accountant.
+    pub(super) pld_epsilon: f64,
+}
+
+/// The unit of a canary audit, the one set-up every canary row shares (DP-SGD's gradient
+/// canaries, the RL agents' canary transitions and episodes): the counting audit with its
+/// threshold chosen on a random [`SELECTION_FRACTION`] of the scores and counted on the rest,
+/// and, where `mu_exact` is given, the Gaussian trade-off reading on the same split. Give
+/// `mu_exact` only where one canary's trade-off curve is Gaussian (μ-GDP with that μ: every
+/// release at q = 1), the one case where the μ bound is a bound on ε. No one-run audit: the
+/// caller adds it where a run holds many canaries.
+fn canary_unit(
     setting: &Setting,
     args: &AuditArgs,
-    scores: RlScores,
-    mu_exact: f64,
+    scores: CanaryRuns,
+    mu_exact: Option<f64>,
     runs: usize,
 ) -> Result<AuditUnit> {
     let (seed, confidence, delta) = (args.seed, args.confidence, args.delta);
@@ -312,7 +336,17 @@ fn rl_unit(
         seed,
     };
     let counting = counting_audit(&canary_scores, delta, confidence, &split)?;
-    let test = gaussian_dp_audit(&canary_scores, confidence, &split)?;
+    let gdp = match mu_exact {
+        Some(mu_exact) => {
+            let test = gaussian_dp_audit(&canary_scores, confidence, &split)?;
+            Some(GdpRow {
+                epsilon: gdp_epsilon(test.bound, delta)?,
+                test,
+                mu_exact,
+            })
+        }
+        None => None,
+    };
     Ok(AuditUnit {
         setting: setting.clone(),
         seed,
@@ -323,11 +357,7 @@ fn rl_unit(
         confidence,
         counting,
         one_run: None,
-        gdp: Some(GdpRow {
-            epsilon: gdp_epsilon(test.bound, delta)?,
-            test,
-            mu_exact,
-        }),
+        gdp,
         trials,
         runs: runs as u64,
         wall_s: 0.0,

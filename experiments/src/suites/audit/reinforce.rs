@@ -7,17 +7,22 @@
 //! accounts each episode as one Gaussian release at q = 1 (its episodes are used once and
 //! discarded), where zero-out gives the add/remove ε that is printed.
 //!
-//! Each run is a real [`DpSgdReinforce`] on CartPole with L = 1 episode per step (the slides'
-//! setting): its per-episode gradient, the engine's sampling (q = 1, N = L), clipping, noise,
-//! divisor L and accountant are the agent's own. The audit hands the agent, through
-//! [`DpSgdReinforce::train_step_with`], a canary episode in place of its first fresh episode:
+//! Each run is a real [`DpSgdReinforce`] on CartPole with L episodes per step (L = 1: the
+//! slides' setting): its per-episode gradient, the engine's sampling (q = 1, N = L), clipping,
+//! noise, divisor L and accountant are the agent's own. The audit hands the agent, through
+//! [`DpSgdReinforce::train_step_with`], all L episodes of its step: a canary episode first, and
+//! for L > 1 the L − 1 others, real CartPole episodes played by another policy (a second
+//! [`Reinforce`] of its own seed), which the adversary knows and whose clipped gradients at the
+//! release's parameters it subtracts (clip_C by hand, as the engine clips). The canary:
 //! with probability ½ (drawn before the run) the canary (one step from the zero observation,
 //! action 0, weight R = 10⁴, so its gradient is far above C and clipped to norm C), otherwise
 //! the same episode with weight 0, whose gradient is exactly zero: in/out is zero-out of the
 //! canary with L and every public quantity unchanged. The score
-//! is the release (times L, the divisor) projected on the canary's gradient direction at the
-//! release's parameters, over σC: with L = 1, y = b/σ + z with z ~ N(0, 1) and b = 1 when the
-//! canary is in, the Neyman–Pearson test of one Gaussian release. Later steps use other
+//! is the release times L (the divisor), less the other episodes' clipped gradients, projected
+//! on the canary's gradient direction at the release's parameters, over σC:
+//! y = b/σ + z with z ~ N(0, 1) and b = 1 when the canary is in, the Neyman–Pearson test of one
+//! Gaussian release, whatever L (batching L episodes keeps one episode's ε and divides the
+//! noise on the mean by L, which the audit checks). Later steps use other
 //! episodes only, so one step is the whole of a canary's exposure. One canary per run: the
 //! runs are independent trials.
 
@@ -32,13 +37,16 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::dpsgd::CLIP;
-use super::dqn::{values, RlScores};
+use super::dqn::values;
+use super::CanaryRuns;
 use crate::backend::BackendTask;
 
 /// The environment of the audited agent.
 const ENV: &str = "CartPole-v1";
 /// The canary's weight R of log π(a|s): its gradient is far above C.
 const CANARY_RETURN: f32 = 1.0e4;
+/// What the seed of the agent that plays the step's other episodes is XORed with.
+const OTHERS_STREAM: u64 = 0x07e4_5000;
 
 /// One episode-unit audit: `runs` REINFORCE runs of one DP-SGD step of L episodes, one canary
 /// each.
@@ -53,9 +61,9 @@ pub(super) struct ReinforceEpisodeAudit {
 }
 
 impl BackendTask for ReinforceEpisodeAudit {
-    type Output = RlScores;
+    type Output = CanaryRuns;
 
-    fn run<B: Backend>(self, device: B::Device) -> Result<RlScores> {
+    fn run<B: Backend>(self, device: B::Device) -> Result<CanaryRuns> {
         self.scores::<Autodiff<B>>(&device)
     }
 }
@@ -73,9 +81,9 @@ fn canary(obs_len: usize, weight: f32) -> EpisodeBatch {
 }
 
 impl ReinforceEpisodeAudit {
-    fn scores<B: AutodiffBackend>(&self, device: &B::Device) -> Result<RlScores> {
+    fn scores<B: AutodiffBackend>(&self, device: &B::Device) -> Result<CanaryRuns> {
         let sigma = self.noise_multiplier;
-        let mut out = RlScores {
+        let mut out = CanaryRuns {
             held_in: Vec::new(),
             held_out: Vec::new(),
             rdp_epsilon: f64::NAN,
@@ -98,7 +106,23 @@ impl ReinforceEpisodeAudit {
             let obs_len = reinforce.policy().d_input();
             let mut agent = DpSgdReinforce::new(reinforce, &dp_config, run_seed ^ 0xd9_5e0d)?;
             let probe = canary(obs_len, CANARY_RETURN);
-            let given = canary(obs_len, if is_in { CANARY_RETURN } else { 0.0 });
+            // The step's other L − 1 episodes: real CartPole episodes of another policy, which
+            // the adversary knows (DP's adversary may know every other record).
+            let others: Vec<EpisodeBatch> = if self.episodes_per_step > 1 {
+                let mut source = Reinforce::<B>::new(
+                    config.clone(),
+                    privrl_envs::make(ENV)?,
+                    device,
+                    run_seed ^ OTHERS_STREAM,
+                )?;
+                (1..self.episodes_per_step)
+                    .map(|_| source.collect_episode())
+                    .collect::<Result<_, _>>()?
+            } else {
+                Vec::new()
+            };
+            let mut given = vec![canary(obs_len, if is_in { CANARY_RETURN } else { 0.0 })];
+            given.extend(others.iter().cloned());
             let mut score = None;
             let mut failure = None;
             let mut observe = |policy: &Reinforce<B>, released: &GradientRecord| {
@@ -106,10 +130,21 @@ impl ReinforceEpisodeAudit {
                     let direction = values(&policy.gradient(&probe)?, released)?;
                     let norm = direction.iter().map(|v| v * v).sum::<f64>().sqrt();
                     ensure!(norm > CLIP, "the canary's gradient {norm} is not above C");
+                    // Σ clip_C(g_o) over the other episodes, at the release's parameters.
+                    let mut others_sum = vec![0.0f64; direction.len()];
+                    for other in &others {
+                        let g = values(&policy.gradient(other)?, released)?;
+                        let g_norm = g.iter().map(|v| v * v).sum::<f64>().sqrt();
+                        let factor = if g_norm > CLIP { CLIP / g_norm } else { 1.0 };
+                        for (s, v) in others_sum.iter_mut().zip(&g) {
+                            *s += v * factor;
+                        }
+                    }
                     let projection: f64 = values(released, released)?
                         .iter()
+                        .zip(&others_sum)
                         .zip(&direction)
-                        .map(|(r, d)| r * divisor * d)
+                        .map(|((r, o), d)| (r * divisor - o) * d)
                         .sum();
                     Ok(projection / (norm * sigma * CLIP))
                 };
@@ -119,7 +154,7 @@ impl ReinforceEpisodeAudit {
                 }
                 Ok(())
             };
-            agent.train_step_with(std::slice::from_ref(&given), &mut observe)?;
+            agent.train_step_with(&given, &mut observe)?;
             if let Some(e) = failure {
                 return Err(e);
             }

@@ -56,6 +56,32 @@ pub(super) const CRITERION_DQN: &str = "At the full size (20,000 runs, one canar
 /// Least ratio (Gaussian reading) / PLD ε of criterion 6.
 const DQN_GDP_RATIO: f64 = 0.75;
 
+/// Criterion 7: DP-PPO's episode unit, audited through the agent's rollout (fixed before its
+/// runs; the q = 0.5 threshold from a simulation of the ideal test of these K releases outside
+/// privrl: its counting bound at this size is about 3.0, against RDP's 7.6).
+pub(super) const CRITERION_PPO: &str = "At the full size (20,000 runs, one canary each), \
+    DP-PPO's episode unit through `DpPpo::train_rollout_with` (σ = 1, C = 1, CartPole, the \
+    canary observed at every one of the rollout's K steps; q = 1, K = 2, N = 2 and q = 0.5, \
+    K = 4, N = 4): no lower bound above the agent's ε per episode (criterion 1); at q = 1 the \
+    Gaussian trade-off reading at least 0.75 × the PLD accountant's ε per episode (as \
+    criterion 6), at q = 0.5 the counting bound at least 0.3 × it.";
+
+/// Least ratios of criterion 7: Gaussian reading at q = 1, counting at q < 1, over PLD ε.
+const PPO_GDP_RATIO: f64 = 0.75;
+const PPO_COUNTING_RATIO: f64 = 0.3;
+
+/// Criterion 8: REINFORCE with L > 1 episodes per step (fixed before its runs).
+pub(super) const CRITERION_REINFORCE_BATCH: &str = "At the full size (20,000 runs, one canary \
+    each), DP-SGD REINFORCE's episode unit with L = 4 episodes per step (σ = 1; the canary \
+    among 3 other CartPole episodes that the adversary knows and subtracts): no lower bound \
+    above the agent's ε per episode (criterion 1, one release at q = 1 whatever L), and the \
+    Gaussian trade-off reading at least 0.75 × the PLD accountant's ε (as criterion 6).";
+
+/// Whether `unit` is REINFORCE with more than one episode per step (criterion 8).
+fn is_reinforce_batch(unit: &AuditUnit) -> bool {
+    matches!(unit.setting, Setting::ReinforceEpisode { episodes_per_step, .. } if episodes_per_step > 1)
+}
+
 /// The paper's figure for the teacher at k = 5 (paper 000: (4.46, 0.05)-DP).
 const PAPER_DIRICHLET_EPSILON: f64 = 4.46;
 
@@ -69,9 +95,9 @@ fn is_full(setting: &Setting) -> bool {
         | Setting::Prs { releases, .. }
         | Setting::Dirichlet { releases, .. } => releases >= 2_000_000,
         Setting::DpSgd { canaries, runs, .. } => canaries * runs >= 100_000,
-        Setting::DqnTransition { runs, .. } | Setting::ReinforceEpisode { runs, .. } => {
-            runs >= super::setting::FULL_RL_RUNS
-        }
+        Setting::DqnTransition { runs, .. }
+        | Setting::ReinforceEpisode { runs, .. }
+        | Setting::PpoEpisode { runs, .. } => runs >= super::setting::FULL_RL_RUNS,
     }
 }
 
@@ -240,14 +266,46 @@ pub(super) fn write(
         },
     );
     lines.push(criterion_line(5, CRITERION_SECURE, secure));
-    let dqn = judged(units, is_rl, |u| {
+    let dqn = judged(
+        units,
+        |u| is_rl(u) && !is_ppo(u) && !is_reinforce_batch(u),
+        |u| {
+            let r = gdp_ratio(u);
+            (
+                lower_bound_above_upper(u).is_none() && r >= DQN_GDP_RATIO,
+                format!("Gaussian reading {}", format_number(r)),
+            )
+        },
+    );
+    lines.push(criterion_line(6, CRITERION_DQN, dqn));
+    let ppo = judged(units, is_ppo, |u| {
+        let sound = lower_bound_above_upper(u).is_none();
+        match u.gdp {
+            Some(_) => {
+                let r = gdp_ratio(u);
+                (
+                    sound && r >= PPO_GDP_RATIO,
+                    format!("Gaussian reading {}", format_number(r)),
+                )
+            }
+            None => {
+                let r = ratio(u.counting.bound, u.pld_epsilon);
+                (
+                    sound && r >= PPO_COUNTING_RATIO,
+                    format!("counting {}", format_number(r)),
+                )
+            }
+        }
+    });
+    lines.push(criterion_line(7, CRITERION_PPO, ppo));
+    let batch = judged(units, is_reinforce_batch, |u| {
         let r = gdp_ratio(u);
         (
             lower_bound_above_upper(u).is_none() && r >= DQN_GDP_RATIO,
             format!("Gaussian reading {}", format_number(r)),
         )
     });
-    lines.push(criterion_line(6, CRITERION_DQN, dqn));
+    lines.push(criterion_line(8, CRITERION_REINFORCE_BATCH, batch));
     report.paragraph(&lines.join("\n"));
 
     local_table(&mut report, units);
@@ -270,13 +328,14 @@ pub(super) fn write(
     }
     report.bullets(&seen);
     report.heading("Not audited yet").paragraph(
-        "DP-PPO's episode unit; the RL units at q < 1 (DQN once its buffer outgrows |B|, \
-         where the adversary no longer knows the batch) and with L > 1 episodes per \
-         REINFORCE step; a DQN observation as a group of two transitions; a user who \
-         contributes many episodes; the gradient inversion attacks (QGI/RGI) turned into \
-         membership guesses; and the secure mode's other grid mechanism (the bounded \
-         observation noise). None of them is in this report. Secure mode is audited for \
-         DP-SGD's grid Gaussian only.",
+        "DQN's transition unit at q < 1 (once its buffer outgrows |B|, where the adversary no \
+         longer knows the batch; `DpSgdDqn::step_observed` does not hand the auditor the \
+         batch); a DQN observation as a group of two transitions; a user who contributes many episodes \
+         (of any RL agent); DP-PPO with more than one rollout, with adaptive clipping, or at \
+         a target ε; the gradient inversion attacks (QGI/RGI) turned into membership \
+         guesses; and the secure mode's other grid mechanism (the bounded observation \
+         noise). None of them is in this report. Secure mode is audited for DP-SGD's grid \
+         Gaussian only.",
     );
     let mut command = format!(
         "cargo xtask audit --seed {} --confidence {} --delta {}",
@@ -423,8 +482,15 @@ fn dpsgd_table(report: &mut Report, units: &[AuditUnit]) {
 fn is_rl(unit: &AuditUnit) -> bool {
     matches!(
         unit.setting,
-        Setting::DqnTransition { .. } | Setting::ReinforceEpisode { .. }
+        Setting::DqnTransition { .. }
+            | Setting::ReinforceEpisode { .. }
+            | Setting::PpoEpisode { .. }
     )
+}
+
+/// DP-PPO's episode unit (criterion 7).
+fn is_ppo(unit: &AuditUnit) -> bool {
+    matches!(unit.setting, Setting::PpoEpisode { .. })
 }
 
 fn rl_table(report: &mut Report, units: &[AuditUnit]) {
@@ -448,6 +514,7 @@ fn rl_table(report: &mut Report, units: &[AuditUnit]) {
                 "white-box".into(),
                 match u.setting {
                     Setting::ReinforceEpisode { .. } => "episode, zero-out (= add/remove at q = 1)",
+                    Setting::PpoEpisode { .. } => "episode, add/remove (zero-out, N public)",
                     _ => "transition, add/remove",
                 }
                 .into(),
@@ -487,14 +554,31 @@ fn rl_table(report: &mut Report, units: &[AuditUnit]) {
              own, per transition, add/remove, at δ. A transition is the unit privrl states for \
              DQN; one observation lives in two transitions (s of one, s′ of the one before), \
              a group of 2, which these rows do not test. REINFORCE: each run is a real \
-             `DpSgdReinforce` on CartPole-v1 (MLP 16, no dropout, L = 1 episode per step, \
-             C = 1) taking one step through `DpSgdReinforce::train_step_with`, which hands it \
-             the canary in place of a fresh episode: with probability ½ the canary (one step \
-             from the zero observation, action 0, weight R = 10⁴), otherwise the same episode \
-             with weight 0, whose gradient is exactly zero: privrl's stated zero-out \
-             adjacency (L unchanged), whose ε at q = 1 is the add/remove one that is printed; the score is the release projected on the canary's gradient. privrl \
-             accounts an episode as one release at q = 1 (it is used once), so one step is \
-             the canary's whole exposure. DP-PPO's episode unit is not audited.",
+             `DpSgdReinforce` on CartPole-v1 (MLP 16, no dropout, L episodes per step, C = 1) \
+             taking one step through `DpSgdReinforce::train_step_with`, which hands it the \
+             step's L episodes in place of fresh ones: first, with probability ½ the canary \
+             (one step from the zero observation, action 0, weight R = 10⁴), otherwise the \
+             same episode with weight 0, whose gradient is exactly zero: privrl's stated \
+             zero-out adjacency (L unchanged), whose ε at q = 1 is the add/remove one that is \
+             printed; for L > 1 then L − 1 CartPole episodes played by another policy, which \
+             the adversary knows. The score is the release times L, less the other episodes' \
+             clipped gradients, projected on the canary's gradient. privrl accounts an episode \
+             as one release at q = 1 (it is used once), whatever L, so one step is the \
+             canary's whole exposure. DP-PPO: each run is a real `DpPpo` on CartPole-v1 \
+             (actor and critic MLP 8, C = 1, one rollout of N episodes, K steps at rate q) \
+             through `DpPpo::train_rollout_with`, which places the canary (one step from \
+             observation 10·𝟏, action 0, reward 10⁴) as record 0 of the rollout with loss \
+             weight 1 (in, probability ½) or 0 (out: its gradient is exactly zero, the rollout \
+             without it, N public) and hands the auditor each of the K releases with the \
+             networks before the update (`DpPpoStep`). At each step the adversary multiplies \
+             the release by qN, subtracts the other sampled episodes' clipped gradients (the \
+             engine's path without noise), and projects the rest on the canary's clipped \
+             gradient; the score sums over the K steps the log-likelihood ratio \
+             ln(1 − q + q·exp(y/σ − 1/(2σ²))) of that projection y (in σC units), the \
+             Neyman–Pearson test of the K releases when the canary is Poisson-sampled into \
+             each with probability q (at q = 1 it is the sum of projections). The accountants' \
+             ε is the agent's own ε per episode (K steps at (q, σ)); the Gaussian reading is \
+             computed only at q = 1 (μ = √K/σ).",
         )
         .table(
             &[

@@ -80,6 +80,32 @@ pub enum Setting {
         /// Independent runs (= canaries).
         runs: usize,
     },
+    /// The episode unit of DP-PPO ([`privrl_agents::DpPpo`] on CartPole), one canary episode
+    /// per run among the N of one rollout, observed at every one of the rollout's K steps.
+    PpoEpisode {
+        /// σ.
+        noise_multiplier: f64,
+        /// N: episodes per rollout.
+        episodes_per_rollout: usize,
+        /// qN: expected episodes per step (q = qN/N).
+        minibatch_episodes: usize,
+        /// E: passes over the rollout; K = E·⌈N/qN⌉ steps.
+        epochs: usize,
+        /// Independent runs (= canaries).
+        runs: usize,
+    },
+}
+
+/// q = qN/N and K = E·⌈N/qN⌉ of a DP-PPO setting (as [`privrl_agents::DpPpoConfig`] has them).
+pub(super) fn ppo_rate_and_steps(
+    episodes_per_rollout: usize,
+    minibatch_episodes: usize,
+    epochs: usize,
+) -> (f64, u64) {
+    (
+        minibatch_episodes as f64 / episodes_per_rollout as f64,
+        (epochs * episodes_per_rollout.div_ceil(minibatch_episodes)) as u64,
+    )
 }
 
 impl Setting {
@@ -126,6 +152,16 @@ impl Setting {
                 episodes_per_step,
                 runs,
             } => format!("reinforce-episode-sigma{noise_multiplier}-l{episodes_per_step}-r{runs}"),
+            Setting::PpoEpisode {
+                noise_multiplier,
+                episodes_per_rollout,
+                minibatch_episodes,
+                epochs,
+                runs,
+            } => format!(
+                "ppo-episode-sigma{noise_multiplier}-n{episodes_per_rollout}-b{minibatch_episodes}\
+                 -e{epochs}-r{runs}"
+            ),
         }
     }
 
@@ -173,6 +209,18 @@ impl Setting {
                 episodes_per_step,
                 ..
             } => format!("DP-SGD REINFORCE, σ = {noise_multiplier}, L = {episodes_per_step}"),
+            Setting::PpoEpisode {
+                noise_multiplier,
+                episodes_per_rollout,
+                minibatch_episodes,
+                epochs,
+                ..
+            } => {
+                let (q, k) = ppo_rate_and_steps(episodes_per_rollout, minibatch_episodes, epochs);
+                format!(
+                    "DP-PPO, σ = {noise_multiplier}, q = {q}, K = {k}, N = {episodes_per_rollout}"
+                )
+            }
         }
     }
 
@@ -214,8 +262,15 @@ impl Setting {
             }
             Setting::ReinforceEpisode { .. } => {
                 "white-box REINFORCE: the adversary sees the noisy gradient the agent releases \
-                 and the parameters it is computed at, and inserts one canary episode (one \
-                 step from the zero observation, weight 10⁴)"
+                 and the parameters it is computed at, knows the step's other L − 1 episodes, \
+                 and inserts one canary episode (one step from the zero observation, weight \
+                 10⁴)"
+            }
+            Setting::PpoEpisode { .. } => {
+                "white-box DP-PPO: the adversary sees every one of the rollout's K noisy updates \
+                 and the networks each is computed at, knows the rollout's other episodes and \
+                 which of them each step sampled (not whether the canary was), and inserts one \
+                 canary episode (one step from observation 10·𝟏, reward 10⁴)"
             }
         }
     }
@@ -236,6 +291,11 @@ impl Setting {
                 "one episode, zero-out (privrl's stated REINFORCE unit and adjacency: the \
                  canary's gradient or zero among L episodes, one release at q = 1, where it \
                  gives the add/remove ε; a user with many episodes is not what is tested)"
+            }
+            Setting::PpoEpisode { .. } => {
+                "one episode, add/remove (the canary's loss weight 1 or 0 among N episodes, N \
+                 public; privrl's stated DP-PPO unit, every step of its rollout composed at \
+                 (q, σ); a user with many episodes is not what is tested)"
             }
         }
     }
@@ -310,6 +370,28 @@ pub fn plan(quick: bool) -> Vec<Setting> {
         Setting::ReinforceEpisode {
             noise_multiplier: 2.0,
             episodes_per_step: 1,
+            runs: dqn_runs,
+        },
+        // L > 1: the canary among L − 1 other episodes that the adversary knows.
+        Setting::ReinforceEpisode {
+            noise_multiplier: 1.0,
+            episodes_per_step: 4,
+            runs: dqn_runs,
+        },
+        // DP-PPO's episode unit: q = 1, K = 2 (a Gaussian trade-off curve, μ = √2) and
+        // q = 0.5, K = 4 (the canary Poisson-sampled into some of the K steps).
+        Setting::PpoEpisode {
+            noise_multiplier: 1.0,
+            episodes_per_rollout: 2,
+            minibatch_episodes: 2,
+            epochs: 2,
+            runs: dqn_runs,
+        },
+        Setting::PpoEpisode {
+            noise_multiplier: 1.0,
+            episodes_per_rollout: 4,
+            minibatch_episodes: 2,
+            epochs: 2,
             runs: dqn_runs,
         },
         // The AirRaid teacher's release at k₀ (results/kickstart-airraid: m = 6, k₀ = 5,
