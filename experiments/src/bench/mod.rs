@@ -508,8 +508,13 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let mut report = Report::new(&dir, "privrl benchmarks");
     report
         .paragraph(&format!(
-            "Single-threaded, release build, {} steps per measurement, random actions. \
+            "Single-threaded, {}, {} steps per measurement, random actions. \
              Criterion benches of the same: `cargo bench -p privrl-bench`.",
+            if cfg!(debug_assertions) {
+                "a build with debug assertions (the dev profile: not a speed figure)"
+            } else {
+                "release build"
+            },
             args.env_steps
         ))
         .heading("Environment steps per second");
