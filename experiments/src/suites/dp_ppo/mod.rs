@@ -599,7 +599,11 @@ fn write_report(plan: &Plan, store: &UnitStore<DpPpoUnit>, quick: bool) -> Resul
             Cell::from(format!("{}", of_point.len())),
             Cell::from(format_number(first.noise_multiplier)),
             Cell::from(format_number(per_episode)),
-            Cell::from(format_mean_std(&whole)),
+            Cell::from(if whole.iter().all(|e| e.is_infinite()) {
+                "∞".to_string()
+            } else {
+                format_mean_std(&whole)
+            }),
             Cell::from(format_mean_std(&finals)),
             Cell::from(format!(
                 "{}",
