@@ -96,16 +96,18 @@ pub enum Setting {
     },
 }
 
-/// q = qN/N and K = E·⌈N/qN⌉ of a DP-PPO setting (as [`privrl_agents::DpPpoConfig`] has them).
+/// q = qN/N and K = E·⌈N/qN⌉ of a DP-PPO setting, by [`privrl_agents::DpPpoConfig`] itself.
 pub(super) fn ppo_rate_and_steps(
     episodes_per_rollout: usize,
     minibatch_episodes: usize,
     epochs: usize,
 ) -> (f64, u64) {
-    (
-        minibatch_episodes as f64 / episodes_per_rollout as f64,
-        (epochs * episodes_per_rollout.div_ceil(minibatch_episodes)) as u64,
-    )
+    // DP-PPO's own formulas (q = qN/N, K = E·⌈N/qN⌉), not a copy of them.
+    let config = privrl_agents::DpPpoConfig::new()
+        .with_episodes_per_rollout(episodes_per_rollout)
+        .with_minibatch_episodes(minibatch_episodes)
+        .with_epochs(epochs);
+    (config.sample_rate(), config.steps_per_rollout())
 }
 
 impl Setting {
