@@ -643,7 +643,8 @@ mod tests {
                     // α = 1.5: 9.8e-5) and 7e-9 at s² = 4 (v = 5, q = 0.01, α = 1.5), both
                     // confirmed against 30-digit quadrature of the continuous one; within 1e-9
                     // from s² = 25 on. (At s² = 4, v = 3, q = 0.001 the accountant's own
-                    // fractional-order value is 2.4e-8 below the quadrature's.)
+                    // fractional-order value was 2.4e-8 below the quadrature's, before its
+                    // series tail was bounded: `tests/rdp_exact.rs`.)
                     let slack = match (alpha.fract() != 0.0, variance) {
                         (true, 1) => 1e-4 * accounted,
                         (true, 4) => 1e-7 * accounted,
