@@ -208,6 +208,39 @@ fn a_seed_fixes_every_byte() {
     assert_ne!(logits_a, logits_c, "another seed, another run");
 }
 
+/// The annealed rate (CleanRL's `anneal_lr`, over rollouts) is lr·(1 − r/R): with R = 2 the
+/// first rollout trains as without annealing, the second at half the rate (so it lands
+/// elsewhere), and the third at 0, which leaves the policy where it was; without annealing the
+/// third rollout moves it.
+#[test]
+fn an_annealed_rate_reaches_zero_and_then_leaves_the_policy_alone() {
+    let config = small(DpPpoNoise::NoiseMultiplier(0.8))
+        .with_lr(1e-2)
+        .with_lr_anneal_rollouts(Some(2));
+    assert_eq!(
+        (0..4).map(|r| config.learning_rate(r)).collect::<Vec<_>>(),
+        [1e-2, 5e-3, 0.0, 0.0]
+    );
+    let bits = |x: Vec<f32>| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    let obs = [0.01, -0.02, 0.03, 0.04];
+    let mut annealed = agent(config.clone(), 41);
+    let mut constant = agent(config.clone().with_lr_anneal_rollouts(None), 41);
+    let logits = |a: &mut DpPpo<B>| {
+        a.train_rollout().unwrap();
+        bits(a.logits(&obs))
+    };
+    assert_eq!(
+        logits(&mut annealed),
+        logits(&mut constant),
+        "rollout 0: full rate"
+    );
+    let (second_annealed, second_constant) = (logits(&mut annealed), logits(&mut constant));
+    assert_ne!(second_annealed, second_constant, "rollout 1: half the rate");
+    assert_eq!(logits(&mut annealed), second_annealed, "rollout 2: rate 0");
+    assert_ne!(logits(&mut constant), second_constant);
+    assert!(config.with_lr_anneal_rollouts(Some(0)).validate().is_err());
+}
+
 #[test]
 fn a_resumed_run_continues_bit_for_bit_and_keeps_its_releases() {
     use privrl_agents::Agent;

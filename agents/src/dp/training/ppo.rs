@@ -67,6 +67,13 @@ pub struct DpPpoConfig {
     /// jointly).
     #[config(default = 1e-3)]
     pub lr: f64,
+    /// Linear decay of Adam's rate over rollouts (CleanRL's `anneal_lr`): rollout r (from 0)
+    /// trains at lr·max(0, 1 − r/R), R this, so rollout R and later ones leave the networks
+    /// where they are. Counted in rollouts, a public number, not in environment steps, which
+    /// are sums of the private episodes' lengths: the rate reads nothing of the data. `None`:
+    /// the rate stays `lr`.
+    #[config(default = "None")]
+    pub lr_anneal_rollouts: Option<u64>,
     /// ε of PPO's clipped surrogate (Schulman et al. 2017, eq. 7).
     #[config(default = 0.2)]
     pub clip_ratio: f64,
@@ -144,6 +151,9 @@ impl DpPpoConfig {
         }
         check_count("epochs", self.epochs)?;
         check_positive("lr", self.lr)?;
+        if let Some(rollouts) = self.lr_anneal_rollouts {
+            check_count("lr_anneal_rollouts", rollouts as usize)?;
+        }
         check_positive("clip_ratio", self.clip_ratio)?;
         check_unit_interval("gamma", self.gamma)?;
         check_unit_interval("lam", self.lam)?;
@@ -152,6 +162,15 @@ impl DpPpoConfig {
         check_count("max_episode_len", self.max_episode_len)?;
         check_hidden("hidden", &self.hidden)?;
         Ok(())
+    }
+
+    /// Adam's rate for the rollout that follows `rollouts_done` rollouts
+    /// ([`DpPpoConfig::lr_anneal_rollouts`]).
+    pub fn learning_rate(&self, rollouts_done: u64) -> f64 {
+        match self.lr_anneal_rollouts {
+            Some(total) => self.lr * (1.0 - rollouts_done as f64 / total as f64).max(0.0),
+            None => self.lr,
+        }
     }
 
     /// q = qN / N, the Poisson rate of every minibatch step.
@@ -764,8 +783,9 @@ impl<B: AutodiffBackend> DpPpo<B> {
             },
         );
         let expected_batch_size = self.engine.expected_batch_size();
+        let lr = self.config.learning_rate(self.rollouts);
         for _ in 0..self.config.steps_per_rollout() {
-            self.private_step(&per_episode, |networks, batch, released, clip| {
+            self.private_step(lr, &per_episode, |networks, batch, released, clip| {
                 observe(&DpPpoStep {
                     networks,
                     losses: &losses,
@@ -845,16 +865,22 @@ impl<B: AutodiffBackend> DpPpo<B> {
         mark(DpPpoBenchPhase::Private);
         let private_start = std::time::Instant::now();
         for _ in 0..steps {
-            self.private_step(&per_episode, |_, _, _, _| Ok(()))?;
+            self.private_step(self.config.lr, &per_episode, |_, _, _, _| Ok(()))?;
         }
         let private = private_start.elapsed().as_secs_f64() / steps.max(1) as f64;
         mark(DpPpoBenchPhase::Done);
         Ok((private, plain))
     }
 
-    /// One DP-SGD step of the engine on the rollout's episodes and its Adam update; `observe`
-    /// gets the networks, the batch, the release and the step's C before the update.
-    fn private_step<F, O>(&mut self, per_episode: &Traced<F>, observe: O) -> Result<(), AgentError>
+    /// One DP-SGD step of the engine on the rollout's episodes and its Adam update at rate
+    /// `lr`; `observe` gets the networks, the batch, the release and the step's C before the
+    /// update.
+    fn private_step<F, O>(
+        &mut self,
+        lr: f64,
+        per_episode: &Traced<F>,
+        observe: O,
+    ) -> Result<(), AgentError>
     where
         F: Fn(&PpoNetworks<B>, &[usize], &mut Tape<B>) -> Tensor<B, 1> + Sync,
         O: FnOnce(&PpoNetworks<B>, &[usize], &GradientRecord, f64) -> Result<(), AgentError>,
@@ -867,7 +893,7 @@ impl<B: AutodiffBackend> DpPpo<B> {
         observe(&self.networks, &batch, &released, clip)?;
         let networks = self.networks.clone();
         let grads = autodiff::exclusive(|| released.to_gradients_params(&networks))?;
-        self.networks = self.optimizer.step(self.config.lr, networks, grads);
+        self.networks = self.optimizer.step(lr, networks, grads);
         Ok(())
     }
 
