@@ -184,6 +184,19 @@ impl Point {
     fn label(self) -> String {
         self.0.map_or("∞".into(), format_number)
     }
+
+    /// The units that ran at this point.
+    fn units_in(self, units: &[DpPpoUnit]) -> impl Iterator<Item = &DpPpoUnit> {
+        units.iter().filter(move |u| u.target_epsilon == self.0)
+    }
+
+    /// The final mean returns (last 100 episodes) of this point's units: what the criterion
+    /// judges.
+    fn final_means(self, units: &[DpPpoUnit]) -> Vec<f64> {
+        self.units_in(units)
+            .map(|u| u.final_mean_return_100)
+            .collect()
+    }
 }
 
 impl Unit for DpPpoUnit {
@@ -229,11 +242,7 @@ pub const QUICK_LEARNED_RETURN: f64 = 45.0;
 
 /// The quick mode's headline ([`QUICK_LEARNED_RETURN`]), from the ε = 1 unit(s) on disk.
 fn quick_headline(units: &[DpPpoUnit]) -> Headline {
-    let finals: Vec<f64> = units
-        .iter()
-        .filter(|u| u.target_epsilon == Some(TARGET_EPSILON))
-        .map(|u| u.final_mean_return_100)
-        .collect();
+    let finals = Point(Some(TARGET_EPSILON)).final_means(units);
     let mean = (!finals.is_empty()).then(|| finals.iter().sum::<f64>() / finals.len() as f64);
     Headline {
         effect: format!(
@@ -482,7 +491,7 @@ fn report_points(plan: &Plan, units: &[DpPpoUnit], quick: bool) -> Vec<Point> {
 /// (the whole-run ε, every step composed, against environment steps; ε per episode is flat at
 /// its target by construction), from every unit on disk.
 fn figures(report: &mut Report, dir: &Path, units: &[DpPpoUnit], points: &[Point]) -> Result<()> {
-    let of = |point: Point| units.iter().filter(move |u| u.target_epsilon == point.0);
+    let of = |point: Point| point.units_in(units);
     let mut returns = LearningCurves::new(format!(
         "DP-PPO on {ENV}: mean return of the last 100 episodes"
     ))
@@ -569,11 +578,8 @@ fn write_report(plan: &Plan, store: &UnitStore<DpPpoUnit>, quick: bool) -> Resul
     let mut rows = Vec::new();
     let mut smallest_solved: Option<f64> = None;
     for point in report_points(plan, &units, quick) {
-        let of_point: Vec<&DpPpoUnit> = units
-            .iter()
-            .filter(|u| u.target_epsilon == point.0)
-            .collect();
-        let finals: Vec<f64> = of_point.iter().map(|u| u.final_mean_return_100).collect();
+        let of_point: Vec<&DpPpoUnit> = point.units_in(&units).collect();
+        let finals = point.final_means(&units);
         let solved = point_solved(&finals);
         if solved {
             let e = point.0.unwrap_or(f64::INFINITY);
@@ -649,11 +655,7 @@ fn write_report(plan: &Plan, store: &UnitStore<DpPpoUnit>, quick: bool) -> Resul
                 "CartPole-v1 solved at ε ≤ {TARGET_EPSILON} per episode (δ = {DELTA}), ≥ {MIN_SEEDS} seeds"
             ),
             measured: {
-                let at_target: Vec<f64> = units
-                    .iter()
-                    .filter(|u| u.target_epsilon == Some(TARGET_EPSILON))
-                    .map(|u| u.final_mean_return_100)
-                    .collect();
+                let at_target = Point(Some(TARGET_EPSILON)).final_means(&units);
                 format!(
                     "{}; at ε = {TARGET_EPSILON}: final mean return (100) {} over {} seeds",
                     match smallest_solved {
@@ -673,11 +675,7 @@ fn write_report(plan: &Plan, store: &UnitStore<DpPpoUnit>, quick: bool) -> Resul
     };
     headline.add_to(&mut report);
     let returns = |point: Point| {
-        let finals: Vec<f64> = units
-            .iter()
-            .filter(|u| u.target_epsilon == point.0)
-            .map(|u| u.final_mean_return_100)
-            .collect();
+        let finals = point.final_means(&units);
         if finals.is_empty() {
             "no units".to_string()
         } else {
