@@ -474,6 +474,33 @@ mod tests {
         }
     }
 
+    /// A DQN unit written before q < 1 was audited (no `sample_rate` in its setting) reads as
+    /// q = 1, keeps its name (hence its file) and is written back unchanged; a q < 1 setting
+    /// names its rate.
+    #[test]
+    fn a_dqn_setting_without_a_rate_is_at_q_one() {
+        let old = r#"{"mechanism":"dqn-transition","noise_multiplier":1.0,"steps":1,"runs":20000}"#;
+        let setting: Setting = serde_json::from_str(old).unwrap();
+        assert_eq!(
+            setting,
+            Setting::DqnTransition {
+                noise_multiplier: 1.0,
+                sample_rate: 1.0,
+                steps: 1,
+                runs: 20_000
+            }
+        );
+        assert_eq!(setting.name(), "dqn-transition-sigma1-t1-r20000");
+        assert_eq!(serde_json::to_string(&setting).unwrap(), old);
+        let subsampled = Setting::DqnTransition {
+            noise_multiplier: 1.0,
+            sample_rate: 0.5,
+            steps: 4,
+            runs: 20_000,
+        };
+        assert_eq!(subsampled.name(), "dqn-transition-sigma1-q0.5-t4-r20000");
+    }
+
     /// The DQN audit can fail: a canary transition fed twice (a record counted twice, as a
     /// bug in how an agent fills its batch would) moves each release by 2C, and the audit at
     /// the CI size finds ε above the accountant's ε for one transition (at seed 0 with 400
