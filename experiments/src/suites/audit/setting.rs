@@ -165,21 +165,21 @@ impl Setting {
                 "dpsgd{}-sigma{noise_multiplier}-q{sample_rate}-t{steps}-m{canaries}-r{runs}",
                 if secure { "-secure" } else { "" }
             ),
-            // q = 1 keeps the name of the units written before q < 1 was audited.
             Setting::DqnTransition {
                 noise_multiplier,
                 sample_rate,
                 steps,
                 runs,
-            } if sample_rate == 1.0 => {
-                format!("dqn-transition-sigma{noise_multiplier}-t{steps}-r{runs}")
+            } => {
+                // q = 1 keeps the name of the units written before q < 1 was audited.
+                if sample_rate == 1.0 {
+                    format!("dqn-transition-sigma{noise_multiplier}-t{steps}-r{runs}")
+                } else {
+                    format!(
+                        "dqn-transition-sigma{noise_multiplier}-q{sample_rate}-t{steps}-r{runs}"
+                    )
+                }
             }
-            Setting::DqnTransition {
-                noise_multiplier,
-                sample_rate,
-                steps,
-                runs,
-            } => format!("dqn-transition-sigma{noise_multiplier}-q{sample_rate}-t{steps}-r{runs}"),
             Setting::DqnObservation {
                 noise_multiplier,
                 steps,
