@@ -115,7 +115,7 @@ pub use dp::engine::{
     PrivacyEngineConfig, PrivateGradient, ValidPrivacyEngineConfig,
 };
 pub use dp::training::{
-    DpPpo, DpPpoBenchPhase, DpPpoConfig, DpPpoNoise, DpPpoStats, DpPpoStep, DpSgdDqn,
+    DpPpo, DpPpoBenchPhase, DpPpoConfig, DpPpoNoise, DpPpoStats, DpPpoStep, DpSgdDqn, DpSgdDqnStep,
     DpSgdReinforce, DpSgdTrainingConfig, GivenEpisode, NoisyObservationEnv, PrivacyTally,
     PrivacyUnit,
 };

@@ -748,3 +748,65 @@ fn secure_bounded_observation_noise_is_released_on_the_grid() {
     assert!(on_grid(RandomnessSource::Secure));
     assert!(!on_grid(RandomnessSource::Seeded(4)));
 }
+
+/// [`DpSgdDqn::step_observed`]'s view of a step at q < 1 (issue 44): without noise each release
+/// is exactly the step's clipped sum over the Poisson batch it hands the observer, divided by
+/// q_t·n_t = |B|; the batch is a proper, ascending subset of the buffer's indices; and one
+/// transition's clipped gradient, given as a transition, is that record's clipped sum, of norm
+/// at most C. A batch that did not match the release would fail the first check.
+#[test]
+fn dqn_step_observer_sees_the_batch_behind_each_release() {
+    let (batch_size, clip) = (8, 0.5);
+    let dqn_config = DqnConfig::new()
+        .with_learning_starts(40)
+        .with_batch_size(batch_size)
+        .with_buffer_capacity(100)
+        .with_hidden(vec![16]);
+    let dqn = Dqn::<B>::new(dqn_config, cartpole(), &Default::default(), 5).unwrap();
+    let mut private = DpSgdDqn::new(dqn, &config(0.0, Some(clip)), 5).unwrap();
+    let mut sizes = Vec::new();
+    while sizes.len() < 6 {
+        private
+            .step_observed(|step| {
+                let n = step.agent().replay().len();
+                let expected = step.expected_batch_size();
+                assert!(
+                    (expected - batch_size as f64).abs() < 1e-9,
+                    "qN = {expected}"
+                );
+                assert_eq!(step.clip(), clip);
+                let batch = step.batch();
+                assert!(batch.windows(2).all(|w| w[0] < w[1]) && batch.iter().all(|&i| i < n));
+                let sum = step.clipped_sum(batch)?.flatten();
+                let released = step.released().flatten();
+                assert_eq!(sum.len(), released.len());
+                for (r, s) in released.iter().zip(&sum) {
+                    let scaled = f64::from(*r) * expected;
+                    assert!(
+                        (scaled - f64::from(*s)).abs() <= 1e-5 * (1.0 + f64::from(*s).abs()),
+                        "release × qN {scaled} against the batch's clipped sum {s}"
+                    );
+                }
+                if let Some(&i) = batch.first() {
+                    let one = step.clipped_gradient(&step.agent().replay().gather(&[i]))?;
+                    let record = step.clipped_sum(&[i])?;
+                    assert_eq!(one.flatten(), record.flatten());
+                    let norm = one
+                        .flatten()
+                        .iter()
+                        .map(|v| f64::from(*v).powi(2))
+                        .sum::<f64>();
+                    assert!(
+                        norm.sqrt() <= clip * (1.0 + 1e-5),
+                        "‖clip(g)‖ = {}",
+                        norm.sqrt()
+                    );
+                }
+                sizes.push((batch.len(), n));
+                Ok(())
+            })
+            .unwrap();
+    }
+    // q_t = 8/n_t ≤ 0.2: no step drew the whole buffer.
+    assert!(sizes.iter().all(|&(b, n)| b < n), "{sizes:?}");
+}

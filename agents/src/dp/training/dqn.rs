@@ -5,8 +5,9 @@ use std::path::Path;
 
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Tensor;
-use privrl_privacy::GradientMechanism;
-use rand::RngCore;
+use privrl_privacy::{GradientMechanism, GradientMechanismConfig};
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 
 use crate::autodiff;
 use crate::buffer::TransitionBatch;
@@ -90,16 +91,17 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
     /// an unnoised statistic of the sampled transitions, outside the (ε, δ) guarantee
     /// ([`NonPrivateDiagnostics`](crate::NonPrivateDiagnostics)).
     pub fn step(&mut self) -> Result<Option<f64>, AgentError> {
-        self.step_observed(|_, _| Ok(()))
+        self.step_observed(|_| Ok(()))
     }
 
-    /// [`DpSgdDqn::step`], handing every released gradient to `observe` together with the
-    /// agent as it was when the release was computed (its parameters and replay buffer, before
-    /// the gradient is applied): the white-box adversary's view of a step (every noisy update
-    /// and the public parameters), for the transition-unit audit of `cargo xtask audit`.
+    /// [`DpSgdDqn::step`], handing `observe` every gradient step's release with the agent as it
+    /// was when the release was computed (its parameters and replay buffer, before the gradient
+    /// is applied) and the step's Poisson batch ([`DpSgdDqnStep`]): the white-box adversary's
+    /// view of a step (every noisy update and the public parameters), for the transition- and
+    /// observation-unit audits of `cargo xtask audit` (issue 44).
     pub fn step_observed<F>(&mut self, mut observe: F) -> Result<Option<f64>, AgentError>
     where
-        F: FnMut(&Dqn<B>, &GradientRecord) -> Result<(), AgentError>,
+        F: FnMut(&DpSgdDqnStep<'_, B>) -> Result<(), AgentError>,
     {
         let batch_size = self.agent.config().batch_size as f64;
         let engine = &mut self.engine;
@@ -109,11 +111,14 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
             engine.set_sampling(n, (batch_size / n as f64).min(1.0))?;
             let batch = engine.sample()?;
             let transitions = dqn.replay().gather(&batch);
+            // The C and qN this step releases at, before adaptive clipping moves C.
+            let (clip, expected_batch_size) = (engine.clip(), engine.expected_batch_size());
             // One section for the targets and the private gradient (the nested ones run
             // inline): each section entered costs a hand-off to its thread.
-            let released = autodiff::exclusive(|| -> Result<_, AgentError> {
+            let (released, batch) = autodiff::exclusive(|| -> Result<_, AgentError> {
                 let loss = TdPerSample::new(dqn, &transitions, batch)?;
-                Ok(engine.private_step(dqn.q_network(), &loss.indices, &loss)?)
+                let released = engine.private_step(dqn.q_network(), &loss.indices, &loss)?;
+                Ok((released, loss.indices))
             })?;
             let diagnostics = released.non_private_diagnostics();
             if !diagnostics.mean_loss.is_finite() && diagnostics.batch_size > 0 {
@@ -123,7 +128,13 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
                     update: dqn.updates(),
                 });
             }
-            observe(dqn, &released.gradient)?;
+            observe(&DpSgdDqnStep {
+                agent: dqn,
+                batch: &batch,
+                released: &released.gradient,
+                clip,
+                expected_batch_size,
+            })?;
             dqn.apply_gradient(&released.gradient)?;
             *last_step = Some(diagnostics);
             Ok((diagnostics.mean_loss, f64::NAN))
@@ -179,6 +190,81 @@ impl<B: AutodiffBackend> DpSgdDqn<B> {
         PrivateState::load(&mut self.engine, dir)?;
         self.agent.load_checkpoint(dir)?;
         self.agent.load_replay(dir)
+    }
+}
+
+/// What [`DpSgdDqn::step_observed`] hands its observer at each gradient step, before the update
+/// is applied: the white-box adversary's view (the released gradient and the agent it was
+/// computed at, whose parameters the initial ones and the earlier releases determine), and, for
+/// an auditor that plays DP's adversary (who may know every other transition), the step's
+/// Poisson batch and the clipped gradients of chosen transitions at the step's parameters, by
+/// the engine's own per-transition path without noise. The same shape as
+/// [`DpPpoStep`](crate::DpPpoStep).
+pub struct DpSgdDqnStep<'a, B: AutodiffBackend> {
+    agent: &'a Dqn<B>,
+    batch: &'a [usize],
+    released: &'a GradientRecord,
+    clip: f64,
+    expected_batch_size: f64,
+}
+
+impl<B: AutodiffBackend> DpSgdDqnStep<'_, B> {
+    /// The agent before the update: its parameters (Q- and target network) and its replay
+    /// buffer, whose size n_t set this step's q_t = min(1, |B|/n_t).
+    pub fn agent(&self) -> &Dqn<B> {
+        self.agent
+    }
+
+    /// The released gradient: (Σ_{i ∈ batch} clip_C(g_i) + N(0, σ²C²I)) / (q_t·n_t), in the
+    /// Q-network's parameter layout.
+    pub fn released(&self) -> &GradientRecord {
+        self.released
+    }
+
+    /// q_t·n_t, what the step's clipped noisy sum was divided by (|B| once n_t ≥ |B|).
+    pub fn expected_batch_size(&self) -> f64 {
+        self.expected_batch_size
+    }
+
+    /// C of this step.
+    pub fn clip(&self) -> f64 {
+        self.clip
+    }
+
+    /// The step's Poisson batch: replay-buffer indices (of [`Dqn::replay`]), ascending. Which
+    /// transitions were sampled is **not** released and not covered by the guarantee: an
+    /// auditor may read the other transitions' entries (independent of the audited one's, they
+    /// leave its privacy loss as accounted) but not the audited transition's.
+    pub fn batch(&self) -> &[usize] {
+        self.batch
+    }
+
+    /// Σ_{i ∈ records} clip_C(g_i) over replay-buffer indices `records` at this step's
+    /// parameters and C, no noise, in the released layout (zero for no records).
+    pub fn clipped_sum(&self, records: &[usize]) -> Result<GradientRecord, AgentError> {
+        self.clipped_gradient(&self.agent.replay().gather(records))
+    }
+
+    /// Σ clip_C(g_i) over `transitions` (any transitions, e.g. an auditor's canary, as if they
+    /// were in the replay buffer) at this step's parameters and C, no noise, in the released
+    /// layout: [`private_td_gradient`] with the noise taken out.
+    pub fn clipped_gradient(
+        &self,
+        transitions: &TransitionBatch,
+    ) -> Result<GradientRecord, AgentError> {
+        let dimension = self.released.params.iter().map(|p| p.values.len()).sum();
+        let clip_only =
+            GradientMechanismConfig::clipped_gaussian(self.clip, 0.0).build(dimension, 1)?;
+        // No noise, so the generator is never drawn from.
+        let mut unused = ChaCha8Rng::seed_from_u64(0);
+        Ok(private_td_gradient(
+            self.agent,
+            transitions,
+            clip_only.as_ref(),
+            1.0,
+            &mut unused,
+        )?
+        .0)
     }
 }
 

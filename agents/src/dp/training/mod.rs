@@ -73,7 +73,7 @@ mod reinforce;
 mod tally;
 
 pub use config::DpSgdTrainingConfig;
-pub use dqn::{private_td_gradient, DpSgdDqn};
+pub use dqn::{private_td_gradient, DpSgdDqn, DpSgdDqnStep};
 pub use observation::NoisyObservationEnv;
 pub use ppo::{
     DpPpo, DpPpoBenchPhase, DpPpoConfig, DpPpoNoise, DpPpoStats, DpPpoStep, GivenEpisode,

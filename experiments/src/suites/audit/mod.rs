@@ -10,7 +10,7 @@
 //! |---|---|
 //! | `local` | PGC's Laplace and projected random sign, per release |
 //! | `dpsgd` | white-box DP-SGD through the `PrivacyEngine` with Dirac gradient canaries, seeded or secure (grid) noise |
-//! | `dqn` | the transition unit of DP-SGD DQN, one canary transition per run, from the agent's releases |
+//! | `dqn` | the transition unit of DP-SGD DQN (q = 1 and q < 1), one canary transition per run, and one observation as a group of two transitions, from the agent's releases |
 //! | `reinforce` | the episode unit of DP-SGD REINFORCE, one canary episode per run, from the agent's release |
 //! | `ppo` | the episode unit of DP-PPO, one canary episode per run, from every release of its rollout |
 //! | `dirichlet` | the kickstarting teacher's Dirichlet mechanism, per release |
@@ -37,7 +37,7 @@ use privrl_privacy::{
 };
 
 use self::dpsgd::DpSgdAudit;
-use self::dqn::DqnTransitionAudit;
+use self::dqn::{DqnCanary, DqnTransitionAudit};
 use self::ppo::PpoEpisodeAudit;
 use self::reinforce::ReinforceEpisodeAudit;
 use self::units::{AuditUnit, DirichletRow, GdpRow, OneRunRow};
@@ -229,6 +229,7 @@ pub fn audit(setting: &Setting, args: &AuditArgs) -> Result<AuditUnit> {
         }
         Setting::DqnTransition {
             noise_multiplier,
+            sample_rate,
             steps,
             runs,
         } => dqn_unit(
@@ -236,10 +237,30 @@ pub fn audit(setting: &Setting, args: &AuditArgs) -> Result<AuditUnit> {
             args,
             DqnTransitionAudit {
                 noise_multiplier,
+                sample_rate,
                 steps,
                 runs,
                 delta,
                 seed,
+                canary: DqnCanary::Transition,
+                copies: 1,
+            },
+        )?,
+        Setting::DqnObservation {
+            noise_multiplier,
+            steps,
+            runs,
+        } => dqn_unit(
+            setting,
+            args,
+            DqnTransitionAudit {
+                noise_multiplier,
+                sample_rate: 1.0,
+                steps,
+                runs,
+                delta,
+                seed,
+                canary: DqnCanary::Observation,
                 copies: 1,
             },
         )?,
@@ -291,14 +312,20 @@ pub fn audit(setting: &Setting, args: &AuditArgs) -> Result<AuditUnit> {
     Ok(unit)
 }
 
-/// The unit of a DQN transition audit (`audit.copies` canaries per included run; 1 but in the
-/// tests of a broken feed): the counting audit and, every step being at q = 1 (a Gaussian
-/// trade-off curve of μ = √T/σ per transition), the Gaussian reading. One canary per run, so
-/// no one-run audit.
+/// The unit of a DQN audit (`audit.copies` copies of each canary transition per included run;
+/// 1 but in the tests of a broken feed): the counting audit and, where every step is at q = 1
+/// (a Gaussian trade-off curve of μ = √T/σ per transition, μ = 2√T/σ for an observation's two
+/// aligned transitions, which move each release by at most 2C), the Gaussian reading. One
+/// canary per run, so no one-run audit.
 fn dqn_unit(setting: &Setting, args: &AuditArgs, audit: DqnTransitionAudit) -> Result<AuditUnit> {
     let scores = dispatch(args.backend, audit)?;
-    let mu = (audit.steps as f64).sqrt() / audit.noise_multiplier;
-    canary_unit(setting, args, scores, Some(mu), audit.runs)
+    let group = match audit.canary {
+        DqnCanary::Transition => 1.0,
+        DqnCanary::Observation => 2.0,
+    };
+    let mu = (audit.sample_rate == 1.0)
+        .then(|| group * (audit.steps as f64).sqrt() / audit.noise_multiplier);
+    canary_unit(setting, args, scores, mu, audit.runs)
 }
 
 /// What the runs of a canary audit produced: the scores of the canaries that were in and of
@@ -447,6 +474,33 @@ mod tests {
         }
     }
 
+    /// A DQN unit written before q < 1 was audited (no `sample_rate` in its setting) reads as
+    /// q = 1, keeps its name (hence its file) and is written back unchanged; a q < 1 setting
+    /// names its rate.
+    #[test]
+    fn a_dqn_setting_without_a_rate_is_at_q_one() {
+        let old = r#"{"mechanism":"dqn-transition","noise_multiplier":1.0,"steps":1,"runs":20000}"#;
+        let setting: Setting = serde_json::from_str(old).unwrap();
+        assert_eq!(
+            setting,
+            Setting::DqnTransition {
+                noise_multiplier: 1.0,
+                sample_rate: 1.0,
+                steps: 1,
+                runs: 20_000
+            }
+        );
+        assert_eq!(setting.name(), "dqn-transition-sigma1-t1-r20000");
+        assert_eq!(serde_json::to_string(&setting).unwrap(), old);
+        let subsampled = Setting::DqnTransition {
+            noise_multiplier: 1.0,
+            sample_rate: 0.5,
+            steps: 4,
+            runs: 20_000,
+        };
+        assert_eq!(subsampled.name(), "dqn-transition-sigma1-q0.5-t4-r20000");
+    }
+
     /// The DQN audit can fail: a canary transition fed twice (a record counted twice, as a
     /// bug in how an agent fills its batch would) moves each release by 2C, and the audit at
     /// the CI size finds ε above the accountant's ε for one transition (at seed 0 with 400
@@ -457,15 +511,18 @@ mod tests {
         let (noise_multiplier, steps, runs) = (1.0, 1, super::setting::QUICK_RL_RUNS);
         let setting = Setting::DqnTransition {
             noise_multiplier,
+            sample_rate: 1.0,
             steps,
             runs,
         };
         let broken = DqnTransitionAudit {
             noise_multiplier,
+            sample_rate: 1.0,
             steps,
             runs,
             delta: args.delta,
             seed: args.seed,
+            canary: DqnCanary::Transition,
             copies: 2,
         };
         let unit = dqn_unit(&setting, &args, broken).unwrap();

@@ -77,6 +77,56 @@ pub(super) const CRITERION_REINFORCE_BATCH: &str = "At the full size (20,000 run
     above the agent's ε per episode (criterion 1, one release at q = 1 whatever L), and the \
     Gaussian trade-off reading at least 0.75 × the PLD accountant's ε (as criterion 6).";
 
+/// Criterion 9: DQN's transition unit at q < 1 (fixed before its runs; the threshold is
+/// criterion 7's, whose q = 0.5 row has the same σ, q and number of releases, hence the same
+/// ideal test: a simulation outside privrl put its counting bound at this size near 3.0, and
+/// DP-PPO measured 2.66 against the PLD accountant's 6.68).
+pub(super) const CRITERION_DQN_SUBSAMPLED: &str = "At the full size (20,000 runs, one canary \
+    each), DP-SGD DQN's transition unit at q < 1 through `DpSgdDqn::step_observed` (σ = 1, \
+    q = 0.5, T = 4: |B| = 8, the canary among the 16 transitions of the buffer, the T steps \
+    at that size; the adversary knows which other transitions each step sampled, not whether \
+    the canary was, and scores the likelihood ratio of the T releases): no lower bound above \
+    the agent's ε per transition (criterion 1), and the counting bound at least 0.3 × the PLD \
+    accountant's ε (as criterion 7 at the same σ, q and T).";
+
+/// Least ratio counting / PLD ε of criterion 9.
+const DQN_SUBSAMPLED_COUNTING_RATIO: f64 = 0.3;
+
+/// Criterion 10: one DQN observation as a group of two transitions (fixed before its runs).
+pub(super) const CRITERION_DQN_OBSERVATION: &str = "At the full size (20,000 runs, one canary \
+    each), one DP-SGD DQN observation as a group of two transitions (σ = 2, q = 1, T = 1; the \
+    canary observation is s′ of one canary transition and s of the next, both pushed or \
+    neither): no lower bound above privrl's group-of-2 ε (the same releases accounted under \
+    substitution adjacency, which docs/dp-sgd.md states for a pair two records apart: RDP \
+    min(2α/σ², 3·ε_add/remove(2α)) per step by Mironov 2017, Prop. 2; PLD replace-one, exact \
+    at q = 1, where the pair is the Gaussian of sensitivity 2C); the Gaussian trade-off \
+    reading at least 0.75 × that PLD ε (as criterion 6); and the best lower bound above the \
+    exact ε of one transition at the same σ and T (so a transition's ε does not cover an \
+    observation).";
+
+/// Whether `unit` is DQN's transition unit at q < 1 (criterion 9).
+fn is_dqn_subsampled(unit: &AuditUnit) -> bool {
+    matches!(unit.setting, Setting::DqnTransition { sample_rate, .. } if sample_rate < 1.0)
+}
+
+/// Whether `unit` is a DQN observation as a group of two transitions (criterion 10).
+fn is_dqn_observation(unit: &AuditUnit) -> bool {
+    matches!(unit.setting, Setting::DqnObservation { .. })
+}
+
+/// The exact ε at the unit's δ of one transition at q = 1 over the observation audit's
+/// releases (μ = √T/σ, Balle & Wang 2018); `None` for other units.
+fn transition_epsilon_of_observation(unit: &AuditUnit) -> Option<f64> {
+    match unit.setting {
+        Setting::DqnObservation {
+            noise_multiplier,
+            steps,
+            ..
+        } => privrl_privacy::gdp_epsilon((steps as f64).sqrt() / noise_multiplier, unit.delta).ok(),
+        _ => None,
+    }
+}
+
 /// Whether `unit` is REINFORCE with more than one episode per step (criterion 8).
 fn is_reinforce_batch(unit: &AuditUnit) -> bool {
     matches!(unit.setting, Setting::ReinforceEpisode { episodes_per_step, .. } if episodes_per_step > 1)
@@ -96,6 +146,7 @@ fn is_full(setting: &Setting) -> bool {
         | Setting::Dirichlet { releases, .. } => releases >= 2_000_000,
         Setting::DpSgd { canaries, runs, .. } => canaries * runs >= 100_000,
         Setting::DqnTransition { runs, .. }
+        | Setting::DqnObservation { runs, .. }
         | Setting::ReinforceEpisode { runs, .. }
         | Setting::PpoEpisode { runs, .. } => runs >= super::setting::FULL_RL_RUNS,
     }
@@ -268,7 +319,13 @@ pub(super) fn write(
     lines.push(criterion_line(5, CRITERION_SECURE, secure));
     let dqn = judged(
         units,
-        |u| is_rl(u) && !is_ppo(u) && !is_reinforce_batch(u),
+        |u| {
+            is_rl(u)
+                && !is_ppo(u)
+                && !is_reinforce_batch(u)
+                && !is_dqn_subsampled(u)
+                && !is_dqn_observation(u)
+        },
         |u| {
             let r = gdp_ratio(u);
             (
@@ -306,6 +363,31 @@ pub(super) fn write(
         )
     });
     lines.push(criterion_line(8, CRITERION_REINFORCE_BATCH, batch));
+    let subsampled = judged(units, is_dqn_subsampled, |u| {
+        let r = ratio(u.counting.bound, u.pld_epsilon);
+        (
+            lower_bound_above_upper(u).is_none() && r >= DQN_SUBSAMPLED_COUNTING_RATIO,
+            format!("counting {}", format_number(r)),
+        )
+    });
+    lines.push(criterion_line(9, CRITERION_DQN_SUBSAMPLED, subsampled));
+    let observation = judged(units, is_dqn_observation, |u| {
+        let r = gdp_ratio(u);
+        let transition = transition_epsilon_of_observation(u).unwrap_or(f64::NAN);
+        let best = u.best_lower_bound();
+        (
+            lower_bound_above_upper(u).is_none() && r >= DQN_GDP_RATIO && best > transition,
+            format!(
+                "Gaussian reading {} of the group-of-2 PLD ε {}; best lower bound {} against \
+                 one transition's ε {}",
+                format_number(r),
+                format_number(u.pld_epsilon.unwrap_or(f64::NAN)),
+                format_number(best),
+                format_number(transition)
+            ),
+        )
+    });
+    lines.push(criterion_line(10, CRITERION_DQN_OBSERVATION, observation));
     report.paragraph(&lines.join("\n"));
 
     local_table(&mut report, units);
@@ -328,10 +410,10 @@ pub(super) fn write(
     }
     report.bullets(&seen);
     report.heading("Not audited yet").paragraph(
-        "DQN's transition unit at q < 1 (once its buffer outgrows |B|, where the adversary no \
-         longer knows the batch; `DpSgdDqn::step_observed` does not hand the auditor the \
-         batch); a DQN observation as a group of two transitions; a user who contributes many episodes \
-         (of any RL agent); DP-PPO with more than one rollout, with adaptive clipping, or at \
+        "DQN's transition unit over a whole run whose buffer grows (q_t changing at every step; \
+         the q < 1 row holds the buffer at one size for its T steps); a DQN observation at \
+         q < 1 (privrl's group-of-2 ε there is the RDP bound only) or as part of a longer \
+         stretch of an episode; a user who contributes many episodes (of any RL agent); DP-PPO with more than one rollout, with adaptive clipping, or at \
          a target ε; the gradient inversion attacks (QGI/RGI) turned into membership \
          guesses; and the secure mode's other grid mechanism (the bounded observation \
          noise). None of them is in this report. Secure mode is audited for DP-SGD's grid \
@@ -483,6 +565,7 @@ fn is_rl(unit: &AuditUnit) -> bool {
     matches!(
         unit.setting,
         Setting::DqnTransition { .. }
+            | Setting::DqnObservation { .. }
             | Setting::ReinforceEpisode { .. }
             | Setting::PpoEpisode { .. }
     )
@@ -515,6 +598,9 @@ fn rl_table(report: &mut Report, units: &[AuditUnit]) {
                 match u.setting {
                     Setting::ReinforceEpisode { .. } => "episode, zero-out (= add/remove at q = 1)",
                     Setting::PpoEpisode { .. } => "episode, add/remove (zero-out, N public)",
+                    Setting::DqnObservation { .. } => {
+                        "observation (2 transitions), add/remove of both: ε of a group of 2"
+                    }
                     _ => "transition, add/remove",
                 }
                 .into(),
@@ -536,24 +622,34 @@ fn rl_table(report: &mut Report, units: &[AuditUnit]) {
     report
         .heading("RL units of privacy, from the agents' released gradients")
         .paragraph(
-            "DQN: each run is a real `DpSgdDqn` on CartPole-v1 (MLP 16-16, |B| = 64, 16 transitions \
-             before the first step, C = 1): its own acting, replay, Poisson sampling at \
-             q_t = min(1, |B|/n_t), per-transition TD gradients, clipping, noise and \
-             accountant. With probability ½, drawn before the run, one canary transition \
-             (observation 10·𝟏, action 0, reward 10⁴, terminal: its TD gradient is far above \
-             C) is pushed into the replay buffer before the first step \
-             (`DpSgdDqn::push_transition`); each release is read through \
-             `DpSgdDqn::step_observed`. |B| exceeds every buffer size of a run, so each step \
-             samples the whole buffer (q_t = 1): the adversary subtracts the other \
-             transitions' clipped gradients (the agent's own path, without noise) and projects \
-             what is left on the canary's clipped gradient at the step's parameters; the score \
-             sums that projection over the T steps (the Neyman–Pearson test of T Gaussian \
-             releases). One canary per run, so the runs are independent trials and there is \
-             no one-run audit; at q = 1 each transition's trade-off curve is Gaussian \
-             (μ = √T/σ), so the Gaussian reading bounds ε. The accountants' ε is the agent's \
-             own, per transition, add/remove, at δ. A transition is the unit privrl states for \
-             DQN; one observation lives in two transitions (s of one, s′ of the one before), \
-             a group of 2, which these rows do not test. REINFORCE: each run is a real \
+            "DQN: each run is a real `DpSgdDqn` on CartPole-v1 (MLP 16-16, C = 1): its own acting, \
+             replay, Poisson sampling at q_t = min(1, |B|/n_t), per-transition TD gradients, \
+             clipping, noise and accountant. With probability ½, drawn before the run, the \
+             canary is pushed into the replay buffer before the first step \
+             (`DpSgdDqn::push_transition`): one transition (observation 10·𝟏, action 0, reward \
+             10⁴, terminal: its TD gradient is far above C), or, for an observation, the two \
+             transitions it lives in (s′ of (o, 0, 10⁴, o, not terminal), s of (o, 0, 10⁴, o, \
+             terminal), o = 10·𝟏, the previous observation equal to o so that their clipped \
+             gradients align: the worst case of the group). Each step is read through \
+             `DpSgdDqn::step_observed` (`DpSgdDqnStep`: the release, the step's Poisson batch, \
+             and clipped gradients at the step's parameters). At q = 1, |B| = 64 exceeds every \
+             buffer size of a run (16 transitions before the first step), so each step samples \
+             the whole buffer; at q = 0.5, |B| = 8 and the run takes its T steps at one buffer \
+             size, 16 transitions with the canary in (15 without it: the add/remove neighbour, \
+             whose n_t the score does not read). At each step the adversary multiplies the \
+             release by q_t·n_t, subtracts the other sampled transitions' clipped gradients (the \
+             agent's own path, without noise), and projects the rest on the canary's clipped \
+             gradient (for an observation, the sum of its two) at the step's parameters; the \
+             score sums over the T steps the log-likelihood ratio ln(1 − q + q·exp(c·y/σ − \
+             c²/(2σ²))) of that projection y (in σC units, c the canary's clipped norm over C), \
+             the Neyman–Pearson test of the T releases (at q = 1 the sum of projections). One \
+             canary per run, so the runs are independent trials and there is no one-run audit; \
+             at q = 1 the trade-off curve is Gaussian (μ = √T/σ for a transition, 2√T/σ for an \
+             observation), so the Gaussian reading bounds ε. The accountants' ε is the agent's \
+             own, at δ, over the releases of a run with the canary in: per transition, \
+             add/remove, or, for an observation, the group-of-2 ε that privrl states (the same \
+             releases under substitution adjacency: RDP min(2α/σ², 3·ε_add/remove(2α)) per step, \
+             PLD replace-one, exact at q = 1). REINFORCE: each run is a real \
              `DpSgdReinforce` on CartPole-v1 (MLP 16, no dropout, L episodes per step, C = 1) \
              taking one step through `DpSgdReinforce::train_step_with`, which hands it the \
              step's L episodes in place of fresh ones: first, with probability ½ the canary \

@@ -61,8 +61,21 @@ pub enum Setting {
         secure: bool,
     },
     /// The transition unit of DP-SGD DQN ([`privrl_agents::DpSgdDqn`] on CartPole), one canary
-    /// transition per run, every step at q = 1.
+    /// transition per run, every step of the run at the canary's rate q.
     DqnTransition {
+        /// σ.
+        noise_multiplier: f64,
+        /// q of every step (with the canary in): 1 (|B| above the buffer), or |B|/n < 1.
+        #[serde(default = "one", skip_serializing_if = "is_one")]
+        sample_rate: f64,
+        /// DP-SGD steps T of each run.
+        steps: u64,
+        /// Independent runs (= canaries).
+        runs: usize,
+    },
+    /// One observation of DP-SGD DQN as a group of two transitions (s′ of one, s of the next),
+    /// both pushed or neither, every step at q = 1.
+    DqnObservation {
         /// σ.
         noise_multiplier: f64,
         /// DP-SGD steps T of each run.
@@ -94,6 +107,14 @@ pub enum Setting {
         /// Independent runs (= canaries).
         runs: usize,
     },
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(value: &f64) -> bool {
+    *value == 1.0
 }
 
 /// q = qN/N and K = E·⌈N/qN⌉ of a DP-PPO setting, by [`privrl_agents::DpPpoConfig`] itself.
@@ -146,9 +167,24 @@ impl Setting {
             ),
             Setting::DqnTransition {
                 noise_multiplier,
+                sample_rate,
                 steps,
                 runs,
-            } => format!("dqn-transition-sigma{noise_multiplier}-t{steps}-r{runs}"),
+            } => {
+                // q = 1 keeps the name of the units written before q < 1 was audited.
+                if sample_rate == 1.0 {
+                    format!("dqn-transition-sigma{noise_multiplier}-t{steps}-r{runs}")
+                } else {
+                    format!(
+                        "dqn-transition-sigma{noise_multiplier}-q{sample_rate}-t{steps}-r{runs}"
+                    )
+                }
+            }
+            Setting::DqnObservation {
+                noise_multiplier,
+                steps,
+                runs,
+            } => format!("dqn-observation-sigma{noise_multiplier}-t{steps}-r{runs}"),
             Setting::ReinforceEpisode {
                 noise_multiplier,
                 episodes_per_step,
@@ -203,9 +239,18 @@ impl Setting {
             ),
             Setting::DqnTransition {
                 noise_multiplier,
+                sample_rate,
                 steps,
                 ..
-            } => format!("DP-SGD DQN, σ = {noise_multiplier}, q = 1, T = {steps}"),
+            } => format!("DP-SGD DQN, σ = {noise_multiplier}, q = {sample_rate}, T = {steps}"),
+            Setting::DqnObservation {
+                noise_multiplier,
+                steps,
+                ..
+            } => format!(
+                "DP-SGD DQN, one observation (2 transitions), σ = {noise_multiplier}, q = 1, \
+                 T = {steps}"
+            ),
             Setting::ReinforceEpisode {
                 noise_multiplier,
                 episodes_per_step,
@@ -259,8 +304,17 @@ impl Setting {
             }
             Setting::DqnTransition { .. } => {
                 "white-box DQN: the adversary sees every noisy gradient the agent releases and \
+                 the parameters it is computed at, knows the rest of the replay buffer and \
+                 which of it each step sampled (not whether the canary was), and inserts one \
+                 canary transition (observation 10·𝟏, reward 10⁴, terminal)"
+            }
+            Setting::DqnObservation { .. } => {
+                "white-box DQN: the adversary sees every noisy gradient the agent releases and \
                  the parameters it is computed at, knows the rest of the replay buffer, and \
-                 inserts one canary transition (observation 10·𝟏, reward 10⁴, terminal)"
+                 inserts one canary observation o = 10·𝟏 in the two transitions it lives in: \
+                 s′ of (o, 0, 10⁴, o, not terminal) and s of (o, 0, 10⁴, o, terminal), the \
+                 previous observation equal to o (the worst case: the two clipped gradients \
+                 align)"
             }
             Setting::ReinforceEpisode { .. } => {
                 "white-box REINFORCE: the adversary sees the noisy gradient the agent releases \
@@ -287,7 +341,13 @@ impl Setting {
             Setting::DpSgd { .. } => "one record, add/remove (a canary's gradient 2C·eᵢ or none)",
             Setting::DqnTransition { .. } => {
                 "one transition, add/remove (privrl's stated DQN unit; an observation, which \
-                 lives in two transitions, is a group of 2 and is not what is tested)"
+                 lives in two transitions, is a group of 2, audited in its own row)"
+            }
+            Setting::DqnObservation { .. } => {
+                "one observation, add/remove of both its transitions: a group of 2, judged \
+                 against privrl's group-of-2 ε (the releases accounted under substitution \
+                 adjacency: RDP min(2α/σ², 3·ε_add/remove(2α)) per step, Mironov 2017 Prop. 2; \
+                 PLD replace-one, exact at q = 1), not a transition's ε"
             }
             Setting::ReinforceEpisode { .. } => {
                 "one episode, zero-out (privrl's stated REINFORCE unit and adjacency: the \
@@ -323,6 +383,7 @@ pub fn plan(quick: bool) -> Vec<Setting> {
     let dqn_runs = if quick { QUICK_RL_RUNS } else { FULL_RL_RUNS };
     let dqn = |noise_multiplier: f64, steps: u64| Setting::DqnTransition {
         noise_multiplier,
+        sample_rate: 1.0,
         steps,
         runs: dqn_runs,
     };
@@ -364,6 +425,20 @@ pub fn plan(quick: bool) -> Vec<Setting> {
         },
         dqn(1.0, 1),
         dqn(2.0, 4),
+        // q < 1: |B| = 8 of the 16 transitions with the canary in, T = 4 steps at that size
+        // (the σ, q and K of the DP-PPO row at q = 0.5).
+        Setting::DqnTransition {
+            noise_multiplier: 1.0,
+            sample_rate: 0.5,
+            steps: 4,
+            runs: dqn_runs,
+        },
+        // One observation as a group of two transitions, q = 1: μ = 2√T/σ = 1.
+        Setting::DqnObservation {
+            noise_multiplier: 2.0,
+            steps: 1,
+            runs: dqn_runs,
+        },
         Setting::ReinforceEpisode {
             noise_multiplier: 1.0,
             episodes_per_step: 1,
