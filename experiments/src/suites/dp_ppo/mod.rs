@@ -69,9 +69,15 @@ pub struct DpPpoSuiteArgs {
     /// report still lists every point, with the units that exist.
     #[arg(long, value_delimiter = ',', value_parser = parse_point)]
     pub epsilons: Option<Vec<Point>>,
-    /// Environment steps per unit (default 8,000,000; --quick: 200,000).
+    /// Environment steps per unit (default 8,000,000; --quick: 200,000): a unit stops after
+    /// the first rollout that reaches them. They are a sum of the private episodes' lengths,
+    /// so that decision reads the data, and ε per episode does not cover it (docs/dp-ppo.md).
     #[arg(long)]
     pub steps: Option<u64>,
+    /// Rollouts per unit, a number fixed in advance, instead of --steps: the stop then reads
+    /// nothing of the data, and ε per episode covers everything the run releases.
+    #[arg(long, conflicts_with = "steps")]
+    pub rollouts: Option<u64>,
     /// A DpPpoConfig as JSON (its noise is replaced by each point's target ε); otherwise the
     /// suite's large-batch defaults: 1024 episodes per rollout, an expected 256 per step, one
     /// epoch, C tracking the median episode norm, Adam at 3e-2.
@@ -110,6 +116,7 @@ impl DpPpoSuiteArgs {
             seeds: Some(Seeds(vec![seed])),
             epsilons: None,
             steps: None,
+            rollouts: None,
             config: None,
             dir: None,
             threads,
@@ -146,6 +153,10 @@ pub struct DpPpoUnit {
     pub final_mean_return_100: f64,
     /// Environment steps when the last-100 mean first reached [`SOLVED_RETURN`].
     pub solved_at_env_steps: Option<u64>,
+    /// The number of rollouts fixed in advance that the unit stopped at (`--rollouts`);
+    /// `None`: it stopped at the first rollout that reached its environment-step budget, a
+    /// decision that reads the episodes' lengths (units before `--rollouts` existed).
+    pub rollouts_budget: Option<u64>,
     /// Per rollout: (environment steps, mean return of the last 100 episodes, whole-run ε;
     /// `None` for ε = ∞).
     pub curve: Vec<(u64, f64, Option<f64>)>,
@@ -261,11 +272,37 @@ fn quick_headline(units: &[DpPpoUnit]) -> Headline {
     }
 }
 
+/// When a unit stops.
+#[derive(Debug, Clone, Copy)]
+enum Budget {
+    /// After the first rollout whose environment steps reach this (reads the episodes'
+    /// lengths).
+    EnvSteps(u64),
+    /// After this many rollouts (public).
+    Rollouts(u64),
+}
+
+impl Budget {
+    fn reached<B: burn::tensor::backend::AutodiffBackend>(self, agent: &DpPpo<B>) -> bool {
+        match self {
+            Budget::EnvSteps(steps) => agent.episode_log().env_steps >= steps,
+            Budget::Rollouts(rollouts) => agent.rollouts() >= rollouts,
+        }
+    }
+
+    fn rollouts(self) -> Option<u64> {
+        match self {
+            Budget::EnvSteps(_) => None,
+            Budget::Rollouts(rollouts) => Some(rollouts),
+        }
+    }
+}
+
 struct Plan {
     dir: PathBuf,
     points: Vec<Point>,
     seeds: Vec<u64>,
-    steps: u64,
+    budget: Budget,
     config: DpPpoConfig,
     /// The closed loop's sizes.
     leakage: LeakageSizes,
@@ -313,8 +350,17 @@ fn plan(args: &DpPpoSuiteArgs) -> Result<Plan> {
     ensure!(!seeds.is_empty(), "--seeds is empty");
     let points = args.epsilons.clone().unwrap_or(points);
     ensure!(!points.is_empty(), "--epsilons is empty");
-    let steps = args.steps.unwrap_or(steps);
-    ensure!(steps >= 1, "--steps must be at least 1");
+    let budget = match args.rollouts {
+        Some(rollouts) => {
+            ensure!(rollouts >= 1, "--rollouts must be at least 1");
+            Budget::Rollouts(rollouts)
+        }
+        None => {
+            let steps = args.steps.unwrap_or(steps);
+            ensure!(steps >= 1, "--steps must be at least 1");
+            Budget::EnvSteps(steps)
+        }
+    };
     config.validate()?;
     // Every point's σ and clipping checked (named errors) before any unit runs.
     for &point in &points {
@@ -332,7 +378,7 @@ fn plan(args: &DpPpoSuiteArgs) -> Result<Plan> {
         dir: args.dir.clone().unwrap_or(dir),
         points,
         seeds,
-        steps,
+        budget,
         config,
         leakage,
         leakage_config,
@@ -353,7 +399,7 @@ struct UnitTask {
     config: DpPpoConfig,
     point: Point,
     seed: u64,
-    steps: u64,
+    budget: Budget,
 }
 
 impl BackendTask for UnitTask {
@@ -365,7 +411,7 @@ impl BackendTask for UnitTask {
             DpPpo::<Autodiff<B>>::for_env(self.config.clone(), ENV, &device, self.seed)?;
         let finite = |e: f64| e.is_finite().then_some(e);
         let mut curve = Vec::new();
-        while agent.episode_log().env_steps < self.steps {
+        while !self.budget.reached(&agent) {
             let stats = agent.train_epoch()?;
             let whole = finite(agent.epsilon_whole_run()?);
             curve.push((stats.env_steps, stats.mean_return_100, whole));
@@ -383,9 +429,40 @@ impl BackendTask for UnitTask {
             episodes: log.episodes() as u64,
             final_mean_return_100: log.mean_recent_return(100).unwrap_or(f64::NAN),
             solved_at_env_steps: log.first_solved(100, SOLVED_RETURN).map(|s| s.1),
+            rollouts_budget: self.budget.rollouts(),
             curve,
             wall_s: start.elapsed().as_secs_f64(),
         })
+    }
+}
+
+/// What the report says about when its units stopped: at a public number of rollouts, or at
+/// an environment-step budget, which reads the episodes' lengths.
+fn stopping_rule(units: &[DpPpoUnit]) -> String {
+    let public = units.iter().filter(|u| u.rollouts_budget.is_some()).count();
+    let by_steps = units.len() - public;
+    match (public, by_steps) {
+        (0, 0) => String::new(),
+        (_, 0) => "Every unit stopped at a number of rollouts fixed in advance: ε per episode \
+                   covers all it released."
+            .into(),
+        (0, n) => format!(
+            "{} stopped after the first rollout that reached the environment-step budget: \
+             that decision reads the private episodes' lengths, and ε per episode does not \
+             cover it (docs/dp-ppo.md, \"Not covered: when the run stops\"; `--rollouts` \
+             avoids it).",
+            if n == 1 {
+                "The unit".to_string()
+            } else {
+                format!("All {n} units")
+            }
+        ),
+        (p, n) => format!(
+            "{p} units stopped at a number of rollouts fixed in advance; {n} after the first \
+             rollout that reached the environment-step budget, a decision that reads the \
+             private episodes' lengths and that ε per episode does not cover (docs/dp-ppo.md, \
+             \"Not covered: when the run stops\")."
+        ),
     }
 }
 
@@ -410,7 +487,7 @@ pub fn run(args: DpPpoSuiteArgs) -> Result<SuiteOutcome> {
                 config: point_config(&plan.config, point),
                 point,
                 seed,
-                steps: plan.steps,
+                budget: plan.budget,
             },
         )?;
         store.write(&point, seed, &unit)?;
@@ -572,8 +649,9 @@ fn write_report(plan: &Plan, store: &UnitStore<DpPpoUnit>, quick: bool) -> Resul
          (docs/dp-ppo.md). A point is solved when ≥ {MIN_SEEDS} seeds have finished and the mean \
          over seeds of each seed's final mean return of its last 100 episodes is ≥ {SOLVED_RETURN} \
          (criterion fixed in experiments/src/suites/dp_ppo/mod.rs before any run). Returns are \
-         computed from the private episodes without noise: outside the guarantee.",
-        units.len()
+         computed from the private episodes without noise: outside the guarantee. {}",
+        units.len(),
+        stopping_rule(&units)
     ));
     let mut rows = Vec::new();
     let mut smallest_solved: Option<f64> = None;
@@ -726,6 +804,37 @@ mod tests {
         assert!(c.validate().is_ok() && c.engine_config().check().is_ok());
     }
 
+    /// `--rollouts 2`: every unit stops after exactly two rollouts, records it, and the report
+    /// says that the stop read nothing of the data.
+    #[test]
+    fn a_rollout_budget_stops_every_unit_after_that_many_rollouts() {
+        let dir = crate::run::tests::temp_dir("dp-ppo-rollouts");
+        let args = DpPpoSuiteArgs {
+            quick: true,
+            seeds: None,
+            epsilons: Some(vec![Point(None)]),
+            steps: None,
+            rollouts: Some(2),
+            config: None,
+            dir: Some(dir.to_path_buf()),
+            threads: 1,
+            backend: BackendChoice::default(),
+            leakage: false,
+            leakage_seed: 0,
+            leakage_samples: None,
+        };
+        run(args).unwrap();
+        let units = UnitStore::<DpPpoUnit>::new(dir.join("units"))
+            .read_all()
+            .unwrap();
+        assert_eq!(units.len(), 1);
+        let unit = &units[0].1;
+        assert_eq!(unit.curve.len(), 2);
+        assert_eq!(unit.rollouts_budget, Some(2));
+        let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        assert!(report.contains("Every unit stopped at a number of rollouts fixed in advance"));
+    }
+
     #[test]
     fn the_quick_suite_writes_units_resumes_and_reports() {
         let dir = crate::run::tests::temp_dir("dp-ppo-suite");
@@ -734,6 +843,7 @@ mod tests {
             seeds: None,
             epsilons: None,
             steps: Some(300),
+            rollouts: None,
             config: None,
             dir: Some(dir.to_path_buf()),
             threads: 1,
