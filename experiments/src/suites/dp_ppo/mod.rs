@@ -810,18 +810,10 @@ mod tests {
     fn a_rollout_budget_stops_every_unit_after_that_many_rollouts() {
         let dir = crate::run::tests::temp_dir("dp-ppo-rollouts");
         let args = DpPpoSuiteArgs {
-            quick: true,
-            seeds: None,
             epsilons: Some(vec![Point(None)]),
-            steps: None,
             rollouts: Some(2),
-            config: None,
             dir: Some(dir.to_path_buf()),
-            threads: 1,
-            backend: BackendChoice::default(),
-            leakage: false,
-            leakage_seed: 0,
-            leakage_samples: None,
+            ..DpPpoSuiteArgs::quick(0, BackendChoice::default(), 1)
         };
         run(args).unwrap();
         let units = UnitStore::<DpPpoUnit>::new(dir.join("units"))
@@ -839,18 +831,10 @@ mod tests {
     fn the_quick_suite_writes_units_resumes_and_reports() {
         let dir = crate::run::tests::temp_dir("dp-ppo-suite");
         let args = DpPpoSuiteArgs {
-            quick: true,
             seeds: None,
-            epsilons: None,
             steps: Some(300),
-            rollouts: None,
-            config: None,
             dir: Some(dir.to_path_buf()),
-            threads: 1,
-            backend: BackendChoice::default(),
-            leakage: false,
-            leakage_seed: 0,
-            leakage_samples: None,
+            ..DpPpoSuiteArgs::quick(0, BackendChoice::default(), 1)
         };
         let outcome = run(args.clone()).unwrap();
         let store = UnitStore::<DpPpoUnit>::new(dir.join("units"));
