@@ -699,7 +699,7 @@ fn write_report(plan: &Plan, store: &UnitStore<DpPpoUnit>, quick: bool) -> Resul
                 format!(
                     "{} (median at {} steps)",
                     reached.len(),
-                    format_number(median(&reached))
+                    format_number(median(&reached).round())
                 )
             }),
             Cell::from(if solved { "yes" } else { "no" }),
