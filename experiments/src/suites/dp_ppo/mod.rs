@@ -466,6 +466,110 @@ fn stopping_rule(units: &[DpPpoUnit]) -> String {
     }
 }
 
+/// One row of the frontier's table (also an extra row's): label, seeds, σ, ε per episode, the
+/// whole-run ε, the final means, how many seeds end ≥ 475 and how many reached it, solved.
+fn frontier_row(label: String, of_point: &[&DpPpoUnit], finals: &[f64], solved: bool) -> Vec<Cell> {
+    let Some(first) = of_point.first() else {
+        let mut row = vec![Cell::from(label), Cell::from("0")];
+        row.extend((0..7).map(|_| Cell::from("–")));
+        return row;
+    };
+    let per_episode = first.epsilon_per_episode.unwrap_or(f64::INFINITY);
+    let whole: Vec<f64> = of_point
+        .iter()
+        .map(|u| u.epsilon_whole_run.unwrap_or(f64::INFINITY))
+        .collect();
+    let reached: Vec<f64> = of_point
+        .iter()
+        .filter_map(|u| u.solved_at_env_steps.map(|s| s as f64))
+        .collect();
+    vec![
+        Cell::from(label),
+        Cell::from(format!("{}", of_point.len())),
+        Cell::from(format_number(first.noise_multiplier)),
+        Cell::from(format_number(per_episode)),
+        Cell::from(if whole.iter().all(|e| e.is_infinite()) {
+            "∞".to_string()
+        } else {
+            format_mean_std(&whole)
+        }),
+        Cell::from(format_mean_std(finals)),
+        Cell::from(format!(
+            "{}",
+            finals.iter().filter(|&&f| f >= SOLVED_RETURN).count()
+        )),
+        Cell::from(if reached.is_empty() {
+            "0".to_string()
+        } else {
+            format!(
+                "{} (median at {} steps)",
+                reached.len(),
+                format_number(median(&reached).round())
+            )
+        }),
+        Cell::from(if solved { "yes" } else { "no" }),
+    ]
+}
+
+/// The frontier table's columns.
+const FRONTIER_COLUMNS: [&str; 9] = [
+    "target ε",
+    "seeds",
+    "σ",
+    "ε per episode",
+    "ε whole run (all steps)",
+    "final mean return (100)",
+    "seeds ≥ 475 at the end",
+    "seeds that reached 475 during the run",
+    "solved",
+];
+
+/// Labelled extra rows: privrl's changes to the frontier's setting, each with its units in a
+/// directory beside the frontier's (`suite dp-ppo --config … --dir …`), reported under the
+/// frontier and never in its headline: (directory name, what changed, how to run it).
+const EXTRA_ROWS: [(&str, &str, &str); 1] = [(
+    "dp-ppo-annealed",
+    "ε = 1, Adam annealed linearly to 0 over 40 rollouts (R tuned on seeds 100–101), fresh seeds 5–9",
+    "cargo xtask suite dp-ppo --config experiments/assets/dp-ppo-annealed.json --dir \
+     results/dp-ppo-annealed --epsilons 1 --seeds 5..10",
+)];
+
+/// The extra rows' section, from whatever units their directories hold.
+fn extra_rows(report: &mut Report, dir: &Path) -> Result<()> {
+    let Some(parent) = dir.parent() else {
+        return Ok(());
+    };
+    let mut rows = Vec::new();
+    let mut commands = Vec::new();
+    for (name, label, command) in EXTRA_ROWS {
+        let units: Vec<DpPpoUnit> = UnitStore::<DpPpoUnit>::new(parent.join(name).join("units"))
+            .read_all()?
+            .into_iter()
+            .map(|(_, u)| u)
+            .collect();
+        let point = Point(Some(TARGET_EPSILON));
+        let of_point: Vec<&DpPpoUnit> = point.units_in(&units).collect();
+        let finals = point.final_means(&units);
+        rows.push(frontier_row(
+            label.to_string(),
+            &of_point,
+            &finals,
+            point_solved(&finals),
+        ));
+        commands.push(format!("`{command}` (units in {name}/units)"));
+    }
+    report
+        .heading("Labelled extra rows: privrl's changes, not the frontier's setting")
+        .paragraph(
+            "Each row changes one thing in the frontier's setting (docs/dp-ppo.md says why and \
+             how it was chosen) and is judged by the same criterion on its own seeds; none is \
+             the frontier or enters the headline.",
+        )
+        .table(&FRONTIER_COLUMNS, rows)
+        .paragraph(&format!("Run by {}.", commands.join("; ")));
+    Ok(())
+}
+
 /// Runs every missing unit (seed-major), then writes the report from every unit on disk.
 pub fn run(args: DpPpoSuiteArgs) -> Result<SuiteOutcome> {
     let plan = plan(&args)?;
@@ -663,62 +767,14 @@ fn write_report(plan: &Plan, store: &UnitStore<DpPpoUnit>, quick: bool) -> Resul
             let e = point.0.unwrap_or(f64::INFINITY);
             smallest_solved = Some(smallest_solved.map_or(e, |s: f64| s.min(e)));
         }
-        let Some(first) = of_point.first() else {
-            let mut row = vec![Cell::from(point.label()), Cell::from("0")];
-            row.extend((0..7).map(|_| Cell::from("–")));
-            rows.push(row);
-            continue;
-        };
-        let per_episode = first.epsilon_per_episode.unwrap_or(f64::INFINITY);
-        let whole: Vec<f64> = of_point
-            .iter()
-            .map(|u| u.epsilon_whole_run.unwrap_or(f64::INFINITY))
-            .collect();
-        let reached: Vec<f64> = of_point
-            .iter()
-            .filter_map(|u| u.solved_at_env_steps.map(|s| s as f64))
-            .collect();
-        rows.push(vec![
-            Cell::from(point.label()),
-            Cell::from(format!("{}", of_point.len())),
-            Cell::from(format_number(first.noise_multiplier)),
-            Cell::from(format_number(per_episode)),
-            Cell::from(if whole.iter().all(|e| e.is_infinite()) {
-                "∞".to_string()
-            } else {
-                format_mean_std(&whole)
-            }),
-            Cell::from(format_mean_std(&finals)),
-            Cell::from(format!(
-                "{}",
-                finals.iter().filter(|&&f| f >= SOLVED_RETURN).count()
-            )),
-            Cell::from(if reached.is_empty() {
-                "0".to_string()
-            } else {
-                format!(
-                    "{} (median at {} steps)",
-                    reached.len(),
-                    format_number(median(&reached).round())
-                )
-            }),
-            Cell::from(if solved { "yes" } else { "no" }),
-        ]);
+        rows.push(frontier_row(point.label(), &of_point, &finals, solved));
     }
-    report.heading("Privacy–utility frontier").table(
-        &[
-            "target ε",
-            "seeds",
-            "σ",
-            "ε per episode",
-            "ε whole run (all steps)",
-            "final mean return (100)",
-            "seeds ≥ 475 at the end",
-            "seeds that reached 475 during the run",
-            "solved",
-        ],
-        rows,
-    );
+    report
+        .heading("Privacy–utility frontier")
+        .table(&FRONTIER_COLUMNS, rows);
+    if !quick {
+        extra_rows(&mut report, &plan.dir)?;
+    }
     figures(
         &mut report,
         &plan.dir,
