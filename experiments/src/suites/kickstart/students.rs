@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
 use privrl_agents::{
-    Agent, Ppo, PpoConfig, PrivacyAwareConfig, PrivacyAwareKickstarting, PrivateTeacher, Teacher,
+    Agent, DirichletRelease, Ppo, PpoConfig, PrivacyAwareConfig, PrivacyAwareKickstarting, PrivateTeacher, Teacher,
     TeacherPrivacySummary,
 };
 use privrl_privacy::PrivacyCost;
@@ -367,11 +367,36 @@ fn run_config(
         "env": plan.env,
         "epochs": plan.epochs,
         "ppo": ppo_config,
-        "teacher": teacher_config,
+        "teacher": teacher_config.map(|c| teacher_json(&c)).transpose()?,
         "student": student_config,
         "backend": plan.backend,
     });
     Ok(serde_json::from_str(&config.to_string())?)
+}
+
+/// The teacher's configuration as a unit's `config.json` records it: without `release` when it
+/// is the paper's real-valued Dirichlet, so that units written before the grid release existed
+/// keep their bytes (a finished unit is recognised, a checkpointed one resumes).
+fn teacher_json(config: &privrl_agents::PrivateTeacherConfig) -> Result<serde_json::Value> {
+    let mut json = serde_json::to_value(config)?;
+    if config.release == DirichletRelease::Real {
+        if let Some(map) = json.as_object_mut() {
+            map.remove("release");
+        }
+    }
+    Ok(json)
+}
+
+/// A unit's recorded teacher configuration; one recorded without `release` released through
+/// the real-valued Dirichlet ([`teacher_json`]).
+fn recorded_teacher_config(
+    mut json: serde_json::Value,
+) -> Result<privrl_agents::PrivateTeacherConfig> {
+    if let Some(map) = json.as_object_mut() {
+        map.entry("release")
+            .or_insert(serde_json::to_value(DirichletRelease::Real)?);
+    }
+    Ok(serde_json::from_value(json)?)
 }
 
 /// Kickstarting for `kick`: the Dirichlet teacher, shared with the student's auxiliary loss,
@@ -591,8 +616,7 @@ impl BackendTask for SuiteTask {
                 .map(|r| -> Result<_> {
                     let unit = dir.join(unit_name(&r.setting, r.seed));
                     let config: serde_json::Value = read_json(&unit.join("config.json"))?;
-                    let config: privrl_agents::PrivateTeacherConfig =
-                        serde_json::from_value(config["teacher"].clone())?;
+                    let config = recorded_teacher_config(config["teacher"].clone())?;
                     let metrics = crate::run::read_metrics(&unit.join("metrics.csv"))?;
                     Ok((config, recorded_schedule(&metrics)?))
                 })
