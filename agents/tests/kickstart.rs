@@ -7,8 +7,9 @@ use burn::backend::{Autodiff, NdArray};
 use burn::tensor::{Tensor, TensorData};
 use privrl_agents::losses::privacy_aware_penalty;
 use privrl_agents::{
-    Agent, AgentError, AuxiliaryPolicyLoss, DirichletRelease, ExhaustedTeacher, MlpConfig, Ppo, PpoConfig,
-    PrivacyAwareConfig, PrivacyAwareKickstarting, PrivateTeacher, PrivateTeacherConfig, Teacher,
+    Agent, AgentError, AuxiliaryPolicyLoss, DirichletRelease, ExhaustedTeacher, MlpConfig, Ppo,
+    PpoConfig, PrivacyAwareConfig, PrivacyAwareKickstarting, PrivateTeacher, PrivateTeacherConfig,
+    Teacher,
 };
 use privrl_privacy::{Mechanism, SimplexMap};
 use rand::SeedableRng;
@@ -678,7 +679,11 @@ fn the_grid_release_outputs_grid_points_of_the_restricted_simplex_and_composes_i
             .unwrap()
             .cost();
         assert_eq!(entry.mechanism, "dirichlet-grid");
-        assert_eq!((entry.epsilon, entry.delta), (grid.epsilon, 0.0), "release {i}");
+        assert_eq!(
+            (entry.epsilon, entry.delta),
+            (grid.epsilon, 0.0),
+            "release {i}"
+        );
         let by_hand = 2.0 * k * shift * logit;
         // The simplex check's tolerance on η widens 1 − 2η by up to 4e-6 relatively.
         assert!(
@@ -726,12 +731,22 @@ fn the_grid_release_refuses_three_actions_and_a_grid_out_of_range() {
         Err(AgentError::InvalidParameter { name, .. }) => name,
         other => panic!("expected a named error, got {other:?}"),
     };
-    assert_eq!(named(PrivateTeacher::new(three.clone(), grid(1000), 0)), "release");
+    assert_eq!(
+        named(PrivateTeacher::new(three.clone(), grid(1000), 0)),
+        "release"
+    );
     // The real-valued release of the same teacher is accepted.
     assert!(PrivateTeacher::new(three, grid(1000).with_release(DirichletRelease::Real), 0).is_ok());
-    assert_eq!(named(PrivateTeacher::new(teacher(), grid(1), 0)), "release.points");
     assert_eq!(
-        named(PrivateTeacher::new(teacher(), grid(privrl_agents::MAX_GRID_POINTS + 1), 0)),
+        named(PrivateTeacher::new(teacher(), grid(1), 0)),
+        "release.points"
+    );
+    assert_eq!(
+        named(PrivateTeacher::new(
+            teacher(),
+            grid(privrl_agents::MAX_GRID_POINTS + 1),
+            0
+        )),
         "release.points"
     );
     // A grid with no point in [τ, 1 − τ] is refused by the mechanism, by name, at construction.
@@ -739,7 +754,9 @@ fn the_grid_release_refuses_three_actions_and_a_grid_out_of_range() {
     assert!(
         matches!(
             coarse,
-            Err(AgentError::Privacy(privrl_privacy::PrivacyError::OutOfRange { name: "grid", .. }))
+            Err(AgentError::Privacy(
+                privrl_privacy::PrivacyError::OutOfRange { name: "grid", .. }
+            ))
         ),
         "{coarse:?}"
     );

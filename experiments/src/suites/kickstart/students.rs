@@ -9,8 +9,8 @@ use anyhow::{Context, Result};
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
 use privrl_agents::{
-    Agent, DirichletRelease, Ppo, PpoConfig, PrivacyAwareConfig, PrivacyAwareKickstarting, PrivateTeacher, Teacher,
-    TeacherPrivacySummary,
+    Agent, DirichletRelease, Ppo, PpoConfig, PrivacyAwareConfig, PrivacyAwareKickstarting,
+    PrivateTeacher, Teacher, TeacherPrivacySummary,
 };
 use privrl_privacy::PrivacyCost;
 
@@ -694,6 +694,102 @@ mod tests {
         let now = old.measured_against(30.0);
         assert_eq!((now.epochs_to_threshold, now.threshold), (Some(2), 30.0));
         assert_eq!(now.measured_against(81.0).epochs_to_threshold, None);
+    }
+
+    /// A unit's teacher configuration records `release` only when it is the grid: a unit
+    /// written before the option existed (the committed AirRaid unit) reads back as the
+    /// real-valued release, and a default configuration writes exactly its keys.
+    #[test]
+    fn the_teacher_release_is_recorded_only_when_it_is_the_grid() {
+        let real = privrl_agents::PrivateTeacherConfig::new();
+        let json = teacher_json(&real).unwrap();
+        assert!(json.get("release").is_none(), "{json}");
+        assert_eq!(json.as_object().unwrap().len() + 1, {
+            serde_json::to_value(&real)
+                .unwrap()
+                .as_object()
+                .unwrap()
+                .len()
+        });
+        let back = recorded_teacher_config(json).unwrap();
+        assert_eq!(back.release, DirichletRelease::Real);
+        let grid = real.with_release(DirichletRelease::Grid { points: 1000 });
+        let json = teacher_json(&grid).unwrap();
+        assert_eq!(
+            json["release"],
+            serde_json::json!({"Grid": {"points": 1000}})
+        );
+        assert_eq!(
+            recorded_teacher_config(json).unwrap().release,
+            DirichletRelease::Grid { points: 1000 }
+        );
+        let unit = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../results/kickstart-airraid/aware-c0.3-l0.5-ignore-seed0/config.json");
+        let committed: serde_json::Value = read_json(&unit).unwrap();
+        assert!(committed["teacher"].get("release").is_none());
+        let config = recorded_teacher_config(committed["teacher"].clone()).unwrap();
+        assert_eq!(config.release, DirichletRelease::Real);
+        assert_eq!(teacher_json(&config).unwrap(), committed["teacher"]);
+    }
+
+    /// `--grid-release N` reaches the teacher's configuration; a teacher with m = 6 is then
+    /// refused by name before any training (its schedule is computed first).
+    #[test]
+    fn the_grid_release_flag_reaches_the_teacher_and_refuses_six_actions() {
+        let mut args = super::super::plan::KickstartArgs::quick(
+            0,
+            crate::backend::BackendChoice::default(),
+            1,
+        );
+        args.grid_release = Some(1000);
+        args.tau = Some(0.0127);
+        let plan = args.plan();
+        let kick = super::super::plan::Kick {
+            mechanism: true,
+            vanishing: 0.3,
+            lambda: 0.5,
+            k0: 5.0,
+            map_onto: super::super::plan::MapOnto::Mix,
+            ignore_uninformative: false,
+        };
+        let two = plan.teacher_config(2, &kick).unwrap();
+        assert_eq!(two.release, DirichletRelease::Grid { points: 1000 });
+        let planned = schedule(
+            TeacherShape {
+                actions: 2,
+                lipschitz: 4.0,
+            },
+            &two,
+        )
+        .unwrap();
+        assert!(planned
+            .iter()
+            .all(|r| r.cost.is_none_or(|c| c.delta == 0.0)));
+        assert!(planned[0].released);
+        let six = plan.teacher_config(6, &kick).unwrap();
+        let refused = schedule(
+            TeacherShape {
+                actions: 6,
+                lipschitz: 4.0,
+            },
+            &six,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(
+                refused.downcast_ref::<privrl_agents::AgentError>(),
+                Some(privrl_agents::AgentError::InvalidParameter {
+                    name: "release",
+                    ..
+                })
+            ),
+            "{refused}"
+        );
+        args.grid_release = None;
+        assert_eq!(
+            args.plan().teacher_config(2, &kick).unwrap().release,
+            DirichletRelease::Real
+        );
     }
 
     #[test]
