@@ -25,6 +25,10 @@
 //!   at confidence 1 − 1e-9 (exact for m = 2); because k changes only once per trajectory,
 //!   (ε, δ) is computed once per distinct k and memoised, and by the union bound every δ of a
 //!   run holds at once with probability at least 1 − (distinct k)·1e-9;
+//! - the release is the real-valued Dir(kπ) sampled in f64 ([`DirichletRelease::Real`], the
+//!   paper's mechanism, accounted by Theorem 1), or for two actions its floating-point-safe grid
+//!   variant ([`DirichletRelease::Grid`], [`privrl_privacy::GridDirichletMechanism`], pure ε-DP
+//!   with ε = 2kΔG + 4μ and δ = 0 by its own accounting), composed in the same ledger;
 //! - a uniformly random release carries no information about the teacher, and by default the
 //!   student gives it no weight (φ ≡ 0, [`PrivacyAwareConfig::ignore_uninformative`]); with that
 //!   off it counts as k = 0 for the ball radius α_λ (the limit of eq. 15 as k → 0⁺). An exact
@@ -39,8 +43,8 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Tensor, TensorData};
 use privrl_privacy::{
     mlp_lipschitz_bound, penalty_radius, restrict_to_simplex, DirichletConfig, DirichletPrivacy,
-    DirichletSampler, Ledger, LedgerRun, LipschitzBound, Matrix, MechanismRng, MechanismRngState,
-    NoiseMode, OutputMap, PrivacyCost, SimplexMap,
+    DirichletSampler, GridDirichletMechanism, Ledger, LedgerRun, LipschitzBound, Matrix, Mechanism,
+    MechanismRng, MechanismRngState, NoiseMode, OutputMap, PrivacyCost, SimplexMap,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -147,6 +151,27 @@ pub enum VanishingUnit {
     Rollout,
 }
 
+/// How a Dir_k release is drawn and what accounts for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DirichletRelease {
+    /// The paper's mechanism: one draw of the real-valued Dir(kπ), sampled in f64, with the
+    /// (ε, δ) of Theorem 1 (eq. 12 and eq. 6/13), which holds for the real-valued mechanism
+    /// (docs/kickstarting.md, "Floating point").
+    Real,
+    /// Two actions only: the floating-point-safe grid variant
+    /// ([`privrl_privacy::GridDirichletMechanism`], built by
+    /// [`DirichletPrivacy::grid_mechanism`]): one grid point (j/n, 1 − j/n) ∈ Δ_{2,τ}, drawn by
+    /// exact integer arithmetic, pure ε-DP with ε = 2kΔG + 4μ and δ = 0 by its own accounting,
+    /// with Theorem 1's k, η, τ, L and b.
+    Grid {
+        /// The grid's denominator n, in [2, [`MAX_GRID_POINTS`]].
+        points: u32,
+    },
+}
+
+/// The largest grid denominator n of [`DirichletRelease::Grid`]: a release computes n weights.
+pub const MAX_GRID_POINTS: u32 = 1 << 20;
+
 /// The teacher's side of privacy-preserving kickstarting (Sections 3 and 5 of paper 000).
 #[derive(Config, Debug)]
 pub struct PrivateTeacherConfig {
@@ -204,6 +229,10 @@ pub struct PrivateTeacherConfig {
     /// operating system's CSPRNG ([`NoiseMode`]).
     #[config(default = "NoiseMode::Seeded")]
     pub noise_rng: NoiseMode,
+    /// How each Dir_k release is drawn and accounted: the real-valued Dir(kπ) (the paper's) or,
+    /// for two actions, its floating-point-safe grid variant ([`DirichletRelease`]).
+    #[config(default = "DirichletRelease::Real")]
+    pub release: DirichletRelease,
 }
 
 impl PrivateTeacherConfig {
@@ -242,11 +271,22 @@ impl PrivateTeacherConfig {
     /// Theorem 1's parameters at k₀ for a teacher with m = `actions` and certified bound
     /// `lipschitz` of softmax ∘ MLP: f = map ∘ softmax ∘ MLP has L = (1 − mη)·`lipschitz` for
     /// the mix, `lipschitz` for the projection.
+    ///
+    /// With [`DirichletRelease::Grid`] a teacher with m ≠ 2 is refused here
+    /// ([`AgentError::InvalidParameter`] naming `release`), once, when the teacher is built.
     pub fn dirichlet_privacy(
         &self,
         actions: usize,
         lipschitz: f64,
     ) -> Result<DirichletPrivacy, AgentError> {
+        if matches!(self.release, DirichletRelease::Grid { .. }) && actions != 2 {
+            return Err(AgentError::InvalidParameter {
+                name: "release",
+                value: actions as f64,
+                expected: "a teacher with 2 actions (the grid release exists for m = 2 only; \
+                           use the real-valued Dirichlet release)",
+            });
+        }
         Ok(DirichletConfig {
             actions,
             concentration: self.initial_concentration,
@@ -258,7 +298,8 @@ impl PrivateTeacherConfig {
         .build()?)
     }
 
-    /// (ε, δ) of one Dir_k release at `concentration` = k by Theorem 1, as the teacher
+    /// (ε, δ) of one Dir_k release at `concentration` = k by Theorem 1 (with
+    /// [`DirichletRelease::Grid`]: the grid mechanism's own pure ε, δ = 0), as the teacher
     /// accounts it ([`PrivateTeacher::release_cost`] memoises this), for a teacher with m =
     /// `actions` and certified bound `lipschitz`; `None` if δ's upper bound is ≥ 1 (no
     /// guarantee). Needs no network: a report can list the cost of every k a run used from
@@ -300,6 +341,15 @@ impl PrivateTeacherConfig {
         check_count("delta_samples", self.delta_samples)?;
         check_positive("delta_confidence", self.delta_confidence)?;
         check_positive("advanced_slack", self.advanced_slack)?;
+        if let DirichletRelease::Grid { points } = self.release {
+            if !(2..=MAX_GRID_POINTS).contains(&points) {
+                return Err(AgentError::InvalidParameter {
+                    name: "release.points",
+                    value: f64::from(points),
+                    expected: "in [2, 2^20]",
+                });
+            }
+        }
         Ok(())
     }
 }
@@ -351,6 +401,8 @@ pub struct PrivateTeacher {
     spent: PrivacyCost,
     /// (ε, δ) per distinct k (by its bits); `None` where δ is vacuous.
     costs: HashMap<u64, Option<PrivacyCost>>,
+    /// The grid mechanism per distinct k (by its bits), with [`DirichletRelease::Grid`].
+    grids: HashMap<u64, GridDirichletMechanism>,
     rng: MechanismRng,
     exhausted: bool,
     summary: TeacherPrivacySummary,
@@ -423,6 +475,7 @@ impl PrivateTeacher {
             ledger: Ledger::new(),
             spent: PrivacyCost::FREE,
             costs: HashMap::new(),
+            grids: HashMap::new(),
             rng: config.noise_rng.rng(seed)?,
             exhausted: false,
             summary: TeacherPrivacySummary {
@@ -501,8 +554,9 @@ impl PrivateTeacher {
         self.trajectories += 1;
     }
 
-    /// (ε, δ) of one Dir_k release by Theorem 1, memoised per k; `None` if δ's upper bound
-    /// is ≥ 1 (no guarantee).
+    /// (ε, δ) of one Dir_k release by Theorem 1 (with [`DirichletRelease::Grid`]: the grid
+    /// mechanism's pure ε and δ = 0), memoised per k; `None` if δ's upper bound is ≥ 1 (no
+    /// guarantee).
     pub fn release_cost(&mut self, concentration: f64) -> Result<Option<PrivacyCost>, AgentError> {
         let Some(privacy) = &self.privacy else {
             return Ok(None);
@@ -513,6 +567,27 @@ impl PrivateTeacher {
         let cost = cost_at(privacy, &self.config, concentration)?;
         self.costs.insert(concentration.to_bits(), cost);
         Ok(cost)
+    }
+
+    /// Builds (once per k) the grid mechanism at `concentration` on the grid {j/`points`}.
+    fn build_grid(&mut self, concentration: f64, points: u32) -> Result<(), AgentError> {
+        let Some(privacy) = &self.privacy else {
+            return Err(AgentError::InvalidParameter {
+                name: "mechanism",
+                value: 0.0,
+                expected: "true for a grid release",
+            });
+        };
+        if let std::collections::hash_map::Entry::Vacant(e) =
+            self.grids.entry(concentration.to_bits())
+        {
+            e.insert(
+                privacy
+                    .with_concentration(concentration)?
+                    .grid_mechanism(points)?,
+            );
+        }
+        Ok(())
     }
 
     fn within_budget(&self, cost: PrivacyCost) -> bool {
@@ -560,10 +635,32 @@ impl PrivateTeacher {
                         self.config.eta,
                         self.config.simplex_map,
                     )?;
-                    let released = DirichletSampler::new(m, k, self.config.eta)?
-                        .sample(&policy, &mut self.rng)?;
-                    self.ledger
-                        .record("dirichlet", [("concentration".to_string(), k)], cost)?;
+                    let released = match self.config.release {
+                        DirichletRelease::Real => {
+                            let released = DirichletSampler::new(m, k, self.config.eta)?
+                                .sample(&policy, &mut self.rng)?;
+                            self.ledger.record(
+                                "dirichlet",
+                                [("concentration".to_string(), k)],
+                                cost,
+                            )?;
+                            released
+                        }
+                        DirichletRelease::Grid { points } => {
+                            self.build_grid(k, points)?;
+                            let mechanism = &self.grids[&k.to_bits()];
+                            let released = mechanism.release(&policy, &mut self.rng)?;
+                            self.ledger.record(
+                                mechanism.name(),
+                                [
+                                    ("concentration".to_string(), k),
+                                    ("grid".to_string(), f64::from(points)),
+                                ],
+                                cost,
+                            )?;
+                            released
+                        }
+                    };
                     self.spent.epsilon += cost.epsilon;
                     self.spent.delta += cost.delta;
                     self.summary.dirichlet_releases += 1;
@@ -600,13 +697,21 @@ impl PrivateTeacher {
 }
 
 /// (ε, δ) of one release at k from Theorem 1's parameters at k₀ (the one home of a release's
-/// cost); `None` if δ's upper bound is ≥ 1.
+/// cost); `None` if δ's upper bound is ≥ 1. With [`DirichletRelease::Grid`] the grid
+/// mechanism's own accounting at k ([`GridDirichletMechanism`]: pure ε = 2kΔG + 4μ, δ = 0);
+/// `None` at k = 0, where it has no mechanism.
 fn cost_at(
     privacy: &DirichletPrivacy,
     config: &PrivateTeacherConfig,
     concentration: f64,
 ) -> Result<Option<PrivacyCost>, AgentError> {
     let at_k = privacy.with_concentration(concentration)?;
+    if let DirichletRelease::Grid { points } = config.release {
+        if concentration <= 0.0 {
+            return Ok(None);
+        }
+        return Ok(Some(at_k.grid_mechanism(points)?.cost()));
+    }
     // Its own generator, so that the mechanism's draws do not depend on the memo.
     let mut rng = cost_rng(concentration);
     let delta = at_k

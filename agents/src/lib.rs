@@ -124,8 +124,9 @@ pub use error::{AgentError, EngineError, RecordError, MAX_HIDDEN_WIDTH};
 pub use gradient::{param_gradients, ParamGradient};
 pub use heads::{ActorCritic, ActorCriticConfig, Categorical};
 pub use kickstart::{
-    Demonstration, ExhaustedTeacher, PrivacyAwareConfig, PrivacyAwareKickstarting, PrivateTeacher,
-    PrivateTeacherConfig, PrivateTeacherState, Teacher, TeacherPrivacySummary, VanishingUnit,
+    Demonstration, DirichletRelease, ExhaustedTeacher, PrivacyAwareConfig,
+    PrivacyAwareKickstarting, PrivateTeacher, PrivateTeacherConfig, PrivateTeacherState, Teacher,
+    TeacherPrivacySummary, VanishingUnit, MAX_GRID_POINTS,
 };
 pub use network::{trainable_from_inner, HostMlp, Network, TrainableNetwork};
 pub use nn::{

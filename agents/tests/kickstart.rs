@@ -7,10 +7,11 @@ use burn::backend::{Autodiff, NdArray};
 use burn::tensor::{Tensor, TensorData};
 use privrl_agents::losses::privacy_aware_penalty;
 use privrl_agents::{
-    Agent, AgentError, AuxiliaryPolicyLoss, ExhaustedTeacher, MlpConfig, Ppo, PpoConfig,
-    PrivacyAwareConfig, PrivacyAwareKickstarting, PrivateTeacher, PrivateTeacherConfig, Teacher,
+    Agent, AgentError, AuxiliaryPolicyLoss, DirichletRelease, ExhaustedTeacher, MlpConfig, Ppo,
+    PpoConfig, PrivacyAwareConfig, PrivacyAwareKickstarting, PrivateTeacher, PrivateTeacherConfig,
+    Teacher,
 };
-use privrl_privacy::SimplexMap;
+use privrl_privacy::{Mechanism, SimplexMap};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -618,6 +619,147 @@ fn calibrated_tau_keeps_delta_at_k0_for_six_actions() {
         "{cost:?} at τ = {tau}"
     );
     assert!(cost.epsilon.is_finite() && cost.epsilon > 0.0);
+}
+
+/// A two-action teacher releasing through the grid variant with n = 1000, τ = 0.0127, η = 0.2,
+/// k₀ = 5 halved at every trajectory: six trajectories of ten states, and its demonstrations.
+fn grid_teacher(seed: u64) -> (PrivateTeacher, Vec<Vec<f64>>) {
+    let config = PrivateTeacherConfig::new()
+        .with_vanishing_coefficient(0.5)
+        .with_eta(0.2)
+        .with_tau(0.0127)
+        .with_release(DirichletRelease::Grid { points: 1000 });
+    let mut private = PrivateTeacher::new(teacher(), config, seed).unwrap();
+    let mut released = Vec::new();
+    for (i, s) in states(60).iter().enumerate() {
+        if i % 10 == 0 {
+            private.start_trajectory();
+        }
+        let d = private.demonstrate(s).unwrap().unwrap();
+        assert_eq!(d.concentration, 5.0 * 0.5f64.powi((i / 10) as i32));
+        released.push(d.policy);
+    }
+    (private, released)
+}
+
+#[test]
+fn the_grid_release_outputs_grid_points_of_the_restricted_simplex_and_composes_its_epsilon() {
+    let (private, released) = grid_teacher(3);
+    // Every release is (j/1000, 1 − j/1000) with 13 ≤ j ≤ 987 (j/1000 ∈ [τ, 1 − τ]).
+    for policy in &released {
+        assert_eq!(policy.len(), 2);
+        let j = (policy[0] * 1000.0).round();
+        assert_eq!(policy[0], j / 1000.0, "{policy:?} is not a grid point");
+        assert_eq!(policy[1], 1.0 - policy[0]);
+        assert!((13.0..=987.0).contains(&j), "{policy:?} outside Δ_(2,τ)");
+    }
+    // Not one point: the releases depend on the draws.
+    assert!(released.iter().any(|p| p != &released[0]));
+    // Each release costs the grid mechanism's own (ε, 0) at its k. By hand: ε = 2kΔG with
+    // Δ = min(L·b/√2, 1 − 2η) and G = ln(0.987/0.013), the largest |logit| on the grid; the
+    // rounding terms (8k·2⁻⁵², 4μ ≈ 1e-11) are below 1e-9 relatively.
+    let config = private.config();
+    let shift = (private.lipschitz() * config.adjacency / 2f64.sqrt()).min(1.0 - 2.0 * config.eta);
+    let logit = (0.987f64 / 0.013).ln();
+    let theorem1 = PrivateTeacherConfig::new()
+        .with_eta(0.2)
+        .with_tau(0.0127)
+        .release_cost(2, private.teacher().lipschitz().upper_bound, 5.0)
+        .unwrap()
+        .unwrap();
+    let mut total = 0.0;
+    for (i, entry) in private.ledger().entries().iter().enumerate() {
+        let k = 5.0 * 0.5f64.powi((i / 10) as i32);
+        let grid = config
+            .dirichlet_privacy(2, private.teacher().lipschitz().upper_bound)
+            .unwrap()
+            .with_concentration(k)
+            .unwrap()
+            .grid_mechanism(1000)
+            .unwrap()
+            .cost();
+        assert_eq!(entry.mechanism, "dirichlet-grid");
+        assert_eq!(
+            (entry.epsilon, entry.delta),
+            (grid.epsilon, 0.0),
+            "release {i}"
+        );
+        let by_hand = 2.0 * k * shift * logit;
+        // The simplex check's tolerance on η widens 1 − 2η by up to 4e-6 relatively.
+        assert!(
+            (entry.epsilon - by_hand).abs() <= 1e-5 * by_hand,
+            "release {i}: {} against 2kΔG = {by_hand}",
+            entry.epsilon
+        );
+        total += entry.epsilon;
+    }
+    // Not Theorem 1's figure (which has δ > 0).
+    assert!(theorem1.delta > 0.0 && theorem1.epsilon != private.ledger().entries()[0].epsilon);
+    // Basic composition: 10 releases at each k = 5·2⁻ᵗ, t = 0..5, so Σε = 10·ε(5)·(2 − 2⁻⁵)
+    // up to the rounding terms; δ stays 0, and advanced composition never exceeds basic.
+    let summary = private.summary().unwrap();
+    assert_eq!(summary.dirichlet_releases, 60);
+    assert_eq!(summary.basic.delta, 0.0);
+    assert!((summary.basic.epsilon - total).abs() <= 1e-12 * total);
+    let first = private.ledger().entries()[0].epsilon;
+    assert!((summary.basic.epsilon - 10.0 * first * (2.0 - 0.5f64.powi(5))).abs() <= 1e-9 * total);
+    assert_eq!(summary.initial_release.unwrap().epsilon, first);
+    assert!(summary.advanced.epsilon <= summary.basic.epsilon);
+}
+
+#[test]
+fn a_seeded_grid_teacher_is_reproducible() {
+    let (a, first) = grid_teacher(11);
+    let (b, again) = grid_teacher(11);
+    assert_eq!(first, again);
+    assert_eq!(a.ledger(), b.ledger());
+    let (_, other) = grid_teacher(12);
+    assert_ne!(first, other, "another seed draws other grid points");
+}
+
+#[test]
+fn the_grid_release_refuses_three_actions_and_a_grid_out_of_range() {
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let actor = MlpConfig::new(4, vec![8], 3).init::<NdArray>(&Default::default(), &mut rng);
+    let three = Teacher::from_actor(&actor).unwrap();
+    let grid = |points| {
+        PrivateTeacherConfig::new()
+            .with_eta(0.1)
+            .with_release(DirichletRelease::Grid { points })
+    };
+    let named = |result: Result<PrivateTeacher, AgentError>| match result {
+        Err(AgentError::InvalidParameter { name, .. }) => name,
+        other => panic!("expected a named error, got {other:?}"),
+    };
+    assert_eq!(
+        named(PrivateTeacher::new(three.clone(), grid(1000), 0)),
+        "release"
+    );
+    // The real-valued release of the same teacher is accepted.
+    assert!(PrivateTeacher::new(three, grid(1000).with_release(DirichletRelease::Real), 0).is_ok());
+    assert_eq!(
+        named(PrivateTeacher::new(teacher(), grid(1), 0)),
+        "release.points"
+    );
+    assert_eq!(
+        named(PrivateTeacher::new(
+            teacher(),
+            grid(privrl_agents::MAX_GRID_POINTS + 1),
+            0
+        )),
+        "release.points"
+    );
+    // A grid with no point in [τ, 1 − τ] is refused by the mechanism, by name, at construction.
+    let coarse = PrivateTeacher::new(teacher(), grid(3).with_tau(0.4), 0);
+    assert!(
+        matches!(
+            coarse,
+            Err(AgentError::Privacy(
+                privrl_privacy::PrivacyError::OutOfRange { name: "grid", .. }
+            ))
+        ),
+        "{coarse:?}"
+    );
 }
 
 /// A kickstarted student like [`kickstarted_student`] whose epochs start from seeded resets

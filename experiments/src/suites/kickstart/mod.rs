@@ -323,7 +323,7 @@ mod tests {
                 "--k0", "2", "--lambda", "1", "--beta", "0.1", "--balance", "0.5", "--eta",
                 "0.05", "--tau", "0.001", "--target-delta", "0.1", "--adjacency", "0.02",
                 "--concentration-floor", "0.1", "--budget-epsilon", "100", "--map-onto",
-                "project", "--exhausted", "stop", "--vanishing-per", "trajectory",
+                "project", "--exhausted", "stop", "--vanishing-per", "trajectory", "--grid-release", "500",
                 "--no-epoch-reset", "--seed", "3", "--noise-rng", "secure", "--steps-per-epoch",
                 "500",
             ],

@@ -2,7 +2,9 @@
 //! `config.json` records).
 
 use clap::{Args, ValueEnum};
-use privrl_agents::{ExhaustedTeacher, PpoConfig, PrivateTeacherConfig, VanishingUnit};
+use privrl_agents::{
+    DirichletRelease, ExhaustedTeacher, PpoConfig, PrivateTeacherConfig, VanishingUnit,
+};
 use privrl_privacy::SimplexMap;
 use serde::{Deserialize, Serialize};
 
@@ -131,6 +133,15 @@ pub struct KickstartArgs {
     /// How the teacher's policy enters Δ_{m,η} before Dir_k.
     #[arg(long, value_enum, default_value_t = MapOnto::Mix)]
     pub map_onto: MapOnto,
+    /// Release each demonstration through the floating-point-safe grid variant of the
+    /// Dirichlet mechanism with N grid points (two actions only, e.g. CartPole): one point
+    /// (j/N, 1 − j/N) of Δ_{2,τ} drawn by exact integer arithmetic, pure ε-DP with
+    /// ε = 2kΔG + 4μ and δ = 0 by its own accounting (docs/kickstarting.md, "Floating
+    /// point"), composed in the teacher's ledger like Theorem 1's. N in [2, 2^20] with a point
+    /// in [τ, 1 − τ]. Default: the paper's real-valued Dir(kπ), sampled in f64, with Theorem 1's
+    /// (ε, δ).
+    #[arg(long, value_name = "N")]
+    pub grid_release: Option<u32>,
     /// Carry episodes over PPO epoch boundaries instead of Spinning Up's reset at every
     /// epoch's end.
     #[arg(long)]
@@ -272,6 +283,9 @@ pub(super) struct KickstartPlan {
     pub(super) delta_confidence: f64,
     pub(super) allow_weak_privacy: bool,
     pub(super) map_onto: MapOnto,
+    /// The grid release's N (`--grid-release`); absent from `config.json` when off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) grid_release: Option<u32>,
     pub(super) epoch_reset: bool,
     pub(super) ablation: bool,
     /// Units go to `kickstart-<env>/` (the ablation, or `--out`), else to `kickstart/`.
@@ -311,6 +325,7 @@ impl KickstartArgs {
             delta_confidence: privrl_privacy::DELTA_CONFIDENCE,
             allow_weak_privacy: false,
             map_onto: MapOnto::Mix,
+            grid_release: None,
             no_epoch_reset: false,
             ablation: false,
             out: None,
@@ -358,6 +373,7 @@ impl KickstartArgs {
             delta_confidence: self.delta_confidence,
             allow_weak_privacy: self.allow_weak_privacy,
             map_onto: self.map_onto,
+            grid_release: self.grid_release,
             // The ablation's references and teacher are the pre-fix PPO (episodes carried over).
             epoch_reset: !self.no_epoch_reset && !self.ablation,
             ablation: self.ablation,
@@ -440,6 +456,10 @@ impl KickstartPlan {
             .with_initial_concentration(kick.k0)
             .with_vanishing_coefficient(kick.vanishing)
             .with_simplex_map(kick.map_onto.map())
+            .with_release(match self.grid_release {
+                Some(points) => DirichletRelease::Grid { points },
+                None => DirichletRelease::Real,
+            })
             .with_vanishing_unit(match self.vanishing_per {
                 VanishingPer::Rollout => VanishingUnit::Rollout,
                 VanishingPer::Trajectory => VanishingUnit::Trajectory,

@@ -434,6 +434,9 @@ pub(super) fn write_report(
     report.paragraph(&plan.noise_rng.report_line());
     report.paragraph(&protocol_paragraph(plan, results));
     report.paragraph(&dirichlet_paragraph(plan));
+    if let Some(points) = plan.grid_release {
+        report.paragraph(&grid_release_paragraph(points));
+    }
     report.paragraph(&crate::report::PrivacyScope::Kickstart.sentence());
     results_table(&mut report, &rows);
     releases_table(&mut report, plan, results);
@@ -490,6 +493,19 @@ fn protocol_paragraph(plan: &KickstartPlan, results: &SuiteResults) -> String {
 }
 
 /// The Dirichlet teacher, its privacy accounting and the student's weighting.
+/// What `--grid-release N` changes in the Dirichlet paragraph.
+fn grid_release_paragraph(points: u32) -> String {
+    format!(
+        "Grid release (`--grid-release {points}`): each Dir_k release is the floating-point-safe \
+         two-action variant instead, one point (j/{points}, 1 − j/{points}) of Δ_{{2,τ}} drawn by \
+         exact integer arithmetic with the Beta(kπ₁, k − kπ₁) density's weights, and each \
+         release's cost is that mechanism's own pure ε = 2kΔG + 4μ with δ = 0 (Δ = min(L·b/√2, \
+         1 − 2η), G the largest |logit| on the grid), not Theorem 1's; the ledger composes it \
+         the same way. An exhausted teacher's uniformly random releases are still f64 draws, \
+         independent of the teacher."
+    )
+}
+
 fn dirichlet_paragraph(plan: &KickstartPlan) -> String {
     format!(
         "Dirichlet teacher: k₀ = {}, multiplied by the vanishing coefficient c at the start of \
@@ -907,6 +923,9 @@ pub(super) fn reproduce_command(plan: &KickstartPlan, dir: &Path) -> String {
     }
     if plan.map_onto == MapOnto::Project {
         flags.push("--map-onto project".into());
+    }
+    if let Some(points) = plan.grid_release {
+        flags.push(format!("--grid-release {points}"));
     }
     if plan.exhausted == Exhausted::Stop {
         flags.push("--exhausted stop".into());

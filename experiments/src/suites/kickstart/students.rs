@@ -9,8 +9,8 @@ use anyhow::{Context, Result};
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
 use privrl_agents::{
-    Agent, Ppo, PpoConfig, PrivacyAwareConfig, PrivacyAwareKickstarting, PrivateTeacher, Teacher,
-    TeacherPrivacySummary,
+    Agent, DirichletRelease, Ppo, PpoConfig, PrivacyAwareConfig, PrivacyAwareKickstarting,
+    PrivateTeacher, Teacher, TeacherPrivacySummary,
 };
 use privrl_privacy::PrivacyCost;
 
@@ -367,11 +367,36 @@ fn run_config(
         "env": plan.env,
         "epochs": plan.epochs,
         "ppo": ppo_config,
-        "teacher": teacher_config,
+        "teacher": teacher_config.map(|c| teacher_json(&c)).transpose()?,
         "student": student_config,
         "backend": plan.backend,
     });
     Ok(serde_json::from_str(&config.to_string())?)
+}
+
+/// The teacher's configuration as a unit's `config.json` records it: without `release` when it
+/// is the paper's real-valued Dirichlet, so that units written before the grid release existed
+/// keep their bytes (a finished unit is recognised, a checkpointed one resumes).
+fn teacher_json(config: &privrl_agents::PrivateTeacherConfig) -> Result<serde_json::Value> {
+    let mut json = serde_json::to_value(config)?;
+    if config.release == DirichletRelease::Real {
+        if let Some(map) = json.as_object_mut() {
+            map.remove("release");
+        }
+    }
+    Ok(json)
+}
+
+/// A unit's recorded teacher configuration; one recorded without `release` released through
+/// the real-valued Dirichlet ([`teacher_json`]).
+fn recorded_teacher_config(
+    mut json: serde_json::Value,
+) -> Result<privrl_agents::PrivateTeacherConfig> {
+    if let Some(map) = json.as_object_mut() {
+        map.entry("release")
+            .or_insert(serde_json::to_value(DirichletRelease::Real)?);
+    }
+    Ok(serde_json::from_value(json)?)
 }
 
 /// Kickstarting for `kick`: the Dirichlet teacher, shared with the student's auxiliary loss,
@@ -591,8 +616,7 @@ impl BackendTask for SuiteTask {
                 .map(|r| -> Result<_> {
                     let unit = dir.join(unit_name(&r.setting, r.seed));
                     let config: serde_json::Value = read_json(&unit.join("config.json"))?;
-                    let config: privrl_agents::PrivateTeacherConfig =
-                        serde_json::from_value(config["teacher"].clone())?;
+                    let config = recorded_teacher_config(config["teacher"].clone())?;
                     let metrics = crate::run::read_metrics(&unit.join("metrics.csv"))?;
                     Ok((config, recorded_schedule(&metrics)?))
                 })
@@ -670,6 +694,102 @@ mod tests {
         let now = old.measured_against(30.0);
         assert_eq!((now.epochs_to_threshold, now.threshold), (Some(2), 30.0));
         assert_eq!(now.measured_against(81.0).epochs_to_threshold, None);
+    }
+
+    /// A unit's teacher configuration records `release` only when it is the grid: a unit
+    /// written before the option existed (the committed AirRaid unit) reads back as the
+    /// real-valued release, and a default configuration writes exactly its keys.
+    #[test]
+    fn the_teacher_release_is_recorded_only_when_it_is_the_grid() {
+        let real = privrl_agents::PrivateTeacherConfig::new();
+        let json = teacher_json(&real).unwrap();
+        assert!(json.get("release").is_none(), "{json}");
+        assert_eq!(json.as_object().unwrap().len() + 1, {
+            serde_json::to_value(&real)
+                .unwrap()
+                .as_object()
+                .unwrap()
+                .len()
+        });
+        let back = recorded_teacher_config(json).unwrap();
+        assert_eq!(back.release, DirichletRelease::Real);
+        let grid = real.with_release(DirichletRelease::Grid { points: 1000 });
+        let json = teacher_json(&grid).unwrap();
+        assert_eq!(
+            json["release"],
+            serde_json::json!({"Grid": {"points": 1000}})
+        );
+        assert_eq!(
+            recorded_teacher_config(json).unwrap().release,
+            DirichletRelease::Grid { points: 1000 }
+        );
+        let unit = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../results/kickstart-airraid/aware-c0.3-l0.5-ignore-seed0/config.json");
+        let committed: serde_json::Value = read_json(&unit).unwrap();
+        assert!(committed["teacher"].get("release").is_none());
+        let config = recorded_teacher_config(committed["teacher"].clone()).unwrap();
+        assert_eq!(config.release, DirichletRelease::Real);
+        assert_eq!(teacher_json(&config).unwrap(), committed["teacher"]);
+    }
+
+    /// `--grid-release N` reaches the teacher's configuration; a teacher with m = 6 is then
+    /// refused by name before any training (its schedule is computed first).
+    #[test]
+    fn the_grid_release_flag_reaches_the_teacher_and_refuses_six_actions() {
+        let mut args = super::super::plan::KickstartArgs::quick(
+            0,
+            crate::backend::BackendChoice::default(),
+            1,
+        );
+        args.grid_release = Some(1000);
+        args.tau = Some(0.0127);
+        let plan = args.plan();
+        let kick = super::super::plan::Kick {
+            mechanism: true,
+            vanishing: 0.3,
+            lambda: 0.5,
+            k0: 5.0,
+            map_onto: super::super::plan::MapOnto::Mix,
+            ignore_uninformative: false,
+        };
+        let two = plan.teacher_config(2, &kick).unwrap();
+        assert_eq!(two.release, DirichletRelease::Grid { points: 1000 });
+        let planned = schedule(
+            TeacherShape {
+                actions: 2,
+                lipschitz: 4.0,
+            },
+            &two,
+        )
+        .unwrap();
+        assert!(planned
+            .iter()
+            .all(|r| r.cost.is_none_or(|c| c.delta == 0.0)));
+        assert!(planned[0].released);
+        let six = plan.teacher_config(6, &kick).unwrap();
+        let refused = schedule(
+            TeacherShape {
+                actions: 6,
+                lipschitz: 4.0,
+            },
+            &six,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(
+                refused.downcast_ref::<privrl_agents::AgentError>(),
+                Some(privrl_agents::AgentError::InvalidParameter {
+                    name: "release",
+                    ..
+                })
+            ),
+            "{refused}"
+        );
+        args.grid_release = None;
+        assert_eq!(
+            args.plan().teacher_config(2, &kick).unwrap().release,
+            DirichletRelease::Real
+        );
     }
 
     #[test]
