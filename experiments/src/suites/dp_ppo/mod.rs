@@ -466,9 +466,11 @@ fn stopping_rule(units: &[DpPpoUnit]) -> String {
     }
 }
 
-/// One row of the frontier's table (also an extra row's): label, seeds, σ, ε per episode, the
-/// whole-run ε, the final means, how many seeds end ≥ 475 and how many reached it, solved.
-fn frontier_row(label: String, of_point: &[&DpPpoUnit], finals: &[f64], solved: bool) -> Vec<Cell> {
+/// One row of the frontier's table (also an extra row's), from the units of one point: label,
+/// seeds, σ, ε per episode, the whole-run ε, the final means, how many seeds end ≥ 475 and how
+/// many reached it, and the criterion's verdict ([`point_solved`]).
+fn frontier_row(label: String, of_point: &[&DpPpoUnit]) -> Vec<Cell> {
+    let finals: Vec<f64> = of_point.iter().map(|u| u.final_mean_return_100).collect();
     let Some(first) = of_point.first() else {
         let mut row = vec![Cell::from(label), Cell::from("0")];
         row.extend((0..7).map(|_| Cell::from("–")));
@@ -493,7 +495,7 @@ fn frontier_row(label: String, of_point: &[&DpPpoUnit], finals: &[f64], solved: 
         } else {
             format_mean_std(&whole)
         }),
-        Cell::from(format_mean_std(finals)),
+        Cell::from(format_mean_std(&finals)),
         Cell::from(format!(
             "{}",
             finals.iter().filter(|&&f| f >= SOLVED_RETURN).count()
@@ -507,7 +509,7 @@ fn frontier_row(label: String, of_point: &[&DpPpoUnit], finals: &[f64], solved: 
                 format_number(median(&reached).round())
             )
         }),
-        Cell::from(if solved { "yes" } else { "no" }),
+        Cell::from(if point_solved(&finals) { "yes" } else { "no" }),
     ]
 }
 
@@ -547,15 +549,8 @@ fn extra_rows(report: &mut Report, dir: &Path) -> Result<()> {
             .into_iter()
             .map(|(_, u)| u)
             .collect();
-        let point = Point(Some(TARGET_EPSILON));
-        let of_point: Vec<&DpPpoUnit> = point.units_in(&units).collect();
-        let finals = point.final_means(&units);
-        rows.push(frontier_row(
-            label.to_string(),
-            &of_point,
-            &finals,
-            point_solved(&finals),
-        ));
+        let of_point: Vec<&DpPpoUnit> = Point(Some(TARGET_EPSILON)).units_in(&units).collect();
+        rows.push(frontier_row(label.to_string(), &of_point));
         commands.push(format!("`{command}` (units in {name}/units)"));
     }
     report
@@ -759,15 +754,14 @@ fn write_report(plan: &Plan, store: &UnitStore<DpPpoUnit>, quick: bool) -> Resul
     ));
     let mut rows = Vec::new();
     let mut smallest_solved: Option<f64> = None;
-    for point in report_points(plan, &units, quick) {
-        let of_point: Vec<&DpPpoUnit> = point.units_in(&units).collect();
-        let finals = point.final_means(&units);
-        let solved = point_solved(&finals);
-        if solved {
+    let points = report_points(plan, &units, quick);
+    for &point in &points {
+        if point_solved(&point.final_means(&units)) {
             let e = point.0.unwrap_or(f64::INFINITY);
             smallest_solved = Some(smallest_solved.map_or(e, |s: f64| s.min(e)));
         }
-        rows.push(frontier_row(point.label(), &of_point, &finals, solved));
+        let of_point: Vec<&DpPpoUnit> = point.units_in(&units).collect();
+        rows.push(frontier_row(point.label(), &of_point));
     }
     report
         .heading("Privacy–utility frontier")
@@ -775,12 +769,7 @@ fn write_report(plan: &Plan, store: &UnitStore<DpPpoUnit>, quick: bool) -> Resul
     if !quick {
         extra_rows(&mut report, &plan.dir)?;
     }
-    figures(
-        &mut report,
-        &plan.dir,
-        &units,
-        &report_points(plan, &units, quick),
-    )?;
+    figures(&mut report, &plan.dir, &units, &points)?;
     let headline = if quick {
         quick_headline(&units)
     } else {
